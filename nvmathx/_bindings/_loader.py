@@ -1,0 +1,141 @@
+"""Find and load the CUDA shared libraries nvmathx calls through ctypes.
+
+Order of search, per library:
+
+1. the environment variable ``NVMATHX_<NAME>_PATH`` (for example ``NVMATHX_CUBLASLT_PATH``),
+   the full path of the shared library;
+2. ``cuda.pathfinder.load_nvidia_dynamic_lib`` (NVIDIA wheels, conda, the system loader,
+   ``CUDA_PATH``/``CUDA_HOME``);
+3. ``nvidia/*/lib`` and ``nvidia/*/*/lib`` under every ``sys.path`` entry, which covers
+   ``pip install --target`` layouts that older pathfinder versions do not search.
+
+A library is loaded once per process; a failure raises :class:`LibraryNotFoundError` naming the pip
+package to install and the variable that overrides the search.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import sys
+import threading
+from dataclasses import dataclass
+
+from .._core.errors import LibraryNotFoundError
+
+__all__ = ["LIBRARIES", "LoadedLibrary", "load_library", "library_report"]
+
+
+@dataclass(frozen=True)
+class _LibrarySpec:
+    name: str  # cuda.pathfinder's name
+    file_stem: str  # lib<stem>.so.*
+    pip_package: str  # what to install (CUDA 13 flavour; the cu12 one is named in the message)
+
+    @property
+    def env_var(self) -> str:
+        return f"NVMATHX_{self.name.upper()}_PATH"
+
+
+LIBRARIES = {
+    spec.name: spec
+    for spec in (
+        _LibrarySpec("cublasLt", "cublasLt", "nvidia-cublas (or nvmathx[cu13] / nvmathx[cu12])"),
+        _LibrarySpec("cufft", "cufft", "nvidia-cufft (or nvmathx[cu13] / nvmathx[cu12])"),
+        _LibrarySpec("nvrtc", "nvrtc", "nvidia-cuda-nvrtc"),
+        _LibrarySpec("nvJitLink", "nvJitLink", "nvidia-nvjitlink"),
+        _LibrarySpec("mathdx", "mathdx", "nvidia-libmathdx-cu13 (or nvidia-libmathdx-cu12)"),
+        _LibrarySpec("cudart", "cudart", "nvidia-cuda-runtime"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class LoadedLibrary:
+    """A loaded shared library: the ctypes handle, its path, and how it was found."""
+
+    name: str
+    cdll: ctypes.CDLL
+    path: str
+    found_via: str
+
+
+_loaded: dict[str, LoadedLibrary] = {}
+_lock = threading.Lock()
+
+
+def load_library(name: str) -> LoadedLibrary:
+    """Load the CUDA library ``name`` (a key of :data:`LIBRARIES`) once and return it.
+
+    Raises
+    ------
+    LibraryNotFoundError
+        When no search step finds a library that loads.
+    """
+    loaded = _loaded.get(name)
+    if loaded is not None:
+        return loaded
+    with _lock:
+        if name not in _loaded:
+            _loaded[name] = _search(LIBRARIES[name])
+        return _loaded[name]
+
+
+def _search(spec: _LibrarySpec) -> LoadedLibrary:
+    failures = []
+    override = os.environ.get(spec.env_var)
+    if override:
+        try:
+            return LoadedLibrary(spec.name, ctypes.CDLL(override), override, spec.env_var)
+        except OSError as error:
+            # An explicit override that fails is an error, not a reason to look elsewhere.
+            raise LibraryNotFoundError(spec.name, spec.pip_package, spec.env_var, str(error)) from None
+    try:
+        from cuda import pathfinder
+
+        found = pathfinder.load_nvidia_dynamic_lib(spec.name)
+        path = found.abs_path or ""
+        cdll = ctypes.CDLL(path) if path else ctypes.CDLL(None, handle=found._handle_uint)
+        return LoadedLibrary(spec.name, cdll, path, f"cuda.pathfinder ({found.found_via})")
+    except Exception as error:  # ImportError, DynamicLibNotFoundError, OSError
+        failures.append(f"cuda.pathfinder: {type(error).__name__}: {error}")
+    for path in _sys_path_candidates(spec.file_stem):
+        try:
+            return LoadedLibrary(spec.name, ctypes.CDLL(path), path, "sys.path search")
+        except OSError as error:
+            failures.append(f"{path}: {error}")
+    raise LibraryNotFoundError(spec.name, spec.pip_package, spec.env_var, "; ".join(failures)[:500])
+
+
+def _sys_path_candidates(file_stem: str) -> list[str]:
+    """Shared libraries named lib<stem>.so* in nvidia/*/lib folders under sys.path, newest first."""
+    found = []
+    for entry in sys.path:
+        if not entry or not os.path.isdir(os.path.join(entry, "nvidia")):
+            continue
+        for pattern in ("nvidia/*/lib", "nvidia/*/*/lib"):
+            for folder in glob.glob(os.path.join(entry, pattern)):
+                found.extend(glob.glob(os.path.join(folder, f"lib{file_stem}.so*")))
+    # Prefer the highest soname (cu13 before cu12) and real files before symlinks of the same name.
+    return sorted(set(found), key=lambda p: (_soname_version(p), not os.path.islink(p)), reverse=True)
+
+
+def _soname_version(path: str) -> tuple[int, ...]:
+    suffix = os.path.basename(path).split(".so")[-1].lstrip(".")
+    return tuple(int(part) for part in suffix.split(".") if part.isdigit())
+
+
+def library_report() -> list[tuple[str, str, str]]:
+    """(name, path or error, how found) for every known library, loading each one.
+
+    Used by ``python -m nvmathx``; never raises.
+    """
+    rows = []
+    for name in LIBRARIES:
+        try:
+            loaded = load_library(name)
+            rows.append((name, loaded.path or "(already loaded)", loaded.found_via))
+        except LibraryNotFoundError as error:
+            rows.append((name, "not found", f"pip install {error.pip_package}"))
+    return rows

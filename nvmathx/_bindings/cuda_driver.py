@@ -1,0 +1,96 @@
+"""The few CUDA driver calls nvmathx makes itself, through cuda.bindings, with typed errors.
+
+cuda.bindings returns ``(CUresult, *values)`` tuples; :func:`_check` turns a failure into
+:class:`CudaDriverError` carrying the C name of the status.
+"""
+
+from __future__ import annotations
+
+from .._core.errors import CudaLibraryError
+
+__all__ = [
+    "CudaDriverError",
+    "driver_available",
+    "device_count",
+    "driver_version",
+    "memcpy_async",
+    "stream_synchronize",
+    "stream_wait_stream",
+    "stream_is_capturing",
+]
+
+
+class CudaDriverError(CudaLibraryError):
+    """A CUDA driver call failed."""
+
+    library = "CUDA driver"
+    hint = "Set CUDA_LAUNCH_BLOCKING=1 to locate asynchronous errors"
+
+
+_driver = None
+
+
+def _module():
+    global _driver
+    if _driver is None:
+        from cuda.bindings import driver
+
+        (status,) = driver.cuInit(0)
+        _check(status, "cuInit")
+        _driver = driver
+    return _driver
+
+
+def _check(status, function):
+    if int(status) != 0:
+        raise CudaDriverError(int(status), getattr(status, "name", str(status)), function)
+
+
+def _call(name, *args):
+    driver = _module()
+    status, *values = getattr(driver, name)(*args)
+    _check(status, name)
+    return values[0] if len(values) == 1 else values
+
+
+def driver_available() -> bool:
+    """True when the CUDA driver loads and reports at least one device. Never raises."""
+    try:
+        return device_count() > 0
+    except Exception:
+        return False
+
+
+def device_count() -> int:
+    return _call("cuDeviceGetCount")
+
+
+def driver_version() -> int:
+    """The driver's CUDA version as an integer (13000 = CUDA 13.0)."""
+    return _call("cuDriverGetVersion")
+
+
+def memcpy_async(dst: int, src: int, nbytes: int, stream_handle: int) -> None:
+    """Copy ``nbytes`` between any two pointers (host or device, unified addressing) on a stream."""
+    _call("cuMemcpyAsync", dst, src, nbytes, stream_handle)
+
+
+def stream_synchronize(stream_handle: int) -> None:
+    _call("cuStreamSynchronize", stream_handle)
+
+
+def stream_wait_stream(waiting_handle: int, producing_handle: int) -> None:
+    """Make ``waiting_handle`` wait for the work queued so far on ``producing_handle``."""
+    driver = _module()
+    event = _call("cuEventCreate", driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+    try:
+        _call("cuEventRecord", event, producing_handle)
+        _call("cuStreamWaitEvent", waiting_handle, event, 0)
+    finally:
+        _call("cuEventDestroy", event)
+
+
+def stream_is_capturing(stream_handle: int) -> bool:
+    driver = _module()
+    status = _call("cuStreamIsCapturing", stream_handle)
+    return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE

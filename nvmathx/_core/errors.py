@@ -1,0 +1,148 @@
+"""The nvmathx exception hierarchy.
+
+Every error nvmathx raises on purpose derives from :class:`NvmathxError`. Errors about user input
+also derive from the matching builtin (``ValueError``, ``TypeError``, ``RuntimeError``), so code
+written against numpy/scipy semantics keeps catching what it caught before.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "NvmathxError",
+    "LibraryNotFoundError",
+    "CudaLibraryError",
+    "OperandError",
+    "UnsupportedOperandError",
+    "UnsupportedLayoutError",
+    "OptionsError",
+    "InvalidStateError",
+]
+
+
+class NvmathxError(Exception):
+    """Base class of every error nvmathx raises on purpose."""
+
+
+class LibraryNotFoundError(NvmathxError, ImportError):
+    """A CUDA library could not be loaded.
+
+    Attributes
+    ----------
+    library : str
+        The library's short name (``"cublasLt"``, ``"cufft"``, ``"mathdx"``).
+    pip_package : str
+        The pip package that provides it.
+    env_var : str
+        The environment variable that overrides its path.
+    """
+
+    def __init__(self, library: str, pip_package: str, env_var: str, detail: str = ""):
+        self.library = library
+        self.pip_package = pip_package
+        self.env_var = env_var
+        self.detail = detail
+        message = (
+            f"could not load the CUDA library {library!r}: install it with "
+            f"`pip install {pip_package}`, or set {env_var} to the path of the shared library"
+        )
+        if detail:
+            message += f" ({detail})"
+        super().__init__(message)
+
+    def __reduce__(self):
+        return (type(self), (self.library, self.pip_package, self.env_var, self.detail))
+
+
+class CudaLibraryError(NvmathxError, RuntimeError):
+    """A CUDA library call returned a nonzero status.
+
+    Subclasses name the library. The error carries the numeric ``status``, its C name
+    (``status_name``, e.g. ``"CUBLAS_STATUS_NOT_SUPPORTED"``), the function that failed and a hint.
+    """
+
+    library = "CUDA library"
+    hint = ""
+
+    def __init__(self, status: int, status_name: str, function: str = "", detail: str = ""):
+        self.status = int(status)
+        self.status_name = status_name
+        self.function = function
+        self.detail = detail
+        where = f" in {function}" if function else ""
+        message = f"{status_name} ({self.status}){where}"
+        if detail:
+            message += f": {detail}"
+        if self.hint:
+            message += f". {self.hint}"
+        super().__init__(message)
+
+    def __reduce__(self):
+        return (type(self), (self.status, self.status_name, self.function, self.detail))
+
+
+class OperandError(NvmathxError, ValueError):
+    """An operand has the wrong shape, dtype, device or layout.
+
+    Attributes
+    ----------
+    argument : str
+        The name of the offending argument.
+    """
+
+    def __init__(self, argument: str, message: str):
+        self.argument = argument
+        super().__init__(f"{argument}: {message}")
+
+    def __reduce__(self):
+        return (_rebuild_named, (type(self), self.argument, str(self)))
+
+
+class UnsupportedOperandError(NvmathxError, TypeError):
+    """An object is not an array nvmathx can view (no DLPack, CUDA Array Interface or
+    array interface), or its dtype is not supported."""
+
+    def __init__(self, argument: str, message: str):
+        self.argument = argument
+        super().__init__(f"{argument}: {message}")
+
+    def __reduce__(self):
+        return (_rebuild_named, (type(self), self.argument, str(self)))
+
+
+class UnsupportedLayoutError(OperandError):
+    """An operand's memory layout cannot be used without a copy the caller did not allow.
+
+    Attributes
+    ----------
+    argument : str
+        The name of the offending argument.
+    remedy : str
+        What to do instead (for example, ``"pass a C-contiguous copy"``).
+    """
+
+    def __init__(self, argument: str, message: str, remedy: str = ""):
+        self.remedy = remedy
+        super().__init__(argument, message + (f"; {remedy}" if remedy else ""))
+
+
+class OptionsError(NvmathxError, ValueError):
+    """An options object or keyword has an invalid value."""
+
+    def __init__(self, argument: str, message: str):
+        self.argument = argument
+        super().__init__(f"{argument}: {message}")
+
+    def __reduce__(self):
+        return (_rebuild_named, (type(self), self.argument, str(self)))
+
+
+class InvalidStateError(NvmathxError, RuntimeError):
+    """A method was called in a state that does not allow it (for example, after ``free()``, or
+    ``execute()`` before ``plan()``)."""
+
+
+def _rebuild_named(cls, argument, message):
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.argument = argument
+    return error

@@ -1,0 +1,83 @@
+"""Execution spaces: where a plan runs (a CUDA device, or the CPU through numpy/scipy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import OperandError, OptionsError
+from .options import check_positive_int
+
+__all__ = ["ExecutionCUDA", "ExecutionCPU", "normalize_execution"]
+
+
+@dataclass(frozen=True)
+class ExecutionCUDA:
+    """Run on a CUDA device.
+
+    Parameters
+    ----------
+    device_id : int
+        The device ordinal. Operands on another device are rejected; host (numpy) operands are
+        copied to this device and the result is copied back.
+    """
+
+    device_id: int = 0
+    name = "cuda"
+
+    def __post_init__(self):
+        check_positive_int(self.device_id, "execution.device_id", allow_zero=True)
+
+
+@dataclass(frozen=True)
+class ExecutionCPU:
+    """Run on the CPU with numpy/scipy (host operands only).
+
+    Parameters
+    ----------
+    num_threads : int or None
+        Worker threads where the CPU backend can use them (scipy.fft's ``workers``);
+        None lets the backend choose.
+    """
+
+    num_threads: int | None = None
+    name = "cpu"
+
+    def __post_init__(self):
+        check_positive_int(self.num_threads, "execution.num_threads", allow_none=True)
+
+
+def normalize_execution(execution, operand_device_id: int, argument: str = "execution"):
+    """The execution space for an operand on ``operand_device_id`` (-1 = host).
+
+    ``None`` runs where the operand lives (CPU for host arrays). The strings ``"cuda"``/``"cpu"`` and
+    dicts such as ``{"name": "cuda", "device_id": 0}`` are accepted. A GPU operand cannot run on
+    the CPU, and a CUDA execution space must name the operand's own device.
+    """
+    if execution is None:
+        execution = "cpu" if operand_device_id < 0 else ExecutionCUDA(operand_device_id)
+    if isinstance(execution, dict):
+        fields = dict(execution)
+        name = fields.pop("name", None)
+        cls = {"cuda": ExecutionCUDA, "cpu": ExecutionCPU}.get(name)
+        if cls is None:
+            raise OptionsError(argument, f"a dict needs 'name': 'cuda' or 'cpu' (got {name!r})")
+        try:
+            execution = cls(**fields)
+        except TypeError as error:
+            raise OptionsError(argument, str(error)) from None
+    if isinstance(execution, str):
+        if execution == "cuda":
+            execution = ExecutionCUDA(max(operand_device_id, 0))
+        elif execution == "cpu":
+            execution = ExecutionCPU()
+        else:
+            raise OptionsError(argument, f"expected 'cuda', 'cpu', ExecutionCUDA or ExecutionCPU (got {execution!r})")
+    if not isinstance(execution, (ExecutionCUDA, ExecutionCPU)):
+        raise OptionsError(argument, f"expected 'cuda', 'cpu', ExecutionCUDA or ExecutionCPU (got {type(execution).__name__})")
+    if isinstance(execution, ExecutionCPU) and operand_device_id >= 0:
+        raise OperandError(argument, f"CPU execution needs host operands, but the operand is on GPU {operand_device_id}")
+    if isinstance(execution, ExecutionCUDA) and operand_device_id >= 0 and execution.device_id != operand_device_id:
+        raise OperandError(
+            argument, f"ExecutionCUDA(device_id={execution.device_id}) but the operand is on GPU {operand_device_id}"
+        )
+    return execution

@@ -1,0 +1,79 @@
+"""Device memory: stream-ordered allocations from a cuda.core MemoryResource.
+
+Workspaces come from ``options.memory_resource`` (any cuda.core ``MemoryResource``, a user's
+subclass included) or the device's default resource, and are released by the owner's ``free()``.
+"""
+
+from __future__ import annotations
+
+from .errors import OptionsError
+
+__all__ = ["default_memory_resource", "check_memory_resource", "allocate", "Workspace"]
+
+
+def default_memory_resource(device_id: int):
+    """The device's own memory resource (a stream-ordered pool)."""
+    from .device import ensure_device
+
+    return ensure_device(device_id).memory_resource
+
+
+def check_memory_resource(memory_resource, argument: str = "memory_resource"):
+    """Accept None or an object with the MemoryResource protocol (``allocate``/``deallocate``)."""
+    if memory_resource is None:
+        return None
+    if not (callable(getattr(memory_resource, "allocate", None)) and callable(getattr(memory_resource, "deallocate", None))):
+        raise OptionsError(
+            argument, f"expected a cuda.core MemoryResource (got {type(memory_resource).__name__})"
+        )
+    return memory_resource
+
+
+def allocate(nbytes: int, stream, device_id: int, memory_resource=None):
+    """A cuda.core ``Buffer`` of ``nbytes`` ordered on ``stream`` (a StreamHolder)."""
+    resource = memory_resource if memory_resource is not None else default_memory_resource(device_id)
+    return resource.allocate(max(int(nbytes), 1), stream=stream.core)
+
+
+class Workspace:
+    """A scratch buffer that grows on demand and is reused across executions.
+
+    The buffer is ordered on the stream of its last use: when a later use comes on another stream,
+    that stream first waits for the earlier one, so a plan shared between streams never races on
+    its workspace.
+    """
+
+    __slots__ = ("device_id", "memory_resource", "buffer", "ptr", "nbytes", "_stream")
+
+    def __init__(self, device_id: int, memory_resource=None):
+        self.device_id = device_id
+        self.memory_resource = memory_resource
+        self.buffer = None
+        self.ptr = 0
+        self.nbytes = 0
+        self._stream = None
+
+    def ensure(self, nbytes: int, stream) -> int:
+        """Pointer to at least ``nbytes`` usable on ``stream`` (a StreamHolder); 0 when none needed."""
+        if nbytes == 0:
+            return 0
+        if self._stream is not None and stream.handle != self._stream.handle:
+            from .._bindings.cuda_driver import stream_wait_stream
+
+            stream_wait_stream(stream.handle, self._stream.handle)
+        self._stream = stream
+        if nbytes > self.nbytes:
+            self.release()
+            self.buffer = allocate(nbytes, stream, self.device_id, self.memory_resource)
+            self.ptr = int(self.buffer.handle)
+            self.nbytes = nbytes
+            self._stream = stream
+        return self.ptr
+
+    def release(self) -> None:
+        """Return the buffer to its resource, ordered after the last use. Safe to call twice."""
+        if self.buffer is not None:
+            self.buffer.close(self._stream.core if self._stream is not None else None)
+        self.buffer = None
+        self.ptr = 0
+        self.nbytes = 0

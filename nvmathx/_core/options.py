@@ -1,0 +1,46 @@
+"""Options objects: dataclasses validated in ``__post_init__``, accepted as instance, dict or None."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .errors import OptionsError
+
+__all__ = ["check_or_create_options", "check_choice", "check_positive_int"]
+
+
+def check_or_create_options(cls, value, argument: str):
+    """Return an instance of the dataclass ``cls`` from an instance, a dict of its fields, or None.
+
+    Raises
+    ------
+    OptionsError
+        For another type or a dict with unknown keys (the message names ``argument``).
+    """
+    if value is None:
+        return cls()
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, dict):
+        names = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(value) - names)
+        if unknown:
+            raise OptionsError(argument, f"unknown {cls.__name__} field(s) {unknown}; valid: {sorted(names)}")
+        return cls(**value)
+    raise OptionsError(argument, f"expected {cls.__name__}, a dict or None (got {type(value).__name__})")
+
+
+def check_choice(value, choices, argument: str):
+    """``value`` if it is one of ``choices``, else an OptionsError listing them."""
+    if value not in choices:
+        raise OptionsError(argument, f"expected one of {list(choices)} (got {value!r})")
+    return value
+
+
+def check_positive_int(value, argument: str, *, allow_none: bool = False, allow_zero: bool = False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
+        bound = ">= 0" if allow_zero else ">= 1"
+        raise OptionsError(argument, f"expected an int {bound} (got {value!r})")
+    return value

@@ -1,0 +1,132 @@
+"""The main job: an environment report and a demo that checks every result against numpy.
+
+Each area contributes demos through a ``DEMOS`` list in its ``_demo`` module (``nvmathx.linalg._demo``,
+``nvmathx.fft._demo``); a demo is ``(name, run)`` where ``run(execution)`` returns
+``(result, reference, relative_tolerance)`` as numpy arrays, for ``execution`` "cuda" or "cpu".
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import platform
+import time
+
+import numpy as np
+
+from ._version import __version__
+
+_PACKAGES = (
+    "numpy", "scipy", "cuda-core", "cuda-bindings", "cuda-pathfinder", "ml_dtypes", "torch", "cupy-cuda13x",
+    "cupy-cuda12x", "jax", "numba", "numba-cuda", "cffi", "nvmath-python", "nvidia-libmathdx-cu13",
+    "nvidia-libmathdx-cu12",
+)
+_DEMO_MODULES = ("nvmathx._core._demo", "nvmathx.linalg._demo", "nvmathx.fft._demo")
+
+
+def gpu_report() -> list[str]:
+    """Lines describing the GPUs and driver, or why there are none. Never raises."""
+    from ._bindings import cuda_driver
+
+    try:
+        count = cuda_driver.device_count()
+        version = cuda_driver.driver_version()
+    except Exception as error:
+        return [f"no GPU: {type(error).__name__}: {str(error)[:160]}"]
+    if count == 0:
+        return ["no GPU: the driver reports no device"]
+    from ._core.device import device_properties
+
+    lines = [f"CUDA driver {version // 1000}.{version % 1000 // 10}, {count} device(s)"]
+    for device_id in range(count):
+        props = device_properties(device_id)
+        major, minor = props["compute_capability"]
+        lines.append(f"  GPU {device_id}: {props['name']} (sm_{major}{minor}, {props['multiprocessor_count']} SMs)")
+    return lines
+
+
+def package_report() -> list[tuple[str, str]]:
+    rows = []
+    for name in _PACKAGES:
+        try:
+            rows.append((name, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return rows
+
+
+def _demos():
+    for module_name in _DEMO_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name and module_name.startswith(error.name):  # that area is not in this build
+                continue
+            raise
+        yield from module.DEMOS
+
+
+def run_demos(execution: str) -> list[tuple[str, str, float, float, float]]:
+    """(name, status, relative error, tolerance, milliseconds) for each demo."""
+    rows = []
+    for name, run in _demos():
+        start = time.perf_counter()
+        try:
+            result, reference, tolerance = run(execution)
+        except Exception as error:
+            if getattr(error, "demo_skip", False):
+                rows.append((name, f"skipped: {error}", float("nan"), float("nan"), 0.0))
+                continue
+            rows.append((name, f"FAILED: {type(error).__name__}: {error}", float("nan"), float("nan"), 0.0))
+            continue
+        elapsed = (time.perf_counter() - start) * 1e3
+        error = _relative_error(result, reference)
+        status = "ok" if error <= tolerance else "MISMATCH"
+        rows.append((name, status, error, tolerance, elapsed))
+    return rows
+
+
+def _relative_error(result, reference) -> float:
+    result = np.asarray(result, dtype=np.complex128 if np.iscomplexobj(reference) else np.float64)
+    reference = np.asarray(reference, dtype=result.dtype)
+    if result.shape != reference.shape:
+        return float("inf")
+    scale = np.linalg.norm(reference.ravel()) or 1.0
+    return float(np.linalg.norm((result - reference).ravel()) / scale)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nvmathx", description=__doc__)
+    parser.add_argument("--execution", choices=("auto", "cuda", "cpu"), default="auto",
+                        help="where the demo runs (auto: the GPU when there is one)")
+    args = parser.parse_args(argv)
+
+    print(f"nvmathx {__version__} on Python {platform.python_version()} ({platform.machine()})")
+    print("\nGPU")
+    gpu_lines = gpu_report()
+    for line in gpu_lines:
+        print(f"  {line}")
+    has_gpu = not gpu_lines[0].startswith("no GPU")
+
+    from ._bindings._loader import library_report
+
+    print("\nCUDA libraries")
+    for name, where, how in library_report():
+        print(f"  {name:<10} {where}  [{how}]")
+    print("\nPackages")
+    for name, version in package_report():
+        print(f"  {name:<24} {version}")
+
+    execution = args.execution if args.execution != "auto" else ("cuda" if has_gpu else "cpu")
+    if execution == "cuda" and not has_gpu:
+        print("\n--execution cuda needs a GPU")
+        return 2
+    print(f"\nDemo ({execution} execution space), each result checked against numpy")
+    rows = run_demos(execution)
+    print(f"  {'demo':<34} {'status':<10} {'rel. error':>11} {'tolerance':>10} {'ms':>9}")
+    for name, status, error, tolerance, elapsed in rows:
+        print(f"  {name:<34} {status:<10} {error:>11.2e} {tolerance:>10.0e} {elapsed:>9.1f}")
+    failed = [row for row in rows if row[1] not in ("ok",) and not row[1].startswith("skipped")]
+    print(f"\n{len(rows) - len(failed)} of {len(rows)} demos passed")
+    return 1 if failed else 0
