@@ -33,6 +33,12 @@ def numpy_dtype(name_or_dtype) -> np.dtype:
     """The numpy dtype for a name (``"bfloat16"``), a numpy dtype, or a torch/cupy dtype object."""
     if isinstance(name_or_dtype, np.dtype):
         return name_or_dtype
+    if isinstance(name_or_dtype, type):  # numpy scalar types and ml_dtypes types
+        try:
+            return np.dtype(name_or_dtype)
+        except TypeError:
+            pass
+    # strings, and other libraries' dtype objects such as torch.bfloat16 (named by their last part)
     name = name_or_dtype if isinstance(name_or_dtype, str) else str(name_or_dtype).rpartition(".")[2]
     name = _ALIASES.get(name, name)
     if name in _ML_DTYPES_NAMES:

@@ -1,0 +1,84 @@
+"""Library loading: overrides, the sys.path fallback, and errors that name the remedy."""
+
+import os
+import shutil
+
+import pytest
+
+from nvmathx._bindings import _loader
+from nvmathx._core.errors import LibraryNotFoundError
+
+
+@pytest.fixture
+def fresh_loader(monkeypatch):
+    monkeypatch.setattr(_loader, "_loaded", {})
+    return _loader
+
+
+def test_bad_override_names_package_and_variable(fresh_loader, monkeypatch, tmp_path):
+    monkeypatch.setenv("NVMATHX_CUFFT_PATH", str(tmp_path / "libcufft.so.99"))
+    with pytest.raises(LibraryNotFoundError) as info:
+        fresh_loader.load_library("cufft")
+    assert info.value.library == "cufft"
+    assert "nvidia-cufft" in str(info.value) and "NVMATHX_CUFFT_PATH" in str(info.value)
+
+
+def test_missing_library_raises_typed_error(fresh_loader, monkeypatch):
+    monkeypatch.setattr(fresh_loader, "_sys_path_candidates", lambda stem: [])
+
+    def no_pathfinder(name):
+        raise OSError("not here")
+
+    import cuda.pathfinder
+
+    monkeypatch.setattr(cuda.pathfinder, "load_nvidia_dynamic_lib", no_pathfinder)
+    with pytest.raises(LibraryNotFoundError, match="pip install nvidia-cublas"):
+        fresh_loader.load_library("cublasLt")
+
+
+def test_sys_path_fallback_finds_target_installs(fresh_loader, monkeypatch, tmp_path):
+    real = _find_any_shared_library()
+    folder = tmp_path / "nvidia" / "cu13" / "lib"
+    folder.mkdir(parents=True)
+    shutil.copy(real, folder / "libcufft.so.12")
+    (tmp_path / "nvidia" / "cu12" / "lib").mkdir(parents=True)
+    shutil.copy(real, tmp_path / "nvidia" / "cu12" / "lib" / "libcufft.so.11")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    candidates = fresh_loader._sys_path_candidates("cufft")
+    assert candidates[:2] == [str(folder / "libcufft.so.12"), str(tmp_path / "nvidia/cu12/lib/libcufft.so.11")]
+
+    import cuda.pathfinder
+
+    def no_pathfinder(name):
+        raise OSError("not here")
+
+    monkeypatch.setattr(cuda.pathfinder, "load_nvidia_dynamic_lib", no_pathfinder)
+    loaded = fresh_loader.load_library("cufft")
+    assert loaded.path == str(folder / "libcufft.so.12") and loaded.found_via == "sys.path search"
+    assert fresh_loader.load_library("cufft") is loaded  # loaded once
+
+
+def test_override_is_used_first(fresh_loader, monkeypatch):
+    real = _find_any_shared_library()
+    monkeypatch.setenv("NVMATHX_MATHDX_PATH", real)
+    loaded = fresh_loader.load_library("mathdx")
+    assert loaded.path == real and loaded.found_via == "NVMATHX_MATHDX_PATH"
+
+
+def test_report_never_raises(fresh_loader, monkeypatch):
+    monkeypatch.setenv("NVMATHX_CUFFT_PATH", "/nonexistent/libcufft.so")
+    rows = dict((name, where) for name, where, _ in fresh_loader.library_report())
+    assert rows["cufft"] == "not found" and set(rows) == set(_loader.LIBRARIES)
+
+
+def _find_any_shared_library():
+    import ctypes.util
+
+    for name in ("z", "m", "c"):
+        found = ctypes.util.find_library(name)
+        if found:
+            for folder in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib", "/lib64"):
+                path = os.path.join(folder, found)
+                if os.path.exists(path):
+                    return path
+    pytest.skip("no shared library to copy")

@@ -1,0 +1,128 @@
+"""Operand views and result creation on the CPU (numpy, torch CPU tensors, array-likes)."""
+
+import numpy as np
+import pytest
+
+from nvmathx._core.dtypes import numpy_dtype
+from nvmathx._core.errors import OperandError, UnsupportedOperandError
+from nvmathx._core.tensor import Operand, adapter_for, c_strides, f_strides, wrap_operand
+
+rng = np.random.default_rng()
+
+
+def test_c_and_f_strides():
+    assert c_strides((2, 3, 4)) == (12, 4, 1)
+    assert f_strides((2, 3, 4)) == (1, 2, 6)
+    assert c_strides(()) == ()
+    assert c_strides((0, 5)) == (5, 1)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: rng.standard_normal((5, 7)),
+        lambda: np.asfortranarray(rng.standard_normal((5, 7)).astype(np.float32)),
+        lambda: rng.standard_normal((6, 8))[::2, 1::3],
+        lambda: rng.standard_normal((4, 5))[::-1],
+        lambda: (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))).astype(np.complex64).T,
+        lambda: rng.standard_normal(()),
+    ],
+)
+def test_numpy_view_matches_array(make):
+    array = make()
+    operand = wrap_operand(array, "x")
+    assert operand.package == "numpy"
+    assert operand.device_id == -1 and not operand.is_device
+    assert operand.shape == array.shape
+    assert operand.dtype == array.dtype
+    assert operand.strides == tuple(s // array.itemsize for s in array.strides)
+    assert operand.ptr == array.__array_interface__["data"][0]
+    # Reading through (ptr, strides) reproduces every element.
+    base = np.lib.stride_tricks.as_strided(array, array.shape, array.strides)
+    np.testing.assert_array_equal(base, array)
+
+
+def test_contiguity_flags():
+    array = rng.standard_normal((3, 4))
+    assert wrap_operand(array, "x").is_c_contiguous()
+    assert not wrap_operand(array, "x").is_f_contiguous()
+    assert wrap_operand(array.T, "x").is_f_contiguous()
+    assert not wrap_operand(array[:, ::2], "x").is_c_contiguous()
+
+
+def test_array_like_inputs():
+    operand = wrap_operand([[1.0, 2.0], [3.0, 4.0]], "a", array_like=True)
+    assert operand.shape == (2, 2) and operand.dtype == np.float64
+    with pytest.raises(UnsupportedOperandError, match="^a:"):
+        wrap_operand([[1.0, 2.0]], "a")
+
+
+@pytest.mark.parametrize("bad", [object(), "text", {"a": 1}, 3.0, np.float32(2.0)])
+def test_unsupported_objects_name_the_argument(bad):
+    with pytest.raises(UnsupportedOperandError, match="^weights:"):
+        wrap_operand(bad, "weights")
+
+
+def test_unviewable_dlpack_object_raises_typed_error():
+    class Broken:
+        def __dlpack__(self, **kwargs):
+            raise RuntimeError("no")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(UnsupportedOperandError, match="^x:"):
+        wrap_operand(Broken(), "x")
+
+
+def test_adapter_lookup_is_cached_on_type():
+    first = adapter_for(np.ones(3))
+    assert adapter_for(np.zeros((2, 2))) is first
+
+
+def test_numpy_result_creation_round_trip():
+    operand = wrap_operand(rng.standard_normal((3, 4)), "x")
+    result = operand.adapter.empty((4, 5), np.dtype(np.complex64), -1, None)
+    assert isinstance(result, np.ndarray) and result.shape == (4, 5) and result.dtype == np.complex64
+    fortran = operand.adapter.empty((4, 5), np.float32, -1, None, strides=f_strides((4, 5)))
+    assert fortran.flags.f_contiguous
+    with pytest.raises(OperandError, match="device_id"):
+        operand.adapter.empty((2,), np.float32, 0, None)
+
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize(
+    "dtype_name", ["float16", "bfloat16", "float32", "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"]
+)
+def test_torch_cpu_view_and_dtype_mapping(dtype_name):
+    tensor = torch.randn(6, 10).to(getattr(torch, dtype_name))[:, ::2].t()
+    operand = wrap_operand(tensor, "b")
+    assert operand.package == "torch"
+    assert operand.device_id == -1
+    assert operand.shape == tuple(tensor.shape)
+    assert operand.strides == tensor.stride()
+    assert operand.dtype == numpy_dtype(dtype_name)
+    assert operand.ptr == tensor.data_ptr()
+    # and back: the adapter creates tensors of the same dtype
+    back = operand.adapter.empty((2, 3), operand.dtype, -1, None)
+    assert isinstance(back, torch.Tensor) and back.dtype == tensor.dtype and back.device.type == "cpu"
+
+
+def test_torch_strided_result():
+    operand = wrap_operand(torch.randn(3, 4), "x")
+    result = operand.adapter.empty((3, 4), np.float32, -1, None, strides=(1, 3))
+    assert result.stride() == (1, 3)
+
+
+def test_torch_unsupported_dtype():
+    with pytest.raises(UnsupportedOperandError, match="^x:.*uint32|^x:"):
+        wrap_operand(torch.ones(3, dtype=torch.uint32) if hasattr(torch, "uint32") else torch.ones(3, dtype=torch.qint8), "x")
+
+
+def test_operand_repr_and_size():
+    operand = wrap_operand(np.ones((2, 3, 4)), "x")
+    assert isinstance(operand, Operand)
+    assert operand.size == 24 and operand.ndim == 3
+    assert "numpy" in repr(operand)

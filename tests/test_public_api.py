@@ -1,0 +1,60 @@
+"""The public surface is pinned: renaming or adding a public name is a deliberate act."""
+
+import importlib
+import pkgutil
+
+import pytest
+
+import nvmathx
+
+TOP_LEVEL = {
+    "__version__", "ExecutionCUDA", "ExecutionCPU", "NvmathxError", "LibraryNotFoundError", "CudaLibraryError",
+    "OperandError", "UnsupportedOperandError", "UnsupportedLayoutError", "OptionsError", "InvalidStateError",
+    "linalg", "fft", "device_api", "typing",
+}
+
+# Public (non-underscore) modules allowed anywhere in the package.
+PUBLIC_MODULES = {"nvmathx", "nvmathx.linalg", "nvmathx.fft", "nvmathx.device_api", "nvmathx.typing"}
+
+
+def test_top_level_all_is_pinned():
+    assert set(nvmathx.__all__) == TOP_LEVEL
+
+
+@pytest.mark.parametrize("name", sorted(TOP_LEVEL - {"__version__"}))
+def test_top_level_names_resolve_and_are_documented(name):
+    try:
+        value = getattr(nvmathx, name)
+    except ImportError as error:  # an area not in this build
+        pytest.skip(str(error))
+    assert (value.__doc__ or "").strip(), f"{name} has no docstring"
+
+
+def test_no_unexpected_public_modules():
+    found = set()
+    for info in pkgutil.walk_packages(nvmathx.__path__, "nvmathx."):
+        parts = info.name.split(".")
+        if not any(part.startswith("_") for part in parts[1:]):
+            found.add(info.name)
+    assert found <= PUBLIC_MODULES, f"unexpected public modules: {sorted(found - PUBLIC_MODULES)}"
+
+
+@pytest.mark.parametrize("module_name", sorted(PUBLIC_MODULES))
+def test_every_listed_name_resolves(module_name):
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        pytest.skip(f"{module_name} not in this build ({error})")
+    for name in getattr(module, "__all__", []):
+        try:
+            getattr(module, name)
+        except ModuleNotFoundError:  # a lazily imported area not in this build
+            continue
+        except AttributeError:
+            pytest.fail(f"{module_name}.{name} is listed but missing")
+
+
+def test_typing_names():
+    from nvmathx import typing
+
+    assert set(typing.__all__) == {"CudaStreamProtocol", "StreamLike", "ArrayLike", "ExecutionLike", "OptionsLike"}
