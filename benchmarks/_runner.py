@@ -1,0 +1,158 @@
+"""Run a suite's cases, one library at a time, into the fixed result format."""
+
+from __future__ import annotations
+
+import fnmatch
+import gc
+import importlib
+import pkgutil
+
+from ._case import KNOWN_PEERS, Case, Skip
+from ._context import Context
+from ._environment import collect_versions, describe_device, utc_now
+from ._timing import as_rotation, gpu_time_ms, host_us_per_call, wall_seconds
+
+__all__ = [
+    "available_suites",
+    "load_suite",
+    "select_cases",
+    "libraries_to_run",
+    "measure",
+    "run_case",
+    "run_cases",
+    "run_suite",
+]
+
+_ERROR_CHARS = 300
+
+
+def available_suites() -> list[str]:
+    """Names of the modules in ``benchmarks/suites`` (without importing them)."""
+    from . import suites
+
+    return sorted(info.name for info in pkgutil.iter_modules(suites.__path__) if not info.name.startswith("_"))
+
+
+def load_suite(name: str):
+    """Import ``benchmarks.suites.<name>``.
+
+    Raises
+    ------
+    ValueError
+        For a name that is not one of :func:`available_suites`.
+    """
+    known = available_suites()
+    if name not in known:
+        raise ValueError(f"unknown suite {name!r}; available suites: {', '.join(known) or '(none)'}")
+    module = importlib.import_module(f"benchmarks.suites.{name}")
+    if not callable(getattr(module, "cases", None)):
+        raise ValueError(f"suite {name!r} has no cases(ctx) function")
+    return module
+
+
+def select_cases(cases: list[Case], patterns, has_gpu: bool) -> tuple[list[Case], list[str]]:
+    """Cases matching any of the shell-style ``patterns`` (all when none) that can run here.
+
+    Returns the cases to run and the names of those left out for want of a GPU.
+
+    Raises
+    ------
+    ValueError
+        For two cases with the same name.
+    """
+    names = [case.name for case in cases]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate case names: {', '.join(duplicates)}")
+    if patterns:
+        cases = [case for case in cases if any(fnmatch.fnmatchcase(case.name, p) for p in patterns)]
+    runnable = [case for case in cases if has_gpu or not case.gpu]
+    no_gpu = [case.name for case in cases if case.gpu and not has_gpu]
+    return runnable, no_gpu
+
+
+def libraries_to_run(case: Case, peers) -> list[str]:
+    """nvmathx, then the selected peers, then the case's other columns, in that order."""
+    order = ["nvmathx", *(peer for peer in KNOWN_PEERS if peer in peers)]
+    extra = [name for name in case.setups if name not in KNOWN_PEERS and name != "nvmathx"]
+    return [name for name in order if name in case.setups] + extra
+
+
+def measure(case: Case, target, ctx: Context) -> float:
+    """Time ``target`` (a setup's result) in ``case.unit``."""
+    functions = as_rotation(target)
+    if case.unit == "ms":
+        options = {"warmup": case.warmup, "repeats": case.repeats}
+        options = {key: value for key, value in options.items() if value is not None}
+        return gpu_time_ms(functions, stream=case.stream, device_id=ctx.device_id, **options)
+    if case.unit == "us_per_call":
+        options = {"iterations": case.iterations, "loops": case.loops}
+        options = {key: value for key, value in options.items() if value is not None}
+        return host_us_per_call(functions, sync=ctx.sync if ctx.has_gpu else None, **options)
+    return wall_seconds(functions, **({"repeats": case.repeats} if case.repeats else {}))
+
+
+def _significant(value: float, digits: int = 5) -> float:
+    """``value`` rounded to ``digits`` significant figures (timings are not more precise)."""
+    return float(f"{value:.{digits}g}")
+
+
+def _message(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}".strip()
+    return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 3] + "..."
+
+
+def _time_library(case: Case, library: str, ctx: Context, record: dict) -> None:
+    target = None
+    try:
+        target = case.setups[library]()
+        time = measure(case, target, ctx)
+    except Skip as reason:
+        record.setdefault("skipped", {})[library] = str(reason)
+        return
+    except Exception as error:  # one library failing must not stop the others
+        record["times"][library] = None
+        record.setdefault("errors", {})[library] = _message(error)
+        return
+    finally:
+        del target
+        gc.collect()
+    record["times"][library] = _significant(time)
+    if case.derive is not None and time > 0:
+        record.setdefault("derived", {})[library] = _significant(case.derive(time))
+        record["derived_unit"] = getattr(case.derive, "unit", "")
+
+
+def run_case(case: Case, ctx: Context) -> dict:
+    """Time every library of ``case`` that can run; a failure becomes ``null`` plus a message."""
+    record = {"name": case.name, "params": dict(case.params), "unit": case.unit, "times": {}}
+    for library in libraries_to_run(case, ctx.peers):
+        _time_library(case, library, ctx, record)
+    if case.note:
+        record["note"] = case.note
+    return record
+
+
+def run_cases(name: str, cases, ctx: Context, patterns=(), progress=print) -> dict | None:
+    """Run ``cases`` as suite ``name``; ``None`` when none of them can run here."""
+    cases, no_gpu = select_cases(list(cases), patterns, ctx.has_gpu)
+    if no_gpu:
+        progress(f"[{name}] no CUDA device: skipping {len(no_gpu)} GPU case(s)")
+    if not cases:
+        return None
+    result = {
+        "suite": name,
+        "device": describe_device(ctx.device_id, ctx.has_gpu),
+        "date": utc_now(),
+        "versions": collect_versions(),
+        "cases": [],
+    }
+    for case in cases:
+        progress(f"[{name}] {case.name}")
+        result["cases"].append(run_case(case, ctx))
+    return result
+
+
+def run_suite(name: str, ctx: Context, patterns=(), progress=print) -> dict | None:
+    """Run suite ``name`` (see :func:`run_cases`)."""
+    return run_cases(name, load_suite(name).cases(ctx), ctx, patterns, progress)

@@ -1,0 +1,141 @@
+"""Timers: GPU time from CUDA events, host time per call, wall seconds. Each returns a median."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Sequence
+
+__all__ = ["gpu_time_ms", "host_us_per_call", "wall_seconds", "as_rotation", "timing_stream"]
+
+# One timed measurement should not take much longer than this, whatever the defaults ask for.
+_BUDGET_S = 2.0
+
+
+def as_rotation(target) -> list[Callable[[], object]]:
+    """A setup's result as a non-empty list of zero-argument callables."""
+    functions = list(target) if isinstance(target, (list, tuple)) else [target]
+    if not functions or not all(callable(function) for function in functions):
+        raise TypeError(f"a setup must return a callable or a list of callables (got {type(target).__name__})")
+    return functions
+
+
+def _caller(functions: Sequence[Callable[[], object]]) -> Callable[[int], object]:
+    if len(functions) == 1:
+        (only,) = functions
+        return lambda index: only()
+    count = len(functions)
+    return lambda index: functions[index % count]()
+
+
+def timing_stream(stream=None, device_id: int = 0):
+    """The cuda.core stream that timing events go on.
+
+    ``None`` is cuda.core's legacy default stream, which torch's and cupy's current stream is
+    unless changed, and which orders against every blocking stream. Anything else goes through
+    ``resolve_stream`` (torch, cupy, cuda.core streams or raw handles). Objects that already have
+    cuda.core's ``record`` and ``sync`` are used as they are.
+    """
+    if stream is None:
+        from cuda.core import LEGACY_DEFAULT_STREAM
+
+        return LEGACY_DEFAULT_STREAM
+    if hasattr(stream, "record") and hasattr(stream, "sync"):
+        return stream
+    from nvmathx._core.streams import resolve_stream
+
+    return resolve_stream(stream, device_id).core
+
+
+def _timing_events(stream, count: int) -> list:
+    from cuda.core import EventOptions
+
+    options = EventOptions(timing_enabled=True)
+    return [stream.record(options=options) for _ in range(count)]
+
+
+def _event_pairs_ms(stream, call, starts, ends, offset: int) -> list[float]:
+    for index, (start, end) in enumerate(zip(starts, ends)):
+        stream.record(start)
+        call(offset + index)
+        stream.record(end)
+    ends[-1].sync()
+    return [end - start for start, end in zip(starts, ends)]
+
+
+def gpu_time_ms(fn, *, warmup: int = 10, repeats: int = 50, stream=None, device_id: int = 0) -> float:
+    """Median GPU time of one call, in milliseconds, from CUDA timing events.
+
+    Parameters
+    ----------
+    fn : callable or list of callables
+        Launches the work (asynchronously); a list is rotated over, one element per call.
+    warmup : int
+        Untimed calls first (after which the stream is synchronised).
+    repeats : int
+        Timed calls, each between its own pair of events; fewer when one call is slow enough
+        that ``repeats`` would exceed about two seconds (never fewer than 3).
+    stream : optional
+        Where the events are recorded; see :func:`timing_stream`.
+    """
+    call = _caller(as_rotation(fn))
+    stream = timing_stream(stream, device_id)
+    stream.sync()
+    for index in range(max(warmup, 1)):
+        call(index)
+    probe_start, probe_end = _timing_events(stream, 2)
+    stream.record(probe_start)
+    call(0)
+    stream.record(probe_end)
+    probe_end.sync()
+    probe_ms = max(probe_end - probe_start, 1e-6)
+    repeats = max(3, min(repeats, int(_BUDGET_S * 1e3 / probe_ms)))
+    starts = _timing_events(stream, repeats)
+    ends = _timing_events(stream, repeats)
+    stream.sync()
+    return statistics.median(_event_pairs_ms(stream, call, starts, ends, warmup))
+
+
+def _loop_seconds(call, iterations: int, sync) -> float:
+    start = time.perf_counter()
+    for index in range(iterations):
+        call(index)
+    if sync is not None:
+        sync()
+    return time.perf_counter() - start
+
+
+def host_us_per_call(fn, *, iterations: int = 2000, loops: int = 5, sync=None) -> float:
+    """Median host time per call, in microseconds, of loops synchronised once at their end.
+
+    Parameters
+    ----------
+    fn : callable or list of callables
+        The call to measure; a list is rotated over.
+    iterations : int
+        Calls per loop; fewer when one call is slow enough that the loops would exceed about two
+        seconds (never fewer than 10).
+    loops : int
+        Timed loops; the median loop is reported.
+    sync : callable, optional
+        Waits for the GPU (inside the timed region, once per loop); ``None`` for host-only work.
+    """
+    call = _caller(as_rotation(fn))
+    warmup = max(10, min(iterations // 10, 200))
+    per_call = _loop_seconds(call, warmup, sync) / warmup
+    iterations = max(10, min(iterations, int(_BUDGET_S / max(loops, 1) / max(per_call, 1e-9))))
+    samples = [_loop_seconds(call, iterations, sync) for _ in range(max(loops, 1))]
+    return statistics.median(samples) / iterations * 1e6
+
+
+def wall_seconds(fn, *, repeats: int = 3, warmup: int = 0) -> float:
+    """Median wall time of whole calls, in seconds (e.g. a subprocess)."""
+    call = _caller(as_rotation(fn))
+    for index in range(warmup):
+        call(index)
+    samples = []
+    for index in range(max(repeats, 1)):
+        start = time.perf_counter()
+        call(index)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
