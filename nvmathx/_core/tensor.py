@@ -126,7 +126,12 @@ class _Adapter:
         try:
             view = StridedMemoryView.from_any_interface(obj, -1)
         except Exception as error:
-            raise UnsupportedOperandError(argument, f"cannot view {type(obj).__name__} as an array: {error}") from None
+            # Some producers (jax) reject -1 ("no synchronisation"); 1 is the legacy default stream,
+            # which every blocking stream is ordered with.
+            try:
+                view = StridedMemoryView.from_any_interface(obj, 1)
+            except Exception:
+                raise UnsupportedOperandError(argument, f"cannot view {type(obj).__name__} as an array: {error}") from None
         shape = tuple(view.shape)
         strides = tuple(view.strides) if view.strides is not None else c_strides(shape)
         device_id = view.device_id if view.is_device_accessible and view.device_id >= 0 else -1
@@ -203,10 +208,9 @@ class _TorchAdapter(_Adapter):
         dtype = self.to_numpy.get(obj.dtype)
         if dtype is None:
             raise UnsupportedOperandError(argument, f"torch dtype {obj.dtype} is not supported")
-        device = obj.device
-        device_id = device.index if device.type == "cuda" else -1
-        if device.type not in ("cuda", "cpu"):
-            raise UnsupportedOperandError(argument, f"torch device {device} is not supported (cuda or cpu)")
+        device_id = obj.get_device()  # -1 on the CPU; cheaper than obj.device.type
+        if device_id < 0 and not obj.is_cpu:
+            raise UnsupportedOperandError(argument, f"torch device {obj.device} is not supported (cuda or cpu)")
         return Operand(obj, obj.data_ptr(), tuple(obj.shape), obj.stride(), dtype, device_id, self)
 
     def torch_device(self, device_id):
