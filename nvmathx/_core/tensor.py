@@ -137,6 +137,16 @@ class _Adapter:
         device_id = view.device_id if view.is_device_accessible and view.device_id >= 0 else -1
         return Operand(obj, int(view.ptr), shape, strides, numpy_dtype(view.dtype), device_id, self)
 
+    def signature(self, obj) -> tuple:
+        """A hashable description of ``obj``'s layout (shape, strides, dtype, device), without its
+        address: equal signatures mean a plan made for one array serves the other."""
+        operand = self.view(obj, "operand")
+        return (operand.shape, operand.strides, operand.dtype.str, operand.device_id)
+
+    def pointer(self, obj) -> int:
+        """Address of element 0."""
+        return self.view(obj, "operand").ptr
+
     def current_stream(self, device_id: int):
         """The library's current stream handle on a device, or None when it has no such notion."""
         return None
@@ -168,6 +178,12 @@ class _NumpyAdapter(_Adapter):
                 raise OperandError(argument, f"strides {strides} are not multiples of the item size {itemsize}")
             strides = tuple(stride // itemsize for stride in strides)
         return Operand(obj, interface["data"][0], shape, strides, dtype, -1, self)
+
+    def signature(self, obj):
+        return (obj.shape, obj.strides, obj.dtype, -1)
+
+    def pointer(self, obj):
+        return obj.__array_interface__["data"][0]
 
     def empty(self, shape, dtype, device_id, stream, strides=None, memory_resource=None):
         if device_id >= 0:
@@ -213,6 +229,12 @@ class _TorchAdapter(_Adapter):
             raise UnsupportedOperandError(argument, f"torch device {obj.device} is not supported (cuda or cpu)")
         return Operand(obj, obj.data_ptr(), tuple(obj.shape), obj.stride(), dtype, device_id, self)
 
+    def signature(self, obj):
+        return (obj.shape, obj.stride(), obj.dtype, obj.get_device())
+
+    def pointer(self, obj):
+        return obj.data_ptr()
+
     def torch_device(self, device_id):
         device = self._devices.get(device_id)
         if device is None:
@@ -248,6 +270,12 @@ class _CupyAdapter(_Adapter):
         itemsize = dtype.itemsize
         strides = tuple(stride // itemsize for stride in obj.strides)
         return Operand(obj, obj.data.ptr, obj.shape, strides, dtype, obj.device.id, self)
+
+    def signature(self, obj):
+        return (obj.shape, obj.strides, obj.dtype, obj.device.id)
+
+    def pointer(self, obj):
+        return obj.data.ptr
 
     def current_stream(self, device_id):
         with self.cupy.cuda.Device(device_id):

@@ -126,3 +126,16 @@ def test_operand_repr_and_size():
     assert isinstance(operand, Operand)
     assert operand.size == 24 and operand.ndim == 3
     assert "numpy" in repr(operand)
+
+
+def test_signature_and_pointer_agree_with_the_view():
+    arrays = [rng.standard_normal((4, 6)), rng.standard_normal((4, 6))[:, ::2], torch.randn(3, 5).t()]
+    for array in arrays:
+        adapter = adapter_for(array)
+        operand = wrap_operand(array, "x")
+        assert adapter.pointer(array) == operand.ptr
+        same_layout = array.copy() if isinstance(array, np.ndarray) and array.flags.c_contiguous else array
+        assert adapter.signature(same_layout) == adapter.signature(array)
+        hash(adapter.signature(array))
+    assert adapter_for(arrays[0]).signature(arrays[0]) != adapter_for(arrays[1]).signature(arrays[1])
+    assert adapter_for(arrays[0]).signature(arrays[0]) != adapter_for(arrays[0]).signature(arrays[0].astype(np.float32))
