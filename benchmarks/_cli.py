@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from ._case import KNOWN_PEERS
 from ._context import Context, gpu_status, installed_peers, select_peers

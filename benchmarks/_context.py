@@ -52,7 +52,8 @@ def gpu_status(device_id: int) -> str | None:
 
         count = cuda_driver.device_count()
     except Exception as error:  # no driver library, no cuda.bindings, cuInit failure
-        return f"no CUDA device ({type(error).__name__}: {str(error)[:120]})"
+        first_sentence = str(error).split(". ")[0][:120]
+        return f"no CUDA device ({type(error).__name__}: {first_sentence})"
     if not 0 <= device_id < count:
         return f"no CUDA device {device_id} (the driver reports {count})"
     return None

@@ -39,6 +39,9 @@ def timing_stream(stream=None, device_id: int = 0):
     if stream is None:
         from cuda.core import LEGACY_DEFAULT_STREAM
 
+        from nvmathx._core.device import ensure_device
+
+        ensure_device(device_id)  # events on a default stream belong to the current context
         return LEGACY_DEFAULT_STREAM
     if hasattr(stream, "record") and hasattr(stream, "sync"):
         return stream

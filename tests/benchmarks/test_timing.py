@@ -1,0 +1,142 @@
+"""Timers: median logic, rotation and event bookkeeping, with fake clocks instead of a GPU."""
+
+import itertools
+
+import pytest
+
+from benchmarks import _timing, gpu_time_ms, host_us_per_call, wall_seconds
+
+
+class _Clock:
+    """A fake time source advanced by the code under test."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class _FakeEvent:
+    def __init__(self):
+        self.time_ms = None
+
+    def sync(self):
+        pass
+
+    def __sub__(self, other):
+        return self.time_ms - other.time_ms
+
+
+class _FakeStream:
+    """Records events at a fake GPU clock (ms) that the timed calls advance."""
+
+    def __init__(self):
+        self.clock_ms = 0.0
+        self.syncs = 0
+
+    def record(self, event=None, options=None):
+        event = event or _FakeEvent()
+        event.time_ms = self.clock_ms
+        return event
+
+    def sync(self):
+        self.syncs += 1
+
+
+def test_gpu_time_ms_takes_median_of_event_pairs():
+    stream = _FakeStream()
+    durations = itertools.cycle([1.0, 9.0, 2.0, 3.0, 100.0])
+    calls = []
+
+    def launch():
+        calls.append(1)
+        stream.clock_ms += next(durations)
+
+    result = gpu_time_ms(launch, warmup=4, repeats=5, stream=stream)
+    # warm-up 4 calls + 1 probe, then 5 timed calls see the cycle from its 6th element on.
+    assert len(calls) == 4 + 1 + 5
+    assert result == 3.0
+    assert stream.syncs >= 2
+
+
+def test_gpu_time_ms_rotates_inputs():
+    stream = _FakeStream()
+    seen = []
+    functions = [lambda i=i: seen.append(i) for i in range(3)]
+    gpu_time_ms(functions, warmup=2, repeats=4, stream=stream)
+    timed = seen[-4:]
+    assert timed == [2, 0, 1, 2]  # calls continue the rotation after the warm-up
+
+
+def test_gpu_time_ms_caps_repeats_for_slow_calls():
+    stream = _FakeStream()
+    count = []
+
+    def slow():
+        count.append(1)
+        stream.clock_ms += 1000.0  # one second per call
+
+    gpu_time_ms(slow, warmup=1, repeats=50, stream=stream)
+    assert len(count) == 1 + 1 + 3  # never fewer than 3 timed calls
+
+
+def test_host_us_per_call_is_median_loop_over_iterations(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(_timing.time, "perf_counter", clock)
+    loop_costs = iter([0.0, 5.0, 1.0, 2.0, 3.0, 4.0])  # warm-up loop, then 5 timed loops
+    state = {"cost": 0.0}
+    syncs = []
+
+    def sync():
+        syncs.append(1)
+        clock.now += state["cost"]
+
+    def call():
+        pass
+
+    def advancing_sync():
+        sync()
+        state["cost"] = next(loop_costs, 0.0)
+
+    state["cost"] = next(loop_costs)
+    result = host_us_per_call(call, iterations=100, loops=5, sync=advancing_sync)
+    # Loop costs 5, 1, 2, 3, 4 seconds for 100 iterations each: median 3 s / 100 = 30000 us.
+    assert result == pytest.approx(3.0 / 100 * 1e6)
+    assert len(syncs) == 6
+
+
+def test_host_us_per_call_shrinks_iterations_for_slow_calls(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(_timing.time, "perf_counter", clock)
+    count = []
+
+    def slow():
+        count.append(1)
+        clock.now += 0.01
+
+    result = host_us_per_call(slow, iterations=2000, loops=2)
+    assert result == pytest.approx(10_000.0)
+    assert len(count) < 2000  # the budget cut the loops short
+
+
+def test_wall_seconds_median(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(_timing.time, "perf_counter", clock)
+    costs = iter([7.0, 1.0, 3.0])
+
+    def run():
+        clock.now += next(costs)
+
+    assert wall_seconds(run, repeats=3) == 3.0
+
+
+@pytest.mark.parametrize("bad", [[], 3, [lambda: None, "x"]])
+def test_as_rotation_rejects_non_callables(bad):
+    with pytest.raises(TypeError, match="setup must return"):
+        _timing.as_rotation(bad)
+
+
+def test_as_rotation_wraps_single_callable():
+    function = lambda: None  # noqa: E731
+    assert _timing.as_rotation(function) == [function]
