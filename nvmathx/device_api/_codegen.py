@@ -1,0 +1,89 @@
+"""Descriptors as plain data, and their generated code through the on-disk cache.
+
+A descriptor is ``(library, operators)`` where ``library`` is ``"cufftdx"`` or ``"cublasdx"`` and
+``operators`` is a tuple of ``(operator name, int or tuple of ints)``. Being plain data, it keys
+the cache, builds a libmathdx descriptor on demand, and names the generated symbol.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import threading
+
+from .._bindings import mathdx
+from . import _cache
+from ._target import Target
+
+__all__ = ["Descriptor", "open_descriptor", "library_versions", "cache_key", "get_code"]
+
+Descriptor = tuple  # (library: str, operators: tuple[tuple[str, int | tuple[int, ...]], ...])
+
+_OPERATORS = {"cufftdx": mathdx.FftOperator, "cublasdx": mathdx.BlasOperator}
+_FORMAT = 1  # bump when the entry layout or the generated function ABI changes
+
+_generation_lock = threading.Lock()
+
+
+def open_descriptor(descriptor: Descriptor):
+    """A libmathdx descriptor with ``descriptor``'s operators set (a context manager)."""
+    library, operators = descriptor
+    handle = mathdx.fft_descriptor() if library == "cufftdx" else mathdx.blas_descriptor()
+    try:
+        for name, value in operators:
+            handle.set(_OPERATORS[library][name], value)
+    except BaseException:
+        handle.close()
+        raise
+    return handle
+
+
+@functools.lru_cache(maxsize=1)
+def library_versions() -> dict:
+    """libmathdx's version and commit and its NVRTC's version: part of every cache key."""
+    return {
+        "libmathdx": ".".join(map(str, mathdx.version())),
+        "libmathdx_commit": mathdx.commit(),
+        "nvrtc": ".".join(map(str, mathdx.nvrtc_version())),
+    }
+
+
+def cache_key(descriptor: Descriptor, target: Target) -> dict:
+    library, operators = descriptor
+    return {
+        "format": _FORMAT,
+        "library": library,
+        "operators": [[name, list(value) if isinstance(value, tuple) else value] for name, value in operators],
+        "target": target.name,
+        **library_versions(),
+    }
+
+
+def _symbol_name(key: dict) -> str:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+    return f"nvmathx_{key['library']}_{digest}"
+
+
+def get_code(descriptor: Descriptor, target: Target) -> _cache.CodeEntry:
+    """The LTO-IR and symbol for ``descriptor`` on ``target``: from the disk cache or libmathdx.
+
+    Callers keep what they get (a descriptor object holds its code), so there is no in-memory
+    layer here. Generation is serialised in-process (libmathdx's thread safety is not documented).
+    """
+    key = cache_key(descriptor, target)
+    entry = _cache.load(key)
+    if entry is not None:
+        return entry
+    with _generation_lock:
+        entry = _generate(descriptor, target, _symbol_name(key))
+        _cache.store(key, entry)
+    return entry
+
+
+def _generate(descriptor: Descriptor, target: Target, symbol: str) -> _cache.CodeEntry:
+    with open_descriptor(descriptor) as handle:
+        handle.set_symbol_name(symbol)
+        code = mathdx.generate_ltoir(handle, target.sm, target.arch_specific)
+        trait = mathdx.FftTrait.SYMBOL_NAME if descriptor[0] == "cufftdx" else mathdx.BlasTrait.SYMBOL_NAME
+        return _cache.CodeEntry(handle.trait_str(trait), code)

@@ -1,0 +1,319 @@
+"""``FFT``: a cuFFTDx device function for Numba kernels, described on the host.
+
+Construction validates the descriptor with libmathdx's trait queries (milliseconds, no code
+generation) and fixes every trait. Code is generated when a kernel that calls ``execute`` is
+compiled, once per call form (registers + shared scratch, or data in shared memory), and is read
+from the on-disk cache when an earlier process generated it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .._bindings import mathdx
+from .._core.errors import OptionsError
+from . import _codegen
+from ._target import Target, resolve_target
+
+__all__ = ["FFT"]
+
+_PRECISIONS = {np.dtype(np.float32): mathdx.Precision.F32, np.dtype(np.float64): mathdx.Precision.F64}
+_FFT_TYPES = {"c2c": mathdx.FftType.C2C, "r2c": mathdx.FftType.R2C, "c2r": mathdx.FftType.C2R}
+_DIRECTIONS = {"forward": mathdx.FftDirection.FORWARD, "inverse": mathdx.FftDirection.INVERSE}
+_EXECUTIONS = {"block": "Block", "thread": "Thread"}
+_VALUE_TYPES = {
+    mathdx.ValueType.R_32F: np.dtype(np.float32),
+    mathdx.ValueType.C_32F: np.dtype(np.complex64),
+    mathdx.ValueType.R_64F: np.dtype(np.float64),
+    mathdx.ValueType.C_64F: np.dtype(np.complex128),
+}
+_T = mathdx.FftTrait
+
+
+def normalize_precision(precision) -> np.dtype:
+    """np.float32 / np.float64 (or their names); complex or half precision is refused with a hint."""
+    try:
+        dtype = np.dtype(precision)
+    except TypeError:
+        raise OptionsError("precision", f"expected np.float32 or np.float64; got {precision!r}") from None
+    if dtype.kind == "c":
+        real = np.dtype(dtype.char.lower())
+        raise OptionsError("precision", f"give the real precision ({real.name} for {dtype.name} data); got {dtype.name}")
+    if dtype not in _PRECISIONS:
+        raise OptionsError("precision", f"expected float32 or float64 (half precision is not supported); got {dtype}")
+    return dtype
+
+
+def normalize_direction(fft_type: str, direction) -> str:
+    """The direction a transform type allows: r2c is forward, c2r inverse, c2c must say."""
+    implied = {"r2c": "forward", "c2r": "inverse"}.get(fft_type)
+    if direction is None:
+        if implied is None:
+            raise OptionsError("direction", "a c2c FFT needs direction='forward' or 'inverse'")
+        return implied
+    if not isinstance(direction, str) or direction.lower() not in _DIRECTIONS:
+        raise OptionsError("direction", f"expected 'forward' or 'inverse'; got {direction!r}")
+    direction = direction.lower()
+    if implied is not None and direction != implied:
+        raise OptionsError("direction", f"an {fft_type} FFT is always {implied!r}; got {direction!r}")
+    return direction
+
+
+def _knob(value, argument: str):
+    if isinstance(value, str) and value == "suggested":
+        return None
+    if value is None:
+        return None
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise OptionsError(argument, f"expected a positive int or 'suggested'; got {value!r}")
+    return int(value)
+
+
+def _choice(value, argument: str, table: dict) -> str:
+    key = value.lower() if isinstance(value, str) else value
+    if key not in table:
+        raise OptionsError(argument, f"expected one of {sorted(table)}; got {value!r}")
+    return key
+
+
+def _is_valid(descriptor: _codegen.Descriptor) -> bool:
+    """Whether libmathdx has an implementation (asks the traits where cufftdxIsSupported is missing)."""
+    try:
+        with _codegen.open_descriptor(descriptor) as handle:
+            if handle.is_supported() is False:
+                return False
+            handle.trait(_T.STORAGE_SIZE)
+            return True
+    except mathdx.MathdxError:
+        return False
+
+
+class FFT:
+    """A cuFFTDx FFT that ``numba.cuda.jit`` kernels call as ``fft.execute(...)``.
+
+    Parameters
+    ----------
+    size : int
+        Points per transform (at least 2). The largest size depends on precision, execution
+        and architecture (Block C2C on sm_90: 32768 in float32, 16384 in float64).
+    precision : numpy dtype or name
+        ``np.float32`` or ``np.float64``: the precision of the real and imaginary parts.
+    fft_type : {"c2c", "r2c", "c2r"}
+    direction : {"forward", "inverse"}, optional
+        Required for c2c; r2c is always forward and c2r inverse. Transforms are unnormalised.
+    execution : {"Block", "Thread"}
+        ``"Block"``: a CUDA block computes ``ffts_per_block`` transforms together, with shared
+        memory as scratch. ``"Thread"``: each thread computes a whole small transform in registers.
+    elements_per_thread, ffts_per_block : int or "suggested"
+        Block-execution knobs. ``"suggested"`` takes cuFFTDx's choice. ``valid_knobs()`` lists
+        tuned pairs.
+    sm : tuple, int, str or None
+        Target architecture, e.g. ``(9, 0)``; ``None`` means the current device.
+
+    Raises
+    ------
+    OptionsError
+        When an argument is malformed or the descriptor has no implementation; the message names
+        the argument (``size`` when the size is out of range, else the knob that is not legal).
+
+    Notes
+    -----
+    Host attributes are also compile-time constants inside kernels: ``value_type`` (a numba
+    type), ``input_type``, ``output_type``, ``storage_size``, ``stride``, ``elements_per_thread``,
+    ``ffts_per_block``, ``block_dim``, ``shared_memory_size``, ``size``, ``input_length``,
+    ``output_length``, ``alignment``. In a kernel:
+
+    - Block: ``fft.execute(thread_data, shared)``, with ``thread_data =
+      cuda.local.array(fft.storage_size, fft.value_type, alignment=fft.alignment)`` holding
+      element ``threadIdx.x + i * fft.stride`` of transform ``threadIdx.y`` in ``thread_data[i]``,
+      and ``shared = cuda.shared.array(0, fft.value_type, alignment=16)``; launch with
+      ``block_dim`` threads and ``shared_memory_size`` bytes of dynamic shared memory.
+    - Block, c2c only: ``fft.execute(shared)`` with transform ``j`` at ``shared[j * size:]``;
+      launch with ``shared_api_memory_size`` bytes.
+    - Thread: ``fft.execute(thread_data)`` with element ``i`` in ``thread_data[i]``.
+
+    Real data (r2c input, c2r output) sits in ``thread_data.view(fft.input_type)`` (or
+    ``output_type``) at the same positions. Generated code is cached on disk (see
+    :func:`cache_info`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathx.device_api import FFT
+    >>> fft = FFT(1024, np.float32, direction="forward", elements_per_thread=8, ffts_per_block=2, sm=(9, 0))
+    >>> fft.storage_size, fft.stride, fft.block_dim
+    (8, 128, (128, 2, 1))
+    """
+
+    def __init__(self, size, precision, fft_type="c2c", direction=None, execution="Block",
+                 elements_per_thread="suggested", ffts_per_block="suggested", sm=None):  # fmt: skip
+        if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 2:
+            raise OptionsError("size", f"expected an int >= 2; got {size!r}")
+        self.size = int(size)
+        self.precision = normalize_precision(precision)
+        self.fft_type = _choice(fft_type, "fft_type", _FFT_TYPES)
+        self.direction = normalize_direction(self.fft_type, direction)
+        self.execution = _EXECUTIONS[_choice(execution, "execution", _EXECUTIONS)]
+        self.target: Target = resolve_target(sm)
+        ept = _knob(elements_per_thread, "elements_per_thread")
+        fpb = _knob(ffts_per_block, "ffts_per_block")
+        self._base = self._base_operators()
+        self._check_supported(self._base, "size", self._size_message())
+        if self.execution == "Thread":
+            self._operators = self._thread_operators(ept, fpb)
+        else:
+            self._operators = self._block_operators(ept, fpb)
+        self._read_traits()
+        self._codes: dict[int, object] = {}
+
+    # -- descriptor construction -----------------------------------------------------------
+
+    def _base_operators(self) -> tuple:
+        return (
+            ("SIZE", self.size),
+            ("PRECISION", int(_PRECISIONS[self.precision])),
+            ("TYPE", int(_FFT_TYPES[self.fft_type])),
+            ("DIRECTION", int(_DIRECTIONS[self.direction])),
+            ("EXECUTION", int(mathdx.Execution.BLOCK if self.execution == "Block" else mathdx.Execution.THREAD)),
+            ("SM", self.target.sm),
+        )
+
+    def _size_message(self) -> str:
+        return (
+            f"a {self.size}-point {self.fft_type} FFT in {self.precision.name} with {self.execution} execution "
+            f"has no cuFFTDx implementation on {self.target.name} (Block C2C reaches 32768 points in float32 "
+            "and 16384 in float64 on sm_90; Thread execution only small sizes)"
+        )
+
+    def _check_supported(self, operators: tuple, argument: str, message: str) -> None:
+        if not _is_valid(("cufftdx", operators)):
+            raise OptionsError(argument, message)
+
+    def _thread_operators(self, ept, fpb) -> tuple:
+        if ept not in (None, self.size):
+            raise OptionsError("elements_per_thread", f"Thread execution computes all {self.size} elements in one thread; got {ept}")
+        if fpb not in (None, 1):
+            raise OptionsError("ffts_per_block", f"Thread execution computes one transform per thread; got {fpb}")
+        return self._base
+
+    def _block_operators(self, ept, fpb) -> tuple:
+        operators = self._base
+        if ept is not None:
+            operators = operators + (("ELEMENTS_PER_THREAD", ept),)
+            self._check_supported(operators, "elements_per_thread", self._knob_message("elements_per_thread", ept))
+        if fpb is None:
+            with _codegen.open_descriptor(("cufftdx", operators)) as handle:
+                fpb = handle.trait(_T.SUGGESTED_FFTS_PER_BLOCK)
+            if not _is_valid(("cufftdx", operators + (("FFTS_PER_BLOCK", fpb),))):
+                fpb = 1
+        operators = operators + (("FFTS_PER_BLOCK", fpb),)
+        self._check_supported(operators, "ffts_per_block", self._knob_message("ffts_per_block", fpb))
+        return operators
+
+    def _knob_message(self, name: str, value: int) -> str:
+        pairs = ", ".join(f"({e}, {f})" for e, f in self.valid_knobs())
+        return (
+            f"{name}={value} is not legal for a {self.size}-point {self.fft_type} FFT in {self.precision.name} "
+            f"on {self.target.name}; tuned (elements_per_thread, ffts_per_block) pairs: {pairs}"
+        )
+
+    def _read_traits(self) -> None:
+        with _codegen.open_descriptor(("cufftdx", self._operators)) as handle:
+            self.elements_per_thread = handle.trait(_T.ELEMENTS_PER_THREAD)
+            self.storage_size = handle.trait(_T.STORAGE_SIZE)
+            self.stride = handle.trait(_T.STRIDE)
+            self.input_length = handle.trait(_T.INPUT_LENGTH)
+            self.output_length = handle.trait(_T.OUTPUT_LENGTH)
+            self.implicit_type_batching = handle.trait(_T.IMPLICIT_TYPE_BATCHING)
+            self._dtypes = tuple(_VALUE_TYPES[handle.value_type(t)] for t in (_T.VALUE_TYPE, _T.INPUT_TYPE, _T.OUTPUT_TYPE))
+            if self.execution == "Block":
+                self.ffts_per_block = handle.trait(_T.FFTS_PER_BLOCK)
+                self.block_dim = tuple(handle.traits(_T.BLOCK_DIM, 3))
+                self.shared_memory_size = handle.trait(_T.SHARED_MEMORY_SIZE)
+            else:
+                self.ffts_per_block = 1
+                self.block_dim = None
+                self.shared_memory_size = 0
+
+    # -- public traits ---------------------------------------------------------------------
+
+    @property
+    def value_dtype(self) -> np.dtype:
+        """The numpy dtype of ``value_type`` (complex64 or complex128)."""
+        return self._dtypes[0]
+
+    @property
+    def value_type(self):
+        """The numba type of one register element (complex64 or complex128)."""
+        return _numba_type_of(self._dtypes[0])
+
+    @property
+    def input_type(self):
+        """The numba type of one input element (float32/float64 for r2c)."""
+        return _numba_type_of(self._dtypes[1])
+
+    @property
+    def output_type(self):
+        """The numba type of one output element (float32/float64 for c2r)."""
+        return _numba_type_of(self._dtypes[2])
+
+    @property
+    def alignment(self) -> int:
+        """Bytes to align ``thread_data`` to (cuFFTDx over-aligns complex values)."""
+        return self._dtypes[0].itemsize
+
+    @property
+    def shared_api_memory_size(self) -> int:
+        """Dynamic shared memory for ``execute(shared)``: the scratch, or all transforms if larger."""
+        data = self.ffts_per_block * self.size * self._dtypes[0].itemsize
+        return max(self.shared_memory_size, data)
+
+    def valid_knobs(self) -> list[tuple[int, int]]:
+        """cuFFTDx's tuned ``(elements_per_thread, ffts_per_block)`` pairs for this transform.
+
+        Other legal combinations exist; the constructor accepts any that libmathdx implements.
+        """
+        if self.execution == "Thread":
+            return [(self.size, 1)]
+        knobs = (int(mathdx.FftKnob.ELEMENTS_PER_THREAD), int(mathdx.FftKnob.FFTS_PER_BLOCK))
+        with _codegen.open_descriptor(("cufftdx", self._base)) as handle:
+            return sorted(set(handle.knobs(knobs)))
+
+    def descriptor(self, api: str = "registers") -> _codegen.Descriptor:
+        """The descriptor (plain data) for one call form: ``"registers"`` or ``"shared"``."""
+        value = mathdx.FftApi.SMEM if api == "shared" else mathdx.FftApi.LMEM
+        return ("cufftdx", (("API", int(value)),) + self._operators)
+
+    def code(self, api: str = "registers"):
+        """The generated code (symbol and LTO-IR) for one call form, generating it if needed."""
+        entry = self._codes.get(api)
+        if entry is None:
+            entry = self._codes[api] = _codegen.get_code(self.descriptor(api), self.target)
+        return entry
+
+    def execute(self, *args):
+        """Run the FFT: only inside a ``numba.cuda.jit`` kernel (see the class Notes)."""
+        raise RuntimeError("FFT.execute can only be called inside a numba.cuda.jit kernel")
+
+    @property
+    def _numba_type_(self):
+        from ._fft_numba import fft_numba_type
+
+        return fft_numba_type(self)
+
+    def __repr__(self) -> str:
+        knobs = f", elements_per_thread={self.elements_per_thread}, ffts_per_block={self.ffts_per_block}"
+        return (
+            f"FFT(size={self.size}, precision={self.precision.name}, fft_type={self.fft_type!r}, "
+            f"direction={self.direction!r}, execution={self.execution!r}"
+            f"{knobs if self.execution == 'Block' else ''}, sm={self.target.name!r})"
+        )
+
+
+@functools.lru_cache(maxsize=None)
+def _numba_type_of(dtype: np.dtype):
+    from numba import from_dtype
+
+    return from_dtype(dtype)
