@@ -1,0 +1,3 @@
+"""FFTs on cuFFT (placeholder while the package is assembled)."""
+
+__all__ = []
