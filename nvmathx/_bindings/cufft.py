@@ -1,0 +1,236 @@
+"""ctypes bindings of cuFFT (libcufft): the calls nvmathx.fft makes, with typed errors.
+
+Every function returns ``cufftResult``; :func:`check` turns a nonzero result into
+:class:`CufftError` carrying its C name. A plan (``cufftHandle``) is a C ``int``. Constants follow
+cufft.h (cuFFT 11 of CUDA 12 and cuFFT 12 of CUDA 13 share them).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import threading
+
+from .._core.errors import CudaLibraryError
+from ._loader import load_library
+
+__all__ = [
+    "CufftError",
+    "Result",
+    "Type",
+    "DataType",
+    "FORWARD",
+    "INVERSE",
+    "check",
+    "get_version",
+    "create",
+    "destroy",
+    "set_auto_allocation",
+    "make_plan_many64",
+    "xt_make_plan_many",
+    "set_work_area",
+    "set_stream",
+    "exec_function",
+    "execute",
+]
+
+FORWARD = -1
+INVERSE = 1
+
+
+class CufftError(CudaLibraryError):
+    """A cuFFT call returned a nonzero ``cufftResult``."""
+
+    library = "cuFFT"
+    hint = "Set CUFFT_LOG_LEVEL=5 (cuFFT >= 11.5) to see cuFFT's own explanation"
+
+
+class Result(enum.IntEnum):
+    SUCCESS = 0
+    INVALID_PLAN = 1
+    ALLOC_FAILED = 2
+    INVALID_TYPE = 3
+    INVALID_VALUE = 4
+    INTERNAL_ERROR = 5
+    EXEC_FAILED = 6
+    SETUP_FAILED = 7
+    INVALID_SIZE = 8
+    UNALIGNED_DATA = 9
+    INCOMPLETE_PARAMETER_LIST = 10
+    INVALID_DEVICE = 11
+    PARSE_ERROR = 12
+    NO_WORKSPACE = 13
+    NOT_IMPLEMENTED = 14
+    LICENSE_ERROR = 15
+    NOT_SUPPORTED = 16
+    MISSING_DEPENDENCY = 17
+    NVRTC_FAILURE = 18
+    NVJITLINK_FAILURE = 19
+    NVSHMEM_FAILURE = 20
+
+
+class Type(enum.IntEnum):
+    """cufftType."""
+
+    R2C = 0x2A
+    C2R = 0x2C
+    C2C = 0x29
+    D2Z = 0x6A
+    Z2D = 0x6C
+    Z2Z = 0x69
+
+
+class DataType(enum.IntEnum):
+    """cudaDataType_t values cuFFT's Xt interface takes."""
+
+    R_32F = 0
+    R_64F = 1
+    R_16F = 2
+    C_32F = 4
+    C_64F = 5
+    C_16F = 6
+    R_16BF = 14
+    C_16BF = 15
+
+
+_int = ctypes.c_int
+_ll = ctypes.c_longlong
+_pll = ctypes.POINTER(ctypes.c_longlong)
+_p = ctypes.c_void_p
+_psize = ctypes.POINTER(ctypes.c_size_t)
+_EXEC = [_int, _p, _p, _int]  # plan, in, out, direction
+_EXEC_REAL = [_int, _p, _p]  # plan, in, out
+_SIGNATURES = {
+    "cufftGetVersion": [ctypes.POINTER(_int)],
+    "cufftCreate": [ctypes.POINTER(_int)],
+    "cufftDestroy": [_int],
+    "cufftSetAutoAllocation": [_int, _int],
+    # plan, rank, n, inembed, istride, idist, onembed, ostride, odist, type, batch, workSize
+    "cufftMakePlanMany64": [_int, _int, _pll, _pll, _ll, _ll, _pll, _ll, _ll, _int, _ll, _psize],
+    # plan, rank, n, inembed, istride, idist, inputtype, onembed, ostride, odist, outputtype, batch,
+    # workSize, executiontype
+    "cufftXtMakePlanMany": [_int, _int, _pll, _pll, _ll, _ll, _int, _pll, _ll, _ll, _int, _ll, _psize, _int],
+    "cufftSetWorkArea": [_int, _p],
+    "cufftSetStream": [_int, _p],
+    "cufftExecC2C": _EXEC,
+    "cufftExecZ2Z": _EXEC,
+    "cufftExecR2C": _EXEC_REAL,
+    "cufftExecD2Z": _EXEC_REAL,
+    "cufftExecC2R": _EXEC_REAL,
+    "cufftExecZ2D": _EXEC_REAL,
+    "cufftXtExec": _EXEC,
+}
+
+# Which exec function runs a plan of each type; real types take no direction.
+_EXEC_NAMES = {
+    Type.C2C: "cufftExecC2C", Type.Z2Z: "cufftExecZ2Z", Type.R2C: "cufftExecR2C", Type.D2Z: "cufftExecD2Z",
+    Type.C2R: "cufftExecC2R", Type.Z2D: "cufftExecZ2D",
+}
+
+_functions = None
+_lock = threading.Lock()
+
+
+def _lib():
+    global _functions
+    if _functions is None:
+        with _lock:
+            if _functions is None:
+                cdll = load_library("cufft").cdll
+                functions = {}
+                for name, argtypes in _SIGNATURES.items():
+                    function = getattr(cdll, name)
+                    function.restype = _int
+                    function.argtypes = argtypes
+                    functions[name] = function
+                _functions = functions
+    return _functions
+
+
+def status_name(status: int) -> str:
+    """The C name of a result (``"CUFFT_INVALID_SIZE"``)."""
+    try:
+        return f"CUFFT_{Result(status).name}"
+    except ValueError:
+        return f"CUFFT_RESULT_{int(status)}"
+
+
+def check(status: int, function: str, detail: str = "") -> None:
+    """Raise :class:`CufftError` for a nonzero result."""
+    if status != 0:
+        raise CufftError(status, status_name(status), function, detail)
+
+
+def _call(name: str, *args, detail: str = "") -> None:
+    check(_lib()[name](*args), name, detail)
+
+
+def get_version() -> int:
+    """cufftGetVersion(): e.g. 12000 for cuFFT 12.0 (CUDA 13)."""
+    version = _int()
+    _call("cufftGetVersion", ctypes.byref(version))
+    return version.value
+
+
+def create() -> int:
+    """A new, empty plan handle (cufftCreate)."""
+    handle = _int()
+    _call("cufftCreate", ctypes.byref(handle))
+    return handle.value
+
+
+def destroy(plan: int) -> None:
+    _call("cufftDestroy", plan)
+
+
+def set_auto_allocation(plan: int, enabled: bool) -> None:
+    """With ``enabled=False`` the caller supplies the work area (:func:`set_work_area`)."""
+    _call("cufftSetAutoAllocation", plan, int(bool(enabled)))
+
+
+def _longs(values):
+    return (ctypes.c_longlong * len(values))(*values)
+
+
+def make_plan_many64(plan, n, inembed, istride, idist, onembed, ostride, odist, fft_type, batch) -> int:
+    """cufftMakePlanMany64 with the advanced layout; returns the work area size in bytes."""
+    work = ctypes.c_size_t()
+    detail = f"n={tuple(n)}, inembed={tuple(inembed)}, istride={istride}, idist={idist}, " \
+             f"onembed={tuple(onembed)}, ostride={ostride}, odist={odist}, batch={batch}"
+    _call("cufftMakePlanMany64", plan, len(n), _longs(n), _longs(inembed), istride, idist, _longs(onembed),
+          ostride, odist, int(fft_type), batch, ctypes.byref(work), detail=detail)
+    return work.value
+
+
+def xt_make_plan_many(plan, n, inembed, istride, idist, input_type, onembed, ostride, odist, output_type, batch,
+                      execution_type) -> int:
+    """cufftXtMakePlanMany (any cudaDataType, e.g. half precision); returns the work area size."""
+    work = ctypes.c_size_t()
+    _call("cufftXtMakePlanMany", plan, len(n), _longs(n), _longs(inembed), istride, idist, int(input_type),
+          _longs(onembed), ostride, odist, int(output_type), batch, ctypes.byref(work), int(execution_type),
+          detail=f"n={tuple(n)}, batch={batch}")
+    return work.value
+
+
+def set_work_area(plan: int, pointer: int) -> None:
+    _call("cufftSetWorkArea", plan, pointer)
+
+
+def set_stream(plan: int, stream_handle: int) -> None:
+    _call("cufftSetStream", plan, stream_handle)
+
+
+def exec_function(fft_type) -> tuple:
+    """(ctypes function, takes_direction) for the exec call of a plan of ``fft_type``.
+
+    The hot path calls the function directly and passes a nonzero result to :func:`check`.
+    """
+    name = _EXEC_NAMES[Type(fft_type)]
+    return _lib()[name], name in ("cufftExecC2C", "cufftExecZ2Z"), name
+
+
+def execute(plan: int, fft_type, source: int, target: int, direction: int = FORWARD) -> None:
+    """Run ``plan`` once (the exec function matching ``fft_type``)."""
+    function, takes_direction, name = exec_function(fft_type)
+    status = function(plan, source, target, direction) if takes_direction else function(plan, source, target)
+    check(status, name)
