@@ -16,6 +16,7 @@ DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m benchmarks``."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="Time nvmathx beside torch, cupy, nvmath-python and cuda.core; see benchmarks/README.md.",
