@@ -1,0 +1,28 @@
+"""Matrix multiplication on cuBLASLt with fused epilogs: :class:`Matmul` (stateful) and
+:func:`matmul` (function form, backed by :data:`plan_cache`).
+
+Semantics (every execution space): ``numpy.matmul``'s shape rules (1-D promotion, batching,
+broadcasting of a batch-less operand), result ``alpha * a @ b + beta * c``, then the epilog.
+Supported dtypes: float16, bfloat16, float32 (TF32 through ``compute_type="32F_FAST_TF32"``),
+float64, complex64, complex128, and float8 (e4m3 / e5m2) with per-tensor scales. Host (numpy)
+operands run on the CPU with numpy unless ``execution="cuda"``. See :class:`MatmulEpilog` and
+:mod:`nvmathx.linalg._epilogs` for what each epilog computes and the auxiliary formats.
+"""
+
+from ._cublaslt_plan import MatmulAlgorithm
+from ._epilogs import MatmulEpilog, relu_mask
+from ._function import matmul, matmul_plan_key, plan_cache
+from ._matmul import Matmul
+from ._options import MatmulOptions, MatmulPlanPreferences
+
+__all__ = [
+    "Matmul",
+    "matmul",
+    "MatmulOptions",
+    "MatmulPlanPreferences",
+    "MatmulEpilog",
+    "MatmulAlgorithm",
+    "matmul_plan_key",
+    "plan_cache",
+    "relu_mask",
+]

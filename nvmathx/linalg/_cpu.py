@@ -1,0 +1,89 @@
+"""The CPU execution space: numpy implements the documented semantics (the reference for GPU tests).
+
+Products are computed in float32 (complex64) for float16, bfloat16, float32 and float8 operands
+and in float64 (complex128) for 64-bit ones, whatever the compute type; the epilog runs in that
+dtype and the result is rounded once to the result dtype, as cuBLASLt does. float8 results
+saturate to the largest finite value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.dtypes import numpy_dtype
+from ._epilogs import reference_epilog
+from ._problem import MatmulProblem, cpu_compute_dtype
+
+__all__ = ["cpu_matmul", "to_dtype"]
+
+
+def to_dtype(values, dtype_name: str) -> np.ndarray:
+    """Round ``values`` to ``dtype_name`` (float8 saturates instead of overflowing to NaN)."""
+    dtype = numpy_dtype(dtype_name)
+    if dtype_name.startswith("float8"):
+        limit = float(np.finfo(dtype).max)
+        values = np.clip(values, -limit, limit)
+    return np.asarray(values).astype(dtype)
+
+
+def _scale(scales, key) -> float:
+    value = scales.get(key, 1.0)
+    return float(np.asarray(value, dtype=np.float64).reshape(-1)[0])
+
+
+def cpu_matmul(problem: MatmulProblem, a, b, c, alpha, beta, epilog_inputs: dict, scales: dict):
+    """``alpha * a @ b + beta * c`` then the epilog, on host numpy arrays.
+
+    Returns the result, or ``(result, aux)`` when the epilog or ``result_amax`` produces outputs.
+    """
+    compute = numpy_dtype(cpu_compute_dtype(problem.a_dtype))
+    a2 = np.asarray(a).astype(compute)
+    b2 = np.asarray(b).astype(compute)
+    if problem.a_ndim == 1:
+        a2 = a2[np.newaxis, :]
+    if problem.b_ndim == 1:
+        b2 = b2[:, np.newaxis]
+    d = np.matmul(a2, b2)
+    if problem.is_fp8:
+        alpha = alpha * _scale(scales, "a") * _scale(scales, "b")
+    d = d * np.asarray(alpha, dtype=compute)
+    addend = None
+    if c is not None:
+        addend = np.asarray(c).astype(compute) * np.asarray(beta, dtype=compute)
+    elif problem.bias_mode == "fold":
+        addend = np.asarray(epilog_inputs["bias"]).astype(compute)
+    if addend is not None:
+        d = d + _as_matrix(addend, problem)
+    epilog = problem.epilog
+    bias = np.asarray(epilog_inputs["bias"]).astype(compute) if problem.bias_mode == "fused" else None
+    aux_input = None
+    if epilog is not None and epilog.aux_input:
+        aux_input = np.asarray(epilog_inputs[epilog.aux_input])
+        aux_input = aux_input if epilog.aux_input == "relu_aux" else aux_input.astype(compute)
+    d, outputs = reference_epilog(epilog, d, bias=bias, aux_input=aux_input, a=a2, b=b2)
+    if problem.is_fp8 and problem.result_dtype.startswith("float8"):
+        if problem.result_amax:
+            outputs["result_amax"] = np.array(np.abs(d).max(), dtype=np.float32)
+        d = d * _scale(scales, "d")
+    result = to_dtype(_drop_promoted(d, problem), problem.result_dtype)
+    for name in ("gelu_aux", "drelu_bgrad", "dgelu_bgrad", "bgrada", "bgradb"):
+        if name in outputs:
+            outputs[name] = to_dtype(outputs[name], problem.result_dtype)
+    return (result, outputs) if outputs else result
+
+
+def _as_matrix(values, problem: MatmulProblem):
+    """A result-shaped addend with the axes numpy's 1-D promotion removed put back."""
+    if problem.b_ndim == 1:
+        values = values[..., np.newaxis]
+    if problem.a_ndim == 1:
+        values = values[..., np.newaxis, :]
+    return values
+
+
+def _drop_promoted(d, problem: MatmulProblem):
+    if problem.b_ndim == 1:
+        d = d[..., 0]
+    if problem.a_ndim == 1:
+        d = d[..., 0, :] if problem.b_ndim > 1 else d[..., 0]
+    return d

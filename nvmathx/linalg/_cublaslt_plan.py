@@ -1,0 +1,291 @@
+"""cuBLASLt plans: descriptors and layouts for one problem, its candidate algorithms, its workspace,
+and the launch arguments prepared once so that a call sets a few pointers and runs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._bindings import cublaslt as lt
+from .._core.device import ensure_device
+from .._core.errors import InvalidStateError, OperandError
+from .._core.memory import Workspace
+from ._options import COMPUTE_TYPES, MatmulOptions, MatmulPlanPreferences
+from ._problem import MatmulProblem
+from ._traits import LtTraits
+
+__all__ = ["MatmulAlgorithm", "LtPlan", "lt_handle"]
+
+_D = lt.MatmulDescAttribute
+_L = lt.MatrixLayoutAttribute
+_P = lt.PreferenceAttribute
+_OUTPUT_PLACEHOLDER = 256  # a well-aligned stand-in for output pointers not known at plan time
+
+_handles: dict[int, int] = {}
+
+
+def lt_handle(device_id: int) -> int:
+    """The process's cuBLASLt handle for a device (created once, with the device current)."""
+    handle = _handles.get(device_id)
+    if handle is None:
+        ensure_device(device_id)
+        handle = _handles[device_id] = lt.create()
+    return handle
+
+
+@dataclass(frozen=True)
+class MatmulAlgorithm:
+    """One cuBLASLt algorithm for a planned problem.
+
+    Picklable; hand a list of them back to :meth:`Matmul.plan` (``algorithms=``) to skip the
+    heuristic for the same problem.
+
+    Attributes
+    ----------
+    algo : bytes
+        The opaque 64-byte ``cublasLtMatmulAlgo_t``.
+    workspace_size : int
+        Workspace bytes it needs.
+    waves_count : float
+        Device occupancy the heuristic predicts (1.0 = one full wave of the SMs).
+    """
+
+    algo: bytes
+    workspace_size: int
+    waves_count: float
+
+    def __repr__(self):
+        return f"MatmulAlgorithm(workspace_size={self.workspace_size}, waves_count={self.waves_count:.3f})"
+
+
+def _algorithm(result: lt.HeuristicResult) -> MatmulAlgorithm:
+    return MatmulAlgorithm(bytes(result.algo), int(result.workspaceSize), float(result.wavesCount))
+
+
+class LtPlan:
+    """Descriptors of one problem and the launch arguments of its current algorithm.
+
+    Built by :meth:`create`; :meth:`free` releases everything (safe to call twice).
+    """
+
+    def __init__(self, problem: MatmulProblem, traits: LtTraits, device_id: int, options: MatmulOptions):
+        self.problem = problem
+        self.traits = traits
+        self.device_id = device_id
+        self.options = options
+        self.handle = lt_handle(device_id)
+        self.desc = 0
+        self.layouts: list[int] = []
+        self.algorithms: list[MatmulAlgorithm] = []
+        self.workspace = Workspace(device_id, options.memory_resource)
+        scale_dtype = np.dtype(problem.scale_type)
+        self.alpha = np.zeros(1, scale_dtype)
+        self.beta = np.zeros(1, scale_dtype)
+        self.algo_buffer = (ctypes.c_uint64 * 8)()
+        # Launch arguments, in cublasLtMatmul's order; the mutable ones are kept by name.
+        self.a_ptr, self.b_ptr, self.c_ptr, self.d_ptr = (ctypes.c_void_p(0) for _ in range(4))
+        self.workspace_ptr = ctypes.c_void_p(0)
+        self.workspace_size = ctypes.c_size_t(0)
+        self.stream_ptr = ctypes.c_void_p(0)
+        self.args = None
+        self.freed = False
+
+    @classmethod
+    def create(cls, problem, traits, device_id, options) -> "LtPlan":
+        plan = cls(problem, traits, device_id, options)
+        try:
+            plan._build_descriptors()
+        except BaseException:
+            plan.free()
+            raise
+        return plan
+
+    # -- descriptors ---------------------------------------------------------------------------
+
+    def _build_descriptors(self):
+        problem, traits, options = self.problem, self.traits, self.options
+        self.desc = lt.matmul_desc_create(COMPUTE_TYPES[problem.compute_type], lt.DTYPE_NAMES[problem.scale_type])
+        desc = self.desc
+        lt.matmul_desc_set(desc, _D.TRANSA, traits.lt_a.op)
+        lt.matmul_desc_set(desc, _D.TRANSB, traits.lt_b.op)
+        if options.sm_count_target:
+            lt.matmul_desc_set(desc, _D.SM_COUNT_TARGET, options.sm_count_target)
+        if options.fast_accumulation:
+            lt.matmul_desc_set(desc, _D.FAST_ACCUM, 1)
+        epilog = problem.epilog
+        if epilog is not None:
+            lt.matmul_desc_set(desc, _D.EPILOGUE, epilog.lt_code)
+            if problem.bias_mode == "fused" or epilog.bgrad:
+                lt.matmul_desc_set(desc, _D.BIAS_POINTER, _OUTPUT_PLACEHOLDER)
+                stride = traits.bias_batch_stride if epilog.bias else traits.bgrad_batch_stride
+                lt.matmul_desc_set(desc, _D.BIAS_BATCH_STRIDE, stride)
+            if epilog.aux_output or epilog.aux_input:
+                lt.matmul_desc_set(desc, _D.EPILOGUE_AUX_POINTER, _OUTPUT_PLACEHOLDER)
+                lt.matmul_desc_set(desc, _D.EPILOGUE_AUX_LD, traits.aux_ld)
+                lt.matmul_desc_set(desc, _D.EPILOGUE_AUX_BATCH_STRIDE, traits.aux_batch_stride)
+        lt_dtype = lt.DTYPE_NAMES
+        self.a_layout = self._layout(lt_dtype[problem.b_dtype], traits.lt_a)
+        self.b_layout = self._layout(lt_dtype[problem.a_dtype], traits.lt_b)
+        self.d_layout = self._layout(lt_dtype[problem.result_dtype], traits.lt_d)
+        if traits.lt_c is not None:
+            self.c_layout = self._layout(lt_dtype[problem.lt_c_dtype], traits.lt_c)
+        elif problem.lt_c_dtype != problem.result_dtype:
+            self.c_layout = self._layout(lt_dtype[problem.lt_c_dtype], traits.lt_d)
+        else:
+            self.c_layout = self.d_layout
+
+    def _layout(self, data_type, matrix) -> int:
+        layout = lt.matrix_layout_create(data_type, matrix.rows, matrix.cols, matrix.ld)
+        self.layouts.append(layout)
+        if self.traits.batch_count > 1:
+            lt.matrix_layout_set(layout, _L.BATCH_COUNT, self.traits.batch_count)
+            lt.matrix_layout_set(layout, _L.STRIDED_BATCH_OFFSET, matrix.batch_stride)
+        return layout
+
+    def set_pointer(self, attribute: lt.MatmulDescAttribute, ptr: int) -> None:
+        """Point a descriptor attribute (bias, aux, scales, amax) at ``ptr``."""
+        lt.matmul_desc_set(self.desc, attribute, ptr)
+
+    def _operands(self):
+        return (self.handle, self.desc, self.a_layout, self.b_layout, self.c_layout, self.d_layout)
+
+    # -- algorithms ----------------------------------------------------------------------------
+
+    def find_algorithms(self, preferences: MatmulPlanPreferences) -> list[MatmulAlgorithm]:
+        """Ask the heuristic for up to ``preferences.limit`` algorithms, best first."""
+        traits = self.traits
+        preference = lt.preference_create()
+        try:
+            lt.preference_set(preference, _P.MAX_WORKSPACE_BYTES, self.options.workspace_limit)
+            lt.preference_set(preference, _P.MIN_ALIGNMENT_A_BYTES, traits.alignment_a)
+            lt.preference_set(preference, _P.MIN_ALIGNMENT_B_BYTES, traits.alignment_b)
+            lt.preference_set(preference, _P.MIN_ALIGNMENT_C_BYTES, traits.alignment_c)
+            if preferences.max_waves_count:
+                lt.preference_set(preference, _P.MAX_WAVES_COUNT, float(preferences.max_waves_count))
+            if preferences.reduction_scheme_mask is not None:
+                lt.preference_set(preference, _P.REDUCTION_SCHEME_MASK, preferences.reduction_scheme_mask)
+            if preferences.numerical_impl_mask is not None:
+                lt.preference_set(preference, _P.IMPL_MASK, preferences.numerical_impl_mask)
+            try:
+                results = lt.algo_get_heuristic(*self._operands(), preference, preferences.limit)
+            except lt.CublasLtError as error:
+                raise lt.CublasLtError(error.status, error.status_name, error.function, self.describe()) from None
+        finally:
+            lt.preference_destroy(preference)
+        if not results:
+            raise lt.CublasLtError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmulAlgoGetHeuristic",
+                                   f"no algorithm for {self.describe()}")
+        return [_algorithm(result) for result in results]
+
+    def check_algorithms(self, algorithms) -> list[MatmulAlgorithm]:
+        """Validate user-supplied algorithms for this problem (their workspace sizes are refreshed)."""
+        checked = []
+        for index, algorithm in enumerate(algorithms):
+            if not isinstance(algorithm, MatmulAlgorithm):
+                raise OperandError("algorithms", f"item {index} is a {type(algorithm).__name__}, not a MatmulAlgorithm")
+            try:
+                result = lt.algo_check(*self._operands(), algorithm.algo)
+            except lt.CublasLtError as error:
+                raise OperandError("algorithms", f"item {index} does not fit this problem ({error.status_name})") from None
+            checked.append(MatmulAlgorithm(algorithm.algo, int(result.workspaceSize), float(result.wavesCount)))
+        if not checked:
+            raise OperandError("algorithms", "expected at least one MatmulAlgorithm")
+        return checked
+
+    def describe(self) -> str:
+        problem, shape = self.problem, self.problem.shape
+        epilog = problem.epilog.name if problem.epilog else "none"
+        return (f"{problem.a_dtype} x {problem.b_dtype} -> {problem.result_dtype}, M={shape.m} N={shape.n} K={shape.k} "
+                f"batch={shape.batch_shape}, compute {problem.compute_type}, scale {problem.scale_type}, epilog {epilog}")
+
+    # -- launch --------------------------------------------------------------------------------
+
+    def prepare(self, algorithms: list[MatmulAlgorithm], stream) -> None:
+        """Allocate a workspace that fits every candidate (ordered on ``stream``), select the first
+        algorithm and build the launch arguments."""
+        self.algorithms = list(algorithms)
+        needed = max((algorithm.workspace_size for algorithm in self.algorithms), default=0)
+        self.workspace_ptr.value = self.workspace.ensure(needed, stream) or None
+        self.stream_ptr.value = stream.handle or None
+        self.stream_handle = stream.handle
+        self.select(self.algorithms[0])
+        p = ctypes.c_void_p
+        self.args = (
+            p(self.handle), p(self.desc), p(self.alpha.ctypes.data), self.a_ptr, p(self.a_layout), self.b_ptr,
+            p(self.b_layout), p(self.beta.ctypes.data), self.c_ptr, p(self.c_layout), self.d_ptr, p(self.d_layout),
+            p(ctypes.addressof(self.algo_buffer)), self.workspace_ptr, self.workspace_size, self.stream_ptr,
+        )
+        self.launch = lt.matmul_function()
+
+    def select(self, algorithm: MatmulAlgorithm) -> None:
+        """Make ``algorithm`` the one :meth:`run` uses (its workspace must fit what was allocated)."""
+        if algorithm.workspace_size > self.workspace.nbytes:
+            raise OperandError("algorithm", f"needs {algorithm.workspace_size} bytes of workspace, more than planned "
+                               f"({self.workspace.nbytes}); pass one of the algorithms plan() returned")
+        ctypes.memmove(self.algo_buffer, algorithm.algo, lt.ALGO_SIZE)
+        self.workspace_size.value = algorithm.workspace_size
+        self.algorithm = algorithm
+
+    def use_stream(self, stream) -> None:
+        """Run on ``stream`` (a StreamHolder) from now on, ordered after the workspace's last use."""
+        if stream.handle == self.stream_handle:
+            return
+        from .._bindings.cuda_driver import stream_is_capturing, stream_wait_stream
+
+        # Inside a graph capture, a wait on uncaptured work would break the capture: the caller
+        # orders capture and replay.
+        if self.workspace.nbytes and not stream_is_capturing(stream.handle) and not stream_is_capturing(self.stream_handle):
+            stream_wait_stream(stream.handle, self.stream_handle)
+        self.workspace._stream = stream
+        self.stream_handle = stream.handle
+        self.stream_ptr.value = stream.handle or None
+
+    def run(self) -> None:
+        """One cublasLtMatmul with the prepared arguments (pointers set by the caller)."""
+        status = self.launch(*self.args)
+        if status:
+            self.raise_status(status)
+
+    def raise_status(self, status: int):
+        lt.check(status, "cublasLtMatmul", self.describe())
+
+    @property
+    def workspace_ready(self) -> bool:
+        return self.workspace.buffer is not None or not any(a.workspace_size for a in self.algorithms)
+
+    def release_workspace(self) -> None:
+        """Give the workspace back now; the next :meth:`reacquire_workspace` allocates it again."""
+        self.workspace.release()
+        self.workspace_ptr.value = None
+
+    def reacquire_workspace(self, stream) -> None:
+        if self.workspace.buffer is None:
+            needed = max((algorithm.workspace_size for algorithm in self.algorithms), default=0)
+            self.workspace_ptr.value = self.workspace.ensure(needed, stream) or None
+
+    @property
+    def workspace_bytes(self) -> int:
+        return self.workspace.nbytes
+
+    def free(self) -> None:
+        """Destroy the descriptors and release the workspace. Safe to call twice."""
+        if self.freed:
+            return
+        self.freed = True
+        self.args = None
+        try:
+            self.workspace.release()
+        finally:
+            for layout in self.layouts:
+                lt.matrix_layout_destroy(layout)
+            self.layouts = []
+            if self.desc:
+                lt.matmul_desc_destroy(self.desc)
+                self.desc = 0
+
+    def check_alive(self):
+        if self.freed:
+            raise InvalidStateError("this matmul plan was freed")

@@ -1,0 +1,219 @@
+"""Epilogs: what each one computes (the numpy reference every GPU result is checked against) and
+how it maps onto cuBLASLt.
+
+All semantics are in the user's row-major frame. ``d = alpha * a @ b + beta * c`` has shape
+``(..., M, N)``; an epilog then transforms ``d`` and may produce auxiliary outputs:
+
+========================  =================================  ======================================
+epilog                    result                             auxiliary outputs / inputs
+========================  =================================  ======================================
+RELU                      ``max(d, 0)``
+GELU                      ``gelu(d)`` (tanh form)
+BIAS                      ``d + bias``                       input ``bias`` (N,) or (..., 1, N)
+RELU_BIAS / GELU_BIAS     ``act(d + bias)``                  input ``bias``
+RELU_AUX                  ``max(d, 0)``                      output ``relu_aux``: bitmask of ``d > 0``
+RELU_AUX_BIAS             ``max(d + bias, 0)``               output ``relu_aux``, input ``bias``
+GELU_AUX                  ``gelu(d)``                        output ``gelu_aux``: ``d`` itself
+GELU_AUX_BIAS             ``gelu(d + bias)``                 output ``gelu_aux``: ``d + bias``
+DRELU                     ``d * (z > 0)``                    input ``relu_aux`` (of z, from RELU_AUX*)
+DRELU_BGRAD               same as DRELU                      + output ``drelu_bgrad`` = result summed over M
+DGELU                     ``d * gelu'(z)``                   input ``gelu_aux`` (z, from GELU_AUX*)
+DGELU_BGRAD               same as DGELU                      + output ``dgelu_bgrad`` = result summed over M
+BGRADA                    ``d``                              output ``bgrada`` = ``a`` summed over K, (..., M)
+BGRADB                    ``d``                              output ``bgradb`` = ``b`` summed over K, (..., N)
+========================  =================================  ======================================
+
+Auxiliary formats (shape ``(..., M, N)`` results, batch dimensions leading):
+
+- ``gelu_aux`` is a ``(..., M, N)`` array of the result dtype holding the pre-activation. When N is
+  not a multiple of 8 it is a view into a ``(..., M, round_up(N, 8))`` buffer (cuBLASLt's leading
+  dimension must be a multiple of 8); hand that view back as it is to DGELU.
+- ``relu_aux`` is the raw cuBLASLt bitmask as a ``uint8`` array of shape
+  ``(..., M, round_up(N, 128) // 8)``: bit ``n % 8`` (least significant first) of byte
+  ``[..., m, n // 8]`` is 1 where the pre-activation ``[..., m, n]`` was positive.
+  :func:`relu_mask` unpacks it to booleans; DRELU consumes it unchanged.
+
+An MLP layer ``y = act(x @ W + b)`` followed by ``out = y @ W2`` composes as: forward
+``matmul(x, W, epilog=GELU_AUX_BIAS, epilog_inputs={"bias": b})`` returns ``(y, {"gelu_aux": z})``;
+backward, given ``dout``, ``matmul(dout, W2.T, epilog=DGELU_BGRAD, epilog_inputs={"gelu_aux": z})``
+returns ``(dz, {"dgelu_bgrad": db})``, then ``dW = matmul(x.T, dz)`` and ``dx = matmul(dz, W.T)``.
+``matmul(x.T, dz, epilog=BGRADB)`` returns ``dW`` and ``{"bgradb": dz.sum(0)}`` in one call.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._bindings import cublaslt as lt
+from .._core.errors import OptionsError
+from ._layout import round_up
+
+__all__ = [
+    "MatmulEpilog",
+    "EpilogSpec",
+    "EPILOGS",
+    "epilog_spec",
+    "gelu",
+    "gelu_derivative",
+    "relu_mask",
+    "pack_relu_mask",
+    "relu_aux_width",
+    "gelu_aux_ld",
+    "reference_epilog",
+]
+
+
+MatmulEpilog = enum.IntEnum("MatmulEpilog", {e.name: e.value for e in lt.Epilogue if e.name != "DEFAULT"}, module=__name__)
+MatmulEpilog.__doc__ = """Operations fused after the product (RELU, GELU, BIAS, ..., BGRADB).
+
+What each computes, consumes and returns is in the table of :mod:`nvmathx.linalg._epilogs`; the
+values are cuBLASLt's ``cublasLtEpilogue_t`` codes of the same name. ``epilog=`` also accepts the
+name as a string, in any case.
+"""
+
+
+@dataclass(frozen=True)
+class EpilogSpec:
+    """What an epilog needs and produces, and its cuBLASLt code in the swapped (column-major) frame."""
+
+    epilog: MatmulEpilog
+    lt_code: int
+    activation: str | None = None  # "relu" or "gelu" applied to the result (forward)
+    bias: bool = False  # consumes epilog_inputs["bias"]
+    aux_output: str | None = None  # "relu_aux" or "gelu_aux"
+    aux_input: str | None = None  # "relu_aux" or "gelu_aux" (backward)
+    bgrad: str | None = None  # name of the bias-gradient output
+    bgrad_of: str | None = None  # "result", "a" or "b"
+
+    @property
+    def name(self) -> str:
+        return self.epilog.name
+
+    @property
+    def outputs(self) -> tuple:
+        return tuple(name for name in (self.aux_output, self.bgrad) if name)
+
+
+_E = MatmulEpilog
+# Under D^T = B^T A^T, cuBLASLt's A is the user's b: "bias gradient of A" (BGRADA, 256) sums the
+# user's b and "of B" (BGRADB, 512) sums the user's a. Everything else keeps its code.
+EPILOGS = {
+    spec.epilog: spec
+    for spec in (
+        EpilogSpec(_E.RELU, 2, activation="relu"),
+        EpilogSpec(_E.GELU, 32, activation="gelu"),
+        EpilogSpec(_E.BIAS, 4, bias=True),
+        EpilogSpec(_E.RELU_BIAS, 6, activation="relu", bias=True),
+        EpilogSpec(_E.GELU_BIAS, 36, activation="gelu", bias=True),
+        EpilogSpec(_E.RELU_AUX, 130, activation="relu", aux_output="relu_aux"),
+        EpilogSpec(_E.RELU_AUX_BIAS, 134, activation="relu", bias=True, aux_output="relu_aux"),
+        EpilogSpec(_E.GELU_AUX, 160, activation="gelu", aux_output="gelu_aux"),
+        EpilogSpec(_E.GELU_AUX_BIAS, 164, activation="gelu", bias=True, aux_output="gelu_aux"),
+        EpilogSpec(_E.DRELU, 136, aux_input="relu_aux"),
+        EpilogSpec(_E.DRELU_BGRAD, 152, aux_input="relu_aux", bgrad="drelu_bgrad", bgrad_of="result"),
+        EpilogSpec(_E.DGELU, 192, aux_input="gelu_aux"),
+        EpilogSpec(_E.DGELU_BGRAD, 208, aux_input="gelu_aux", bgrad="dgelu_bgrad", bgrad_of="result"),
+        EpilogSpec(_E.BGRADA, 512, bgrad="bgrada", bgrad_of="a"),
+        EpilogSpec(_E.BGRADB, 256, bgrad="bgradb", bgrad_of="b"),
+    )
+}
+
+# The same epilog without its bias, for a bias folded into C.
+WITHOUT_BIAS = {
+    _E.BIAS: None, _E.RELU_BIAS: _E.RELU, _E.GELU_BIAS: _E.GELU,
+    _E.RELU_AUX_BIAS: _E.RELU_AUX, _E.GELU_AUX_BIAS: _E.GELU_AUX,
+}
+
+
+def epilog_spec(epilog) -> EpilogSpec | None:
+    """The spec of ``epilog`` (a MatmulEpilog, its name in any case, or None)."""
+    if epilog is None:
+        return None
+    if isinstance(epilog, str):
+        try:
+            epilog = MatmulEpilog[epilog.upper()]
+        except KeyError:
+            raise OptionsError("epilog", f"unknown epilog {epilog!r}; valid: {[e.name for e in MatmulEpilog]}") from None
+    elif isinstance(epilog, int) and not isinstance(epilog, bool):
+        try:
+            epilog = MatmulEpilog(epilog)
+        except ValueError:
+            raise OptionsError("epilog", f"unknown epilog code {epilog}; valid: {[e.name for e in MatmulEpilog]}") from None
+    else:
+        raise OptionsError("epilog", f"expected a MatmulEpilog, its name or None (got {type(epilog).__name__})")
+    return EPILOGS[epilog]
+
+
+_SQRT_2_OVER_PI = np.sqrt(2.0 / np.pi)
+_GELU_CUBIC = 0.044715
+
+
+def gelu(x):
+    """GELU, tanh approximation: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+    return 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + _GELU_CUBIC * x**3)))
+
+
+def gelu_derivative(x):
+    """d gelu(x) / dx for the tanh approximation."""
+    t = np.tanh(_SQRT_2_OVER_PI * (x + _GELU_CUBIC * x**3))
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_CUBIC * x * x)
+
+
+def relu_aux_width(n: int) -> int:
+    """Bytes per row of the ReLU bitmask: N bits rounded up to a multiple of 128 bits."""
+    return round_up(n, 128) // 8
+
+
+def gelu_aux_ld(n: int) -> int:
+    """Leading dimension, in elements, of the GELU auxiliary buffer (a multiple of 8)."""
+    return round_up(n, 8)
+
+
+def pack_relu_mask(positive) -> np.ndarray:
+    """Pack a boolean ``(..., M, N)`` array into the ``relu_aux`` bitmask format."""
+    positive = np.asarray(positive, dtype=bool)
+    n = positive.shape[-1]
+    padded = np.zeros(positive.shape[:-1] + (round_up(n, 128),), dtype=bool)
+    padded[..., :n] = positive
+    return np.packbits(padded, axis=-1, bitorder="little")
+
+
+def relu_mask(relu_aux, n: int) -> np.ndarray:
+    """Unpack a ``relu_aux`` bitmask (host array) to a boolean ``(..., M, n)`` array."""
+    bits = np.unpackbits(np.asarray(relu_aux, dtype=np.uint8), axis=-1, bitorder="little")
+    return bits[..., :n].astype(bool)
+
+
+def reference_epilog(spec: EpilogSpec | None, d, *, bias=None, aux_input=None, a=None, b=None, n=None):
+    """Apply ``spec`` to ``d`` (the product ``alpha a@b + beta c`` in the compute dtype).
+
+    Returns ``(result, outputs)`` with ``outputs`` a dict (empty without auxiliary outputs); ``a``
+    and ``b`` (compute dtype, ``(..., M, K)`` and ``(..., K, N)``) serve BGRADA/BGRADB.
+    """
+    outputs = {}
+    if spec is None:
+        return d, outputs
+    if spec.bias:
+        d = d + bias
+    if spec.aux_output == "gelu_aux":
+        outputs["gelu_aux"] = d
+    elif spec.aux_output == "relu_aux":
+        outputs["relu_aux"] = pack_relu_mask(d > 0)
+    if spec.activation == "relu":
+        d = np.maximum(d, 0)
+    elif spec.activation == "gelu":
+        d = gelu(d)
+    if spec.aux_input == "relu_aux":
+        d = d * relu_mask(aux_input, d.shape[-1])
+    elif spec.aux_input == "gelu_aux":
+        d = d * gelu_derivative(aux_input)
+    if spec.bgrad_of == "result":
+        outputs[spec.bgrad] = d.sum(axis=-2)
+    elif spec.bgrad_of == "a":
+        outputs[spec.bgrad] = np.broadcast_to(a.sum(axis=-1), d.shape[:-1]).copy()
+    elif spec.bgrad_of == "b":
+        outputs[spec.bgrad] = np.broadcast_to(b.sum(axis=-2), d.shape[:-2] + d.shape[-1:]).copy()
+    return d, outputs

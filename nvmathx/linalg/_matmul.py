@@ -1,0 +1,370 @@
+"""The stateful Matmul: construct (check operands), plan (choose algorithms), execute many times."""
+
+from __future__ import annotations
+
+import warnings
+
+from .._core.errors import InvalidStateError, OperandError, OptionsError
+from .._core.execution import ExecutionCPU, normalize_execution
+from .._core.logs import get_logger
+from .._core.options import check_or_create_options, check_positive_int
+from .._core.streams import resolve_stream
+from .._core.tensor import wrap_operand
+from ._cpu import cpu_matmul
+from ._epilogs import epilog_spec
+from ._layout import pointer_alignment
+from ._operands import check_together, host_view, info, stage, to_package_host, wrap_all
+from ._options import MatmulOptions, MatmulPlanPreferences
+from ._problem import check_quantization_scales, check_scalar, describe_problem
+
+__all__ = ["Matmul"]
+
+_CONSTRUCTED, _PLANNED, _FREED = "constructed", "planned", "freed"
+
+
+class Matmul:
+    """Stateful matrix multiplication ``alpha * a @ b + beta * c`` followed by an epilog.
+
+    Semantics are ``numpy.matmul``'s: 1-D operands are promoted (and the added axis removed from
+    the result), ``(..., M, K) @ (..., K, N)`` stacks are batched, and an operand without batch
+    dimensions is broadcast over the other's batch. Results are new arrays of the operands'
+    library (numpy operands give numpy results); ``c`` is read, never written.
+
+    Parameters
+    ----------
+    a, b : array
+        ``(..., M, K)`` and ``(..., K, N)`` arrays (or 1-D) of one library on one device: numpy,
+        cupy, torch, jax or any DLPack / CUDA Array Interface producer. C-contiguous,
+        Fortran-ordered and transposed views are used without copies.
+    c : array, optional
+        Addend of the result's shape, or of its matrix shape ``(M, N)`` (broadcast over the batch).
+        On the GPU it must be row-major (last axis contiguous).
+    alpha, beta : number
+        Scalars; ``beta`` needs ``c``.
+    quantization_scales : dict, optional
+        float8 only: per-tensor scales ``{"a": sa, "b": sb, "d": sd}`` (floats, or one-element
+        float32 device arrays read at execution). The result is
+        ``sd * epilog(alpha * sa * sb * a @ b + beta * c)``; ``d`` needs a float8 result.
+    options : MatmulOptions, dict or None
+        See :class:`MatmulOptions`.
+    execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or None
+        Where to run. None: where the operands live (numpy arrays run on the CPU with numpy);
+        ``"cuda"`` with host operands copies them to the GPU and the results back.
+    stream : cuda.core Stream, object with ``__cuda_stream__``, int or None
+        The stream for planning and execution (default: the operand library's current stream,
+        else the device's default stream). ``execute(stream=...)`` may override it per call.
+
+    Raises
+    ------
+    OperandError, UnsupportedOperandError, UnsupportedLayoutError, OptionsError
+        For bad operands or options; the message names the argument.
+
+    See Also
+    --------
+    matmul : the function form, backed by a plan cache.
+
+    Notes
+    -----
+    A plan is not thread-safe: use one per thread. ``execute()`` may be captured in a CUDA graph
+    (it neither synchronises nor allocates outside the operand library's stream-ordered allocator,
+    and the workspace is allocated by ``plan()``); keep the plan alive while the graph is replayed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathx.linalg import Matmul
+    >>> a, b = np.ones((4, 3), np.float32), np.ones((3, 2), np.float32)
+    >>> with Matmul(a, b, alpha=2.0) as mm:
+    ...     _ = mm.plan()
+    ...     mm.execute()
+    array([[6., 6.],
+           [6., 6.],
+           [6., 6.],
+           [6., 6.]], dtype=float32)
+    """
+
+    def __init__(self, a, b, c=None, *, alpha=1, beta=0, quantization_scales=None, options=None, execution=None,
+                 stream=None):
+        self._state = _FREED  # until construction succeeds
+        self._fast = False
+        self._options = check_or_create_options(MatmulOptions, options, "options")
+        self._logger = get_logger(self._options.logger)
+        a_op, b_op, c_op, _ = wrap_all(a, b, c, None)
+        self._infos = {"a": info(a_op), "b": info(b_op), "c": info(c_op)}
+        self._base = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=beta, epilog=None,
+                                      epilog_inputs={}, options=self._options)
+        complex_ok = self._base.a_dtype.startswith("complex")
+        self._alpha = check_scalar(alpha, "alpha", complex_ok)
+        self._beta = check_scalar(beta, "beta", complex_ok)
+        self._scales = check_quantization_scales(quantization_scales, self._base)
+        self._execution = normalize_execution(execution, a_op.device_id)
+        self._cpu = isinstance(self._execution, ExecutionCPU)
+        self._host = a_op
+        self._operands = {"a": a_op, "b": b_op, "c": c_op}
+        self._inputs = {}
+        self._runner = self._problem = None
+        if not self._cpu:
+            device_id = self._execution.device_id
+            self._stream = resolve_stream(stream, device_id, a_op.adapter.current_stream if a_op.device_id >= 0 else None)
+            self._staged = a_op.device_id < 0
+            self._operands = {name: stage(op, device_id, self._stream, self._options.memory_resource)
+                              for name, op in self._operands.items()}
+        elif stream is not None:
+            raise OptionsError("stream", "CPU execution takes no stream")
+        self._state = _CONSTRUCTED
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _check_state(self, *allowed):
+        if self._state not in allowed:
+            if self._state == _FREED:
+                raise InvalidStateError("this Matmul was freed; create a new one")
+            raise InvalidStateError("call plan() before execute() or autotune()")
+
+    def free(self) -> None:
+        """Release the plan, workspace and device copies. Safe to call twice; afterwards every
+        method raises InvalidStateError."""
+        if self._state == _FREED:
+            return
+        self._state, self._fast = _FREED, False
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            try:
+                runner.free()
+            finally:
+                runner.plan.free()
+        self._operands = self._inputs = {}
+
+    def __enter__(self):
+        self._check_state(_CONSTRUCTED, _PLANNED)
+        return self
+
+    def __exit__(self, *exc_info):
+        self.free()
+        return False
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception as error:  # never raise from a destructor
+            warnings.warn(f"Matmul.free() failed during garbage collection: {error}", RuntimeWarning, stacklevel=1)
+
+    # -- planning ------------------------------------------------------------------------------
+
+    def plan(self, *, epilog=None, epilog_inputs=None, preferences=None, algorithms=None) -> list:
+        """Choose how to run: check the epilog and its inputs, and find candidate algorithms.
+
+        Parameters
+        ----------
+        epilog : MatmulEpilog, str or None
+            The operation fused after the product (see :class:`MatmulEpilog`).
+        epilog_inputs : dict, optional
+            ``{"bias": ...}``, ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` as the epilog needs.
+        preferences : MatmulPlanPreferences, dict or None
+            What the heuristic may return.
+        algorithms : list of MatmulAlgorithm, optional
+            Algorithms from an earlier ``plan()`` of the same problem (e.g. unpickled); the
+            heuristic is skipped.
+
+        Returns
+        -------
+        list of MatmulAlgorithm
+            The candidates, best first (empty for CPU execution, which has none to choose).
+        """
+        self._check_state(_CONSTRUCTED, _PLANNED)
+        preferences = check_or_create_options(MatmulPlanPreferences, preferences, "preferences")
+        spec = epilog_spec(epilog)
+        inputs = {name: wrap_operand(value, f"epilog_inputs[{name!r}]") for name, value in _input_dict(epilog_inputs).items()}
+        check_together(self._host, [(f"epilog_inputs[{name!r}]", op) for name, op in inputs.items()])
+        problem = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=self._beta, epilog=spec,
+                                   epilog_inputs={name: info(op) for name, op in inputs.items()}, options=self._options)
+        self._logger.info("matmul plan: %s", problem)
+        if self._cpu:
+            self._input_infos = {name: info(op) for name, op in inputs.items()}
+            self._problem, self._inputs, self._state = problem, inputs, _PLANNED
+            return []
+        from ._planning import build_runner
+
+        self._input_infos = {name: info(op) for name, op in inputs.items()}
+        inputs = {name: stage(op, self._execution.device_id, self._stream, self._options.memory_resource)
+                  for name, op in inputs.items()}
+        runner = build_runner(problem, self._operands, inputs, self._options, preferences, algorithms, self._stream,
+                              self._host if self._staged else None, self._execution.device_id)
+        try:
+            runner.set_scalars(self._alpha, self._beta)
+            runner.set_scales(self._scales)
+        except BaseException:
+            runner.plan.free()
+            raise
+        if self._runner is not None:
+            old, self._runner = self._runner, None
+            old.free()
+            old.plan.free()
+        self._runner, self._problem, self._inputs, self._state = runner, problem, inputs, _PLANNED
+        self._refresh_fast_path()
+        return list(runner.plan.algorithms)
+
+    def _refresh_fast_path(self):
+        runner = self._runner
+        self._fast = (self._state == _PLANNED and runner is not None and not runner.outputs and not runner.blocking
+                      and runner.plan.workspace_ready and runner.plan.stream_handle == self._stream.handle)
+        if self._fast:
+            self._alloc, self._lt, self._args = runner.alloc_result, runner.plan, runner.plan.args
+
+    @property
+    def algorithms(self) -> list:
+        """The planned candidate algorithms, in the order ``execute()`` prefers them."""
+        self._check_state(_PLANNED)
+        return [] if self._cpu else list(self._runner.plan.algorithms)
+
+    def autotune(self, iterations: int = 10) -> list:
+        """Time every candidate on the actual operands and reorder them, fastest first.
+
+        The product is written to scratch buffers: ``c`` and earlier results are never touched.
+        Returns ``[(milliseconds, algorithm), ...]`` (empty for CPU execution).
+        """
+        self._check_state(_PLANNED)
+        check_positive_int(iterations, "iterations")
+        if self._cpu:
+            return []
+        from ._autotune import autotune_algorithms
+
+        plan = self._runner.plan
+        plan.use_stream(self._stream)
+        timings = autotune_algorithms(self._runner, self._stream, iterations)
+        plan.algorithms = [algorithm for _, algorithm in timings]
+        plan.select(plan.algorithms[0])
+        self._logger.info("matmul autotune: %s", [(round(ms, 4), repr(a)) for ms, a in timings])
+        self._refresh_fast_path()
+        return timings
+
+    # -- execution -----------------------------------------------------------------------------
+
+    def execute(self, *, algorithm=None, stream=None, release_workspace=False):
+        """Run the planned product.
+
+        Parameters
+        ----------
+        algorithm : MatmulAlgorithm, optional
+            One of the planned algorithms (default: the first, i.e. the best after ``autotune()``).
+        stream : stream-like, optional
+            Run on this stream instead of the one given at construction (ordered after this
+            plan's previous use of its workspace).
+        release_workspace : bool
+            Give the workspace back to its memory resource after this call.
+
+        Returns
+        -------
+        array or (array, dict)
+            The result, plus a dict of auxiliary outputs when the epilog (or ``result_amax``)
+            produces some.
+        """
+        if self._fast and algorithm is None and stream is None and not release_workspace:
+            result, ptr = self._alloc(None)
+            plan = self._lt
+            plan.d_ptr.value = ptr
+            status = plan.launch(*self._args)
+            if status:
+                plan.raise_status(status)
+            return result
+        return self._execute_general(algorithm, stream, release_workspace)
+
+    def _execute_general(self, algorithm, stream, release_workspace):
+        self._check_state(_PLANNED)
+        if self._cpu:
+            if stream is not None or algorithm is not None:
+                raise OptionsError("stream" if stream is not None else "algorithm", "CPU execution takes none")
+            return self._execute_cpu()
+        runner, plan = self._runner, self._runner.plan
+        holder = resolve_stream(stream, self._execution.device_id) if stream is not None else self._stream
+        plan.reacquire_workspace(holder)
+        plan.use_stream(holder)
+        previous = plan.algorithm
+        if algorithm is not None:
+            if algorithm not in plan.algorithms:
+                raise OperandError("algorithm", "is not one of this plan's algorithms (see plan() or .algorithms)")
+            plan.select(algorithm)
+        try:
+            return runner.run(holder)
+        finally:
+            plan.select(previous)
+            if release_workspace:
+                plan.release_workspace()
+            if stream is not None:
+                plan.use_stream(self._stream)
+            self._refresh_fast_path()
+
+    def _execute_cpu(self):
+        views = {name: host_view(op) if op is not None else None for name, op in self._operands.items()}
+        inputs = {name: host_view(op) for name, op in self._inputs.items()}
+        scales = {key: value for key, value in self._scales.items()}
+        out = cpu_matmul(self._problem, views["a"], views["b"], views["c"], self._alpha, self._beta, inputs, scales)
+        if isinstance(out, tuple):
+            result, aux = out
+            return to_package_host(result, self._host), {k: to_package_host(v, self._host) for k, v in aux.items()}
+        return to_package_host(out, self._host)
+
+    # -- new operands --------------------------------------------------------------------------
+
+    def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None, epilog_inputs=None,
+                       quantization_scales=None) -> None:
+        """Swap in new operands of the same shape, strides, dtype, library and device (and at
+        least the planned pointer alignment); alpha, beta, epilog inputs and scales likewise.
+
+        Raises
+        ------
+        OperandError
+            When a new operand differs from the one it replaces (the message names it and says how).
+        """
+        self._check_state(_CONSTRUCTED, _PLANNED)
+        new = {}
+        for name, value in (("a", a), ("b", b), ("c", c)):
+            if value is None:
+                continue
+            if self._infos[name] is None:
+                raise OperandError(name, "was not given at construction, so it cannot be reset")
+            new[name] = self._checked(wrap_operand(value, name), name, self._infos[name], self._operands[name])
+        new_inputs = {}
+        for name, value in _input_dict(epilog_inputs).items():
+            if name not in self._inputs:
+                raise OperandError("epilog_inputs", f"{name!r} is not an input of the planned epilog")
+            new_inputs[name] = self._checked(wrap_operand(value, f"epilog_inputs[{name!r}]"), f"epilog_inputs[{name!r}]",
+                                             self._input_infos[name], self._inputs[name])
+        complex_ok = self._base.a_dtype.startswith("complex")
+        alpha = self._alpha if alpha is None else check_scalar(alpha, "alpha", complex_ok)
+        beta = self._beta if beta is None else check_scalar(beta, "beta", complex_ok)
+        if beta != 0 and self._infos["c"] is None:
+            raise OptionsError("beta", f"beta={beta!r} needs c")
+        scales = check_quantization_scales(quantization_scales, self._base) if quantization_scales is not None else {}
+        if not self._cpu:
+            device_id, mr = self._execution.device_id, self._options.memory_resource
+            new = {name: stage(op, device_id, self._stream, mr) for name, op in new.items()}
+            new_inputs = {name: stage(op, device_id, self._stream, mr) for name, op in new_inputs.items()}
+        self._operands.update(new)
+        self._inputs.update(new_inputs)
+        self._alpha, self._beta = alpha, beta
+        self._scales.update(scales)
+        if self._runner is not None:
+            self._runner.bind(self._operands["a"], self._operands["b"], self._operands["c"], self._inputs)
+            self._runner.set_scalars(alpha, beta)
+            if scales:
+                self._runner.set_scales(scales)
+
+    def _checked(self, operand, name, expected, current):
+        if operand.package != self._host.package or operand.device_id != self._host.device_id:
+            raise OperandError(name, f"must be a {self._host.package} array on the same device as before")
+        if info(operand) != expected:
+            raise OperandError(name, f"must match the planned operand: shape {expected.shape}, strides {expected.strides}, "
+                               f"dtype {expected.dtype} (got shape {operand.shape}, strides {operand.strides}, dtype {operand.dtype})")
+        if operand.device_id >= 0 and current is not None and pointer_alignment(operand.ptr) < pointer_alignment(current.ptr):
+            raise OperandError(name, f"is aligned to {pointer_alignment(operand.ptr)} bytes, less than the planned "
+                               f"{pointer_alignment(current.ptr)}; plan a new Matmul")
+        return operand
+
+
+def _input_dict(epilog_inputs) -> dict:
+    if epilog_inputs is None:
+        return {}
+    if not isinstance(epilog_inputs, dict):
+        raise OptionsError("epilog_inputs", f"expected a dict of arrays or None (got {type(epilog_inputs).__name__})")
+    return epilog_inputs

@@ -1,0 +1,161 @@
+"""Options of matmul: MatmulOptions, MatmulPlanPreferences, and the dtype rules they feed."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from .._core.dtypes import numpy_dtype
+from .._core.errors import OptionsError, UnsupportedOperandError
+from .._core.memory import check_memory_resource
+from .._core.options import check_choice, check_positive_int
+
+__all__ = [
+    "MatmulOptions",
+    "MatmulPlanPreferences",
+    "COMPUTE_TYPES",
+    "SCALE_TYPES",
+    "INPUT_DTYPES",
+    "FP8_DTYPES",
+    "default_compute_type",
+    "default_scale_type",
+    "resolve_result_dtype",
+]
+
+# cublasComputeType_t names (without the CUBLAS_COMPUTE_ prefix) and values.
+COMPUTE_TYPES = {
+    "16F": 64, "16F_PEDANTIC": 65, "32F": 68, "32F_PEDANTIC": 69, "32F_FAST_16F": 74, "32F_FAST_16BF": 75,
+    "32F_FAST_TF32": 77, "64F": 70, "64F_PEDANTIC": 71,
+}
+SCALE_TYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+INPUT_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2")
+FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
+RESULT_DTYPES = INPUT_DTYPES
+_DEFAULT_WORKSPACE = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MatmulOptions:
+    """Options of :class:`Matmul` and :func:`matmul`.
+
+    Parameters
+    ----------
+    compute_type : str or None
+        cuBLASLt compute type without its prefix: ``"16F"``, ``"32F"``, ``"32F_FAST_TF32"`` (TF32 for
+        float32 operands), ``"32F_FAST_16F"``, ``"32F_FAST_16BF"``, ``"64F"`` or a ``_PEDANTIC``
+        variant. Default: ``"32F"`` for float16, bfloat16, float32, complex64 and float8 operands,
+        ``"64F"`` for float64 and complex128 (what torch uses). The CPU execution space computes in
+        float32/float64 (complex64/complex128) whatever the compute type.
+    scale_type : str or None
+        dtype of ``alpha`` and ``beta`` (cuBLASLt's scale type). Default: float32 for 32F compute
+        types, float64 for 64F, float16 for 16F; the complex counterpart for complex operands.
+    result_type : str or None
+        dtype of the result. Default: ``c``'s dtype when ``c`` is given, else ``a``'s dtype.
+        float8 products may produce ``"bfloat16"``, ``"float16"``, ``"float32"`` or a float8 type.
+    memory_resource : cuda.core MemoryResource or None
+        Where workspaces (and device copies of host operands) come from. Default: the device's.
+    workspace_limit : int
+        Most bytes of workspace an algorithm may use (default 32 MiB, NVIDIA's advice for Hopper).
+    blocking : "auto" or True
+        ``True`` synchronises after every execution; ``"auto"`` only when the operands are host
+        arrays (their result must be copied back).
+    logger : logging.Logger or None
+        Where planning is logged (default: the ``nvmathx`` logger).
+    sm_count_target : int
+        Number of SMs the heuristic should plan for (0: all of the device's), e.g. when another
+        stream or a green context holds the rest.
+    fast_accumulation : bool
+        float8 only: accumulate without periodic promotion (faster, less accurate).
+    result_amax : bool
+        float8 only: also return ``aux["result_amax"]``, a float32 device scalar holding the
+        largest absolute value of the result before the ``d`` scale is applied.
+    """
+
+    compute_type: str | None = None
+    scale_type: str | None = None
+    result_type: str | None = None
+    memory_resource: object = None
+    workspace_limit: int = _DEFAULT_WORKSPACE
+    blocking: object = "auto"
+    logger: logging.Logger | None = None
+    sm_count_target: int = 0
+    fast_accumulation: bool = False
+    result_amax: bool = False
+
+    def __post_init__(self):
+        if self.compute_type is not None:
+            check_choice(self.compute_type, tuple(COMPUTE_TYPES), "options.compute_type")
+        if self.scale_type is not None:
+            check_choice(_dtype_name(self.scale_type, "options.scale_type"), SCALE_TYPES, "options.scale_type")
+            object.__setattr__(self, "scale_type", _dtype_name(self.scale_type, "options.scale_type"))
+        if self.result_type is not None:
+            name = _dtype_name(self.result_type, "options.result_type")
+            check_choice(name, RESULT_DTYPES, "options.result_type")
+            object.__setattr__(self, "result_type", name)
+        check_memory_resource(self.memory_resource, "options.memory_resource")
+        check_positive_int(self.workspace_limit, "options.workspace_limit", allow_zero=True)
+        if self.blocking not in ("auto", True):
+            raise OptionsError("options.blocking", f"expected 'auto' or True (got {self.blocking!r})")
+        if self.logger is not None and not isinstance(self.logger, logging.Logger):
+            raise OptionsError("options.logger", f"expected a logging.Logger (got {type(self.logger).__name__})")
+        check_positive_int(self.sm_count_target, "options.sm_count_target", allow_zero=True)
+        for name in ("fast_accumulation", "result_amax"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionsError(f"options.{name}", f"expected a bool (got {getattr(self, name)!r})")
+
+
+@dataclass(frozen=True)
+class MatmulPlanPreferences:
+    """What the cuBLASLt heuristic may return.
+
+    Parameters
+    ----------
+    limit : int
+        Most candidate algorithms to ask for (default 8); ``autotune()`` times them all.
+    max_waves_count : float
+        Exclude algorithms whose waves count (device occupancy, 1.0 = one full wave) exceeds
+        this; 0 disables the filter.
+    reduction_scheme_mask : int or None
+        cuBLASLt's ``cublasLtReductionScheme_t`` mask of allowed split-K reductions (None: all).
+    numerical_impl_mask : int or None
+        cuBLASLt's ``cublasLtNumericalImplFlags_t`` mask of allowed implementations (None: all).
+    """
+
+    limit: int = 8
+    max_waves_count: float = 0.0
+    reduction_scheme_mask: int | None = None
+    numerical_impl_mask: int | None = None
+
+    def __post_init__(self):
+        check_positive_int(self.limit, "preferences.limit")
+        if isinstance(self.max_waves_count, bool) or not isinstance(self.max_waves_count, (int, float)) or self.max_waves_count < 0:
+            raise OptionsError("preferences.max_waves_count", f"expected a number >= 0 (got {self.max_waves_count!r})")
+        check_positive_int(self.reduction_scheme_mask, "preferences.reduction_scheme_mask", allow_none=True, allow_zero=True)
+        check_positive_int(self.numerical_impl_mask, "preferences.numerical_impl_mask", allow_none=True, allow_zero=True)
+
+
+def _dtype_name(value, argument) -> str:
+    try:
+        return numpy_dtype(value).name
+    except (UnsupportedOperandError, TypeError):
+        raise OptionsError(argument, f"unknown dtype {value!r}") from None
+
+
+def default_compute_type(dtype_name: str) -> str:
+    """The compute type used when the options name none (what torch uses for the same dtype)."""
+    return "64F" if dtype_name in ("float64", "complex128") else "32F"
+
+
+def default_scale_type(compute_type: str, dtype_name: str) -> str:
+    """alpha/beta dtype for a compute type; complex for complex operands."""
+    real = {"16F": "float16", "64F": "float64"}.get(compute_type.replace("_PEDANTIC", ""), "float32")
+    if dtype_name.startswith("complex"):
+        return {"float32": "complex64", "float64": "complex128"}.get(real, real)
+    return real
+
+
+def resolve_result_dtype(options: MatmulOptions, a_dtype: str, c_dtype: str | None) -> str:
+    """The result dtype: options.result_type, else c's dtype, else a's."""
+    if options.result_type is not None:
+        return options.result_type
+    return c_dtype if c_dtype is not None else a_dtype

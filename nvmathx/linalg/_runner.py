@@ -1,0 +1,152 @@
+"""A cuBLASLt plan bound to operands: pointers, scalars, float8 scales, outputs and host copies."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._bindings import cublaslt as lt
+from .._core.errors import OperandError
+from .._core.memory import allocate
+from .._core.tensor import Operand, copy_to_host, wrap_operand
+from ._cublaslt_plan import LtPlan
+from ._operands import make_allocator
+
+__all__ = ["GpuRunner"]
+
+_D = lt.MatmulDescAttribute
+# Under D^T = B^T A^T, cuBLASLt's A is the user's b and its B the user's a.
+_SCALE_ATTRIBUTES = {"a": _D.B_SCALE_POINTER, "b": _D.A_SCALE_POINTER, "d": _D.D_SCALE_POINTER}
+_SCALE_SLOTS = {"a": 0, "b": 1, "d": 2}
+
+
+class GpuRunner:
+    """Runs one LtPlan on bound device operands and returns results of the caller's library.
+
+    ``host_like`` is the caller's host operand when the operands were staged from host memory
+    (results are then copied back), else None.
+    """
+
+    def __init__(self, plan: LtPlan, like: Operand, stream, host_like: Operand | None, blocking: bool):
+        self.plan = plan
+        self.like = like
+        self.stream = stream
+        self.host_like = host_like
+        self.blocking = blocking or host_like is not None
+        problem, traits = plan.problem, plan.traits
+        mr = plan.options.memory_resource
+        self.alloc_result = make_allocator(like, problem.shape.result_shape, problem.result_dtype, plan.device_id, mr)
+        self.outputs = []  # (name, allocator, descriptor attribute, columns to keep or None)
+        epilog = problem.epilog
+        if epilog is not None and epilog.aux_output:
+            dtype = "uint8" if epilog.aux_output == "relu_aux" else problem.result_dtype
+            keep = problem.shape.n if epilog.aux_output == "gelu_aux" and traits.aux_shape[-1] != problem.shape.n else None
+            self.outputs.append((epilog.aux_output, make_allocator(like, traits.aux_shape, dtype, plan.device_id, mr),
+                                 _D.EPILOGUE_AUX_POINTER, keep))
+        if epilog is not None and epilog.bgrad:
+            self.outputs.append((epilog.bgrad, make_allocator(like, traits.bgrad_shape, problem.result_dtype, plan.device_id, mr),
+                                 _D.BIAS_POINTER, None))
+        if problem.result_amax:
+            self.outputs.append(("result_amax", make_allocator(like, (), "float32", plan.device_id, mr), _D.AMAX_D_POINTER, None))
+        self.scale_buffer = None
+        self.scale_values = np.ones(4, np.float32)
+        self.kept = {}  # operands whose pointers the plan holds
+
+    # -- binding -------------------------------------------------------------------------------
+
+    def bind(self, a: Operand, b: Operand, c: Operand | None, inputs: dict) -> None:
+        plan = self.plan
+        plan.a_ptr.value = b.ptr or None  # cuBLASLt's A is the user's b
+        plan.b_ptr.value = a.ptr or None
+        if c is not None:
+            plan.c_ptr.value = c.ptr or None
+        elif plan.problem.bias_mode == "fold":
+            plan.c_ptr.value = inputs["bias"].ptr or None
+        else:
+            plan.c_ptr.value = None
+        if plan.problem.bias_mode == "fused":
+            plan.set_pointer(_D.BIAS_POINTER, inputs["bias"].ptr)
+        epilog = plan.problem.epilog
+        if epilog is not None and epilog.aux_input:
+            plan.set_pointer(_D.EPILOGUE_AUX_POINTER, inputs[epilog.aux_input].ptr)
+        self.kept = {"a": a, "b": b, "c": c, **inputs}
+
+    def set_scalars(self, alpha, beta) -> None:
+        plan = self.plan
+        plan.alpha[0] = alpha
+        plan.beta[0] = 1 if plan.problem.bias_mode == "fold" else beta
+
+    def set_scales(self, scales: dict) -> None:
+        """Point cuBLASLt at the float8 scales: device arrays as they are, numbers through our buffer."""
+        plan = self.plan
+        changed = False
+        for key, value in scales.items():
+            if hasattr(value, "shape"):
+                operand = wrap_operand(value, f"quantization_scales[{key!r}]")
+                if operand.dtype != np.float32 or operand.size != 1:
+                    raise OperandError(f"quantization_scales[{key!r}]", f"expected one float32 element (got {operand.dtype}, shape {operand.shape})")
+                if operand.device_id == plan.device_id:
+                    plan.set_pointer(_SCALE_ATTRIBUTES[key], operand.ptr)
+                    self.kept[f"scale_{key}"] = operand
+                    continue
+                if operand.device_id >= 0:
+                    raise OperandError(f"quantization_scales[{key!r}]", f"lives on GPU {operand.device_id}, not {plan.device_id}")
+                value = float(np.asarray(value, dtype=np.float32).reshape(-1)[0])
+            self.scale_values[_SCALE_SLOTS[key]] = float(value)
+            if self.scale_buffer is None:
+                self.scale_buffer = allocate(16, self.stream, plan.device_id, plan.options.memory_resource)
+            plan.set_pointer(_SCALE_ATTRIBUTES[key], int(self.scale_buffer.handle) + 4 * _SCALE_SLOTS[key])
+            changed = True
+        if changed:
+            from .._bindings.cuda_driver import memcpy_async, stream_synchronize
+
+            memcpy_async(int(self.scale_buffer.handle), self.scale_values.ctypes.data, 16, self.stream.handle)
+            stream_synchronize(self.stream.handle)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def allocate_outputs(self, stream) -> dict:
+        """New auxiliary output arrays, with the descriptor pointed at them."""
+        arrays = {}
+        for name, alloc, attribute, _ in self.outputs:
+            array, ptr = alloc(stream)
+            self.plan.set_pointer(attribute, ptr)
+            arrays[name] = array
+        return arrays
+
+    def run(self, stream):
+        """Allocate the result (and outputs), run, and return them in the caller's library."""
+        plan = self.plan
+        outputs = self.allocate_outputs(stream) if self.outputs else None
+        result, ptr = self.alloc_result(stream)
+        plan.d_ptr.value = ptr
+        plan.run()
+        if self.host_like is not None:
+            result = self._to_host(result, stream)
+            outputs = {name: self._to_host(array, stream) for name, array in (outputs or {}).items()}
+        elif self.blocking:
+            from .._bindings.cuda_driver import stream_synchronize
+
+            stream_synchronize(stream.handle)
+        if outputs is None:
+            return result
+        for name, _, _, keep in self.outputs:
+            if keep is not None:
+                outputs[name] = outputs[name][..., :keep]
+        return result, outputs
+
+    def _to_host(self, array, stream):
+        device = wrap_operand(array, "result") if not isinstance(array, Operand) else array
+        return copy_to_host(device, self.host_like, stream)
+
+    def scratch(self, stream):
+        """(result, pointer, outputs) to autotune into: fresh buffers, never the caller's arrays."""
+        outputs = self.allocate_outputs(stream) if self.outputs else {}
+        result, ptr = self.alloc_result(stream)
+        return result, ptr, outputs
+
+    def free(self) -> None:
+        if self.scale_buffer is not None:
+            self.scale_buffer.close(self.stream.core)
+            self.scale_buffer = None
+        self.kept = {}
+

@@ -1,0 +1,94 @@
+"""The epilog table and its reference semantics (what every GPU result is compared with)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from nvmathx import OptionsError
+from nvmathx.linalg import MatmulEpilog
+from nvmathx.linalg._epilogs import (
+    EPILOGS, epilog_spec, gelu, gelu_derivative, pack_relu_mask, reference_epilog, relu_aux_width, relu_mask,
+)
+
+
+def test_table_covers_every_epilog_once():
+    assert set(EPILOGS) == set(MatmulEpilog)
+    assert len({spec.lt_code for spec in EPILOGS.values()}) == len(MatmulEpilog)
+    # Under the row-major swap, cuBLASLt's A is the user's b.
+    assert EPILOGS[MatmulEpilog.BGRADB].lt_code == 256 and EPILOGS[MatmulEpilog.BGRADA].lt_code == 512
+
+
+@pytest.mark.parametrize("name", ["gelu_bias", "GELU_BIAS", MatmulEpilog.GELU_BIAS, 36])
+def test_epilog_spellings(name):
+    assert epilog_spec(name).epilog is MatmulEpilog.GELU_BIAS
+
+
+@pytest.mark.parametrize("bad", ["swish", 3, 1.5])
+def test_unknown_epilog(bad):
+    with pytest.raises(OptionsError) as info:
+        epilog_spec(bad)
+    assert info.value.argument == "epilog"
+
+
+def test_gelu_is_the_tanh_form():
+    x = np.random.default_rng().standard_normal(1000)
+    exact = 0.5 * x * (1 + np.array([math.erf(v / math.sqrt(2)) for v in x]))
+    assert np.max(np.abs(gelu(x) - exact)) < 1e-3  # tanh form is within 1e-3 of the erf form
+    expected = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(gelu(x), expected, rtol=1e-14)
+
+
+def test_gelu_derivative_matches_finite_differences():
+    x = np.random.default_rng().standard_normal(1000) * 3
+    h = 1e-6
+    numeric = (gelu(x + h) - gelu(x - h)) / (2 * h)
+    np.testing.assert_allclose(gelu_derivative(x), numeric, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("n", [1, 7, 128, 129, 300])
+def test_relu_mask_round_trip(n):
+    positive = np.random.default_rng().standard_normal((2, 5, n)) > 0
+    packed = pack_relu_mask(positive)
+    assert packed.dtype == np.uint8 and packed.shape == (2, 5, relu_aux_width(n))
+    assert relu_aux_width(n) % 16 == 0
+    np.testing.assert_array_equal(relu_mask(packed, n), positive)
+    # Bit n % 8 of byte n // 8, least significant first.
+    m, col = 3, n - 1
+    assert bool(packed[1, m, col // 8] >> (col % 8) & 1) == positive[1, m, col]
+
+
+def _rand(*shape):
+    return np.random.default_rng().standard_normal(shape)
+
+
+def test_forward_epilogs():
+    d, bias = _rand(2, 4, 6), _rand(6)
+    cases = {
+        "RELU": (np.maximum(d, 0), {}), "GELU": (gelu(d), {}), "BIAS": (d + bias, {}),
+        "RELU_BIAS": (np.maximum(d + bias, 0), {}), "GELU_BIAS": (gelu(d + bias), {}),
+        "GELU_AUX": (gelu(d), {"gelu_aux": d}), "GELU_AUX_BIAS": (gelu(d + bias), {"gelu_aux": d + bias}),
+        "RELU_AUX": (np.maximum(d, 0), {"relu_aux": pack_relu_mask(d > 0)}),
+        "RELU_AUX_BIAS": (np.maximum(d + bias, 0), {"relu_aux": pack_relu_mask(d + bias > 0)}),
+    }
+    for name, (expected, expected_aux) in cases.items():
+        result, aux = reference_epilog(epilog_spec(name), d, bias=bias)
+        np.testing.assert_allclose(result, expected, err_msg=name)
+        assert set(aux) == set(expected_aux), name
+        for key in aux:
+            np.testing.assert_array_equal(aux[key], expected_aux[key])
+
+
+def test_gradient_epilogs():
+    d, z = _rand(2, 4, 6), _rand(2, 4, 6)
+    a, b = _rand(2, 4, 3), _rand(3, 6)
+    result, aux = reference_epilog(epilog_spec("DRELU_BGRAD"), d, aux_input=pack_relu_mask(z > 0))
+    np.testing.assert_allclose(result, d * (z > 0))
+    np.testing.assert_allclose(aux["drelu_bgrad"], (d * (z > 0)).sum(axis=-2))
+    result, aux = reference_epilog(epilog_spec("DGELU_BGRAD"), d, aux_input=z)
+    np.testing.assert_allclose(result, d * gelu_derivative(z))
+    np.testing.assert_allclose(aux["dgelu_bgrad"], result.sum(axis=-2))
+    _, aux = reference_epilog(epilog_spec("BGRADA"), d, a=a, b=b)
+    np.testing.assert_allclose(aux["bgrada"], a.sum(axis=-1))
+    _, aux = reference_epilog(epilog_spec("BGRADB"), d, a=a, b=b)
+    np.testing.assert_allclose(aux["bgradb"], np.broadcast_to(b.sum(axis=-2), (2, 6)))
