@@ -70,7 +70,7 @@ def _view_setups(ctx, make, package: str, pointer) -> dict:
         from cuda.core.utils import StridedMemoryView
 
         x = make(ctx, _VIEW_SHAPE)
-        return lambda: StridedMemoryView.from_any_interface(x, stream_ptr=None)
+        return lambda: StridedMemoryView.from_any_interface(x, stream_ptr=-1)
 
     def nvmath_view():
         wrap = _peer_attribute("nvmath.internal.tensor_wrapper", "wrap_operand")

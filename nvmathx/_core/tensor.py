@@ -227,7 +227,7 @@ class _TorchAdapter(_Adapter):
         device_id = obj.get_device()  # -1 on the CPU; cheaper than obj.device.type
         if device_id < 0 and not obj.is_cpu:
             raise UnsupportedOperandError(argument, f"torch device {obj.device} is not supported (cuda or cpu)")
-        return Operand(obj, obj.data_ptr(), tuple(obj.shape), obj.stride(), dtype, device_id, self)
+        return Operand(obj, obj.data_ptr(), obj.shape, obj.stride(), dtype, device_id, self)  # torch.Size is a tuple
 
     def signature(self, obj):
         return (obj.shape, obj.stride(), obj.dtype, obj.get_device())
