@@ -97,13 +97,15 @@ def _check_dtypes(a: OperandInfo, b: OperandInfo):
         raise OperandError("b", f"dtype {b.dtype} differs from a's {a.dtype}; cast one of them")
 
 
-def _check_result_dtype(result: str, a_dtype: str, c: OperandInfo | None):
+def _check_result_dtype(result: str, a_dtype: str, c: OperandInfo | None, explicit: bool):
     if a_dtype in FP8_DTYPES:
         allowed = ("bfloat16", "float16", "float32") + FP8_DTYPES
     elif a_dtype in ("float16", "bfloat16"):
         allowed = (a_dtype, "float32")
     else:
         allowed = (a_dtype,)
+    if result not in allowed and not explicit and c is not None:
+        raise OperandError("c", f"dtype {c.dtype} does not fit {a_dtype} operands; expected one of {list(allowed)}")
     if result not in allowed:
         raise OptionsError("options.result_type", f"{a_dtype} operands give one of {list(allowed)} (got {result})")
     if c is None:
@@ -184,7 +186,7 @@ def describe_problem(a: OperandInfo, b: OperandInfo, c: OperandInfo | None, *, b
     if c is not None:
         _check_c_shape(c, shape)
     result_dtype = resolve_result_dtype(options, a.dtype, c.dtype if c is not None else None)
-    _check_result_dtype(result_dtype, a.dtype, c)
+    _check_result_dtype(result_dtype, a.dtype, c, options.result_type is not None)
     if a.dtype not in FP8_DTYPES and (options.fast_accumulation or options.result_amax):
         name = "fast_accumulation" if options.fast_accumulation else "result_amax"
         raise OptionsError(f"options.{name}", "applies to float8 operands only")

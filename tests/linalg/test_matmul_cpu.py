@@ -1,0 +1,131 @@
+"""matmul and Matmul in the CPU execution space: the documented semantics, checked against numpy."""
+
+import numpy as np
+import pytest
+
+from nvmathx.linalg import Matmul, MatmulEpilog, matmul, relu_mask
+
+from ._reference import gelu, gelu_derivative, random, reference, relative_error, tolerance
+
+SHAPES = [
+    ((5, 3), (3, 4)), ((3,), (3, 4)), ((5, 3), (3,)), ((3,), (3,)), ((2, 5, 3), (3, 4)), ((5, 3), (2, 3, 4)),
+    ((2, 5, 3), (2, 3, 4)), ((2, 1, 5, 3), (4, 3, 6)), ((1, 1), (1, 7)),
+]
+
+
+@pytest.mark.parametrize("a_shape, b_shape", SHAPES)
+def test_shapes_follow_numpy(a_shape, b_shape):
+    rng = np.random.default_rng()
+    a, b = random(rng, a_shape, "float64"), random(rng, b_shape, "float64")
+    result = matmul(a, b)
+    assert isinstance(result, np.ndarray) and result.shape == np.matmul(a, b).shape
+    np.testing.assert_allclose(result, np.matmul(a, b), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "complex64", "complex128"])
+def test_dtypes_alpha_beta_c(dtype):
+    rng = np.random.default_rng()
+    a, b, c = random(rng, (2, 6, 5), dtype), random(rng, (5, 7), dtype), random(rng, (6, 7), dtype)
+    alpha, beta = (0.5 - 1.5j, 2.0 + 0.5j) if dtype.startswith("complex") else (0.5, 2.0)
+    result = matmul(a, b, c, alpha=alpha, beta=beta)
+    assert result.dtype == a.dtype and result.shape == (2, 6, 7)
+    assert relative_error(result, reference(a, b, c, alpha, beta)) < tolerance(dtype)
+
+
+@pytest.mark.parametrize("order", ["C", "F", "T"])
+def test_layouts(order):
+    rng = np.random.default_rng()
+    a = random(rng, (6, 5))
+    a = np.asfortranarray(a) if order == "F" else (random(rng, (5, 6)).T if order == "T" else a)
+    b = random(rng, (5, 4))
+    np.testing.assert_allclose(matmul(a, b), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_bf16_result_float32():
+    rng = np.random.default_rng()
+    a, b = random(rng, (8, 16), "bfloat16"), random(rng, (16, 8), "bfloat16")
+    result = matmul(a, b, options={"result_type": "float32"})
+    assert result.dtype == np.float32
+    assert relative_error(result, reference(a, b)) < 1e-6
+
+
+@pytest.mark.parametrize("epilog", ["RELU", "GELU", "BIAS", "RELU_BIAS", "GELU_BIAS"])
+def test_forward_epilogs(epilog):
+    rng = np.random.default_rng()
+    x, w, bias = random(rng, (3, 8, 5)), random(rng, (5, 6)), random(rng, (6,))
+    inputs = {"bias": bias} if "BIAS" in epilog else None
+    result = matmul(x, w, epilog=epilog, epilog_inputs=inputs)
+    z = reference(x, w) + (bias if inputs else 0)
+    expected = np.maximum(z, 0) if "RELU" in epilog else gelu(z) if "GELU" in epilog else z
+    assert relative_error(result, expected) < 1e-5
+
+
+def test_bias_shapes():
+    rng = np.random.default_rng()
+    x, w = random(rng, (2, 4, 3)), random(rng, (3, 5))
+    batched = random(rng, (2, 1, 5))
+    np.testing.assert_allclose(matmul(x, w, epilog="BIAS", epilog_inputs={"bias": batched}), reference(x, w) + batched, rtol=1e-5)
+    full = random(rng, (2, 4, 5))  # folded into C
+    np.testing.assert_allclose(matmul(x, w, epilog="RELU_BIAS", epilog_inputs={"bias": full}),
+                               np.maximum(reference(x, w) + full, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_aux_epilogs_compose_like_an_mlp():
+    """Forward with *_AUX_BIAS, backward with D*_BGRAD and BGRADB, checked against the math."""
+    rng = np.random.default_rng()
+    x, w1, b1, w2 = random(rng, (16, 8), "float64"), random(rng, (8, 12), "float64"), random(rng, (12,), "float64"), random(rng, (12, 4), "float64")
+    for act, grad, name in ((gelu, gelu_derivative, "gelu"), (lambda z: np.maximum(z, 0), lambda z: (z > 0) * 1.0, "relu")):
+        h, aux = matmul(x, w1, epilog=f"{name}_aux_bias", epilog_inputs={"bias": b1})
+        z = x @ w1 + b1
+        np.testing.assert_allclose(h, act(z), rtol=1e-12, atol=1e-12)
+        dout = random(rng, (16, 4), "float64")
+        dz, grads = matmul(dout, w2.T, epilog=f"d{name}_bgrad", epilog_inputs={f"{name}_aux": aux[f"{name}_aux"]})
+        np.testing.assert_allclose(dz, (dout @ w2.T) * grad(z), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(grads[f"d{name}_bgrad"], dz.sum(axis=0), rtol=1e-12, atol=1e-12)
+        dw, bgrad = matmul(x.T, dz, epilog=MatmulEpilog.BGRADB)
+        np.testing.assert_allclose(dw, x.T @ dz, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(bgrad["bgradb"], dz.sum(axis=0), rtol=1e-12, atol=1e-12)
+    assert relu_mask(aux["relu_aux"], 12).shape == (16, 12)
+
+
+def test_bgrada():
+    rng = np.random.default_rng()
+    dz, x = random(rng, (10, 6), "float64"), random(rng, (10, 3), "float64")
+    dwt, out = matmul(dz.T, x, epilog="BGRADA")  # dW^T = dz^T @ x, db = dz.sum(0)
+    np.testing.assert_allclose(dwt, dz.T @ x, rtol=1e-12)
+    np.testing.assert_allclose(out["bgrada"], dz.sum(axis=0), rtol=1e-12)
+
+
+def test_float8_with_scales():
+    rng = np.random.default_rng()
+    a = random(rng, (32, 64), "float8_e4m3fn")
+    b = random(rng, (16, 64), "float8_e4m3fn").T
+    scales = {"a": 0.5, "b": 2.0, "d": 0.25}
+    result, aux = matmul(a, b, quantization_scales=scales, options={"result_type": "float8_e4m3fn", "result_amax": True})
+    exact = reference(a, b)
+    assert result.dtype.name == "float8_e4m3fn"
+    assert relative_error(result, 0.25 * exact) < tolerance("float8_e4m3fn")
+    np.testing.assert_allclose(float(aux["result_amax"]), np.abs(exact).max(), rtol=1e-5)
+    bf16 = matmul(a, b, quantization_scales={"a": 0.5, "b": 2.0}, options={"result_type": "bfloat16"})
+    assert relative_error(bf16, exact) < tolerance("bfloat16")
+
+
+def test_stateful_lifecycle():
+    rng = np.random.default_rng()
+    a, b, c = random(rng, (6, 5)), random(rng, (5, 4)), random(rng, (6, 4))
+    with Matmul(a, b, c, alpha=2.0, beta=0.5) as mm:
+        assert mm.plan() == []
+        np.testing.assert_allclose(mm.execute(), reference(a, b, c, 2.0, 0.5), rtol=1e-5)
+        a2, c2 = random(rng, (6, 5)), random(rng, (6, 4))
+        mm.reset_operands(a=a2, c=c2, alpha=1.0)
+        np.testing.assert_allclose(mm.execute(), reference(a2, b, c2, 1.0, 0.5), rtol=1e-5)
+        assert mm.autotune() == []
+
+
+def test_torch_cpu_tensors_give_torch_results():
+    torch = pytest.importorskip("torch")
+    a, b = torch.randn(4, 3, dtype=torch.bfloat16), torch.randn(3, 5, dtype=torch.bfloat16)
+    result = matmul(a, b)
+    assert isinstance(result, torch.Tensor) and result.dtype == torch.bfloat16
+    expected = (a.float() @ b.float()).numpy()
+    assert relative_error(result.float().numpy(), expected) < 1e-2

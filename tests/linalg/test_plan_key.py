@@ -1,0 +1,35 @@
+"""matmul_plan_key: a pure function of what changes the plan; plan_cache is the shared PlanCache."""
+
+import pickle
+
+import numpy as np
+
+from nvmathx.linalg import MatmulAlgorithm, MatmulOptions, matmul_plan_key, plan_cache
+
+
+def test_key_ignores_values_and_sees_layouts():
+    rng = np.random.default_rng()
+    a, b = rng.standard_normal((8, 4)).astype(np.float32), rng.standard_normal((4, 6)).astype(np.float32)
+    key = matmul_plan_key(a, b)
+    assert hash(key) == hash(matmul_plan_key(a.copy(), b.copy()))  # other data, same plan
+    assert key == matmul_plan_key(rng.standard_normal((8, 4)).astype(np.float32), b)
+    assert key != matmul_plan_key(np.asfortranarray(a), b)
+    assert key != matmul_plan_key(a.astype(np.float64), b.astype(np.float64))
+    assert key != matmul_plan_key(a, b, epilog="RELU")
+    assert key != matmul_plan_key(a, b, options={"compute_type": "32F_FAST_TF32"})
+    assert matmul_plan_key(a, b, options={"workspace_limit": 1024}) == matmul_plan_key(a, b, options=MatmulOptions(workspace_limit=1024))
+    bias = np.ones(6, np.float32)
+    assert matmul_plan_key(a, b, epilog="BIAS", epilog_inputs={"bias": bias}) != matmul_plan_key(
+        a, b, epilog="BIAS", epilog_inputs={"bias": np.ones((8, 6), np.float32)})
+
+
+def test_plan_cache_interface():
+    info = plan_cache.info(0)
+    assert info.max_size == plan_cache.max_size and info.size == len(plan_cache.keys(0))
+    plan_cache.clear()
+    assert len(plan_cache) == 0
+
+
+def test_algorithm_pickles():
+    algorithm = MatmulAlgorithm(bytes(range(64)), 1024, 0.5)
+    assert pickle.loads(pickle.dumps(algorithm)) == algorithm
