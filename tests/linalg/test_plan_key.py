@@ -7,12 +7,24 @@ import numpy as np
 from nvmathx.linalg import MatmulAlgorithm, MatmulOptions, matmul_plan_key, plan_cache
 
 
+def _aligned(values, alignment=256):
+    """A float32 copy of ``values`` whose data starts on an ``alignment``-byte boundary."""
+    raw = np.empty(values.size + alignment // 4, np.float32)
+    offset = (-raw.ctypes.data % alignment) // 4
+    out = raw[offset:offset + values.size].reshape(values.shape)
+    out[...] = values
+    return out
+
+
 def test_key_ignores_values_and_sees_layouts():
     rng = np.random.default_rng()
-    a, b = rng.standard_normal((8, 4)).astype(np.float32), rng.standard_normal((4, 6)).astype(np.float32)
+    a, b = _aligned(rng.standard_normal((8, 4))), _aligned(rng.standard_normal((4, 6)))
     key = matmul_plan_key(a, b)
-    assert hash(key) == hash(matmul_plan_key(a.copy(), b.copy()))  # other data, same plan
-    assert key == matmul_plan_key(rng.standard_normal((8, 4)).astype(np.float32), b)
+    assert hash(key) == hash(matmul_plan_key(_aligned(a), _aligned(b)))  # other data, same plan
+    assert key == matmul_plan_key(_aligned(rng.standard_normal((8, 4))), b)
+    raw = np.empty(8 * 4 + 1, np.float32)
+    misaligned = (raw[1:] if raw.ctypes.data % 8 == 0 else raw[:-1]).reshape(8, 4)  # 4-byte aligned
+    assert key != matmul_plan_key(misaligned, b)
     assert key != matmul_plan_key(np.asfortranarray(a), b)
     assert key != matmul_plan_key(a.astype(np.float64), b.astype(np.float64))
     assert key != matmul_plan_key(a, b, epilog="RELU")
