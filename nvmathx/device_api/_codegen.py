@@ -16,7 +16,7 @@ from .._bindings import mathdx
 from . import _cache
 from ._target import Target
 
-__all__ = ["Descriptor", "open_descriptor", "library_versions", "cache_key", "get_code"]
+__all__ = ["Descriptor", "open_descriptor", "library_versions", "cache_key", "get_code", "cached_query"]
 
 Descriptor = tuple  # (library: str, operators: tuple[tuple[str, int | tuple[int, ...]], ...])
 
@@ -87,3 +87,22 @@ def _generate(descriptor: Descriptor, target: Target, symbol: str) -> _cache.Cod
         code = mathdx.generate_ltoir(handle, target.sm, target.arch_specific)
         trait = mathdx.FftTrait.SYMBOL_NAME if descriptor[0] == "cufftdx" else mathdx.BlasTrait.SYMBOL_NAME
         return _cache.CodeEntry(handle.trait_str(trait), code)
+
+
+def cached_query(descriptor: Descriptor, target: Target, query) -> dict:
+    """``query(handle)`` (a JSON-serialisable dict) for ``descriptor``, kept in the disk cache.
+
+    For libraries whose trait queries compile code (cuBLASDx: seconds per descriptor). A
+    MathdxError becomes ``{"error": status name}`` so that refusals are cached too.
+    """
+    key = dict(cache_key(descriptor, target), purpose="traits")
+    entry = _cache.load(key)
+    if entry is not None:
+        return json.loads(entry.code)
+    try:
+        with open_descriptor(descriptor) as handle:
+            result = query(handle)
+    except mathdx.MathdxError as error:
+        result = {"error": error.status_name}
+    _cache.store(key, _cache.CodeEntry("", json.dumps(result).encode()))
+    return result

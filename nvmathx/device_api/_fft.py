@@ -123,7 +123,8 @@ class FFT:
     Host attributes are also compile-time constants inside kernels: ``value_type`` (a numba
     type), ``input_type``, ``output_type``, ``storage_size``, ``stride``, ``elements_per_thread``,
     ``ffts_per_block``, ``block_dim``, ``shared_memory_size``, ``size``, ``input_length``,
-    ``output_length``, ``alignment``. In a kernel:
+    ``output_length``, ``input_elements_per_thread``, ``output_elements_per_thread``,
+    ``alignment``. In a kernel:
 
     - Block: ``fft.execute(thread_data, shared)``, with ``thread_data =
       cuda.local.array(fft.storage_size, fft.value_type, alignment=fft.alignment)`` holding
@@ -226,6 +227,8 @@ class FFT:
             self.stride = handle.trait(_T.STRIDE)
             self.input_length = handle.trait(_T.INPUT_LENGTH)
             self.output_length = handle.trait(_T.OUTPUT_LENGTH)
+            self.input_elements_per_thread = handle.trait(_T.INPUT_ELEMENTS_PER_THREAD)
+            self.output_elements_per_thread = handle.trait(_T.OUTPUT_ELEMENTS_PER_THREAD)
             self.implicit_type_batching = handle.trait(_T.IMPLICIT_TYPE_BATCHING)
             self._dtypes = tuple(_VALUE_TYPES[handle.value_type(t)] for t in (_T.VALUE_TYPE, _T.INPUT_TYPE, _T.OUTPUT_TYPE))
             if self.execution == "Block":
@@ -304,7 +307,7 @@ class FFT:
         return fft_numba_type(self)
 
     def __repr__(self) -> str:
-        knobs = f", elements_per_thread={self.elements_per_thread}, ffts_per_block={self.ffts_per_block}"
+        knobs = f", elements_per_thread={getattr(self, 'elements_per_thread', '?')}, ffts_per_block={getattr(self, 'ffts_per_block', '?')}"
         return (
             f"FFT(size={self.size}, precision={self.precision.name}, fft_type={self.fft_type!r}, "
             f"direction={self.direction!r}, execution={self.execution!r}"

@@ -19,7 +19,8 @@ __all__ = ["FFTType", "fft_numba_type"]
 _ATTRIBUTES = (
     "size", "value_type", "input_type", "output_type", "storage_size", "stride", "elements_per_thread",
     "ffts_per_block", "block_dim", "shared_memory_size", "shared_api_memory_size", "input_length",
-    "output_length", "implicit_type_batching", "alignment",
+    "output_length", "input_elements_per_thread", "output_elements_per_thread", "implicit_type_batching",
+    "alignment",
 )  # fmt: skip
 
 

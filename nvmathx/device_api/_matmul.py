@@ -117,12 +117,14 @@ class Matmul:
             ("SM", self.target.sm),
         )
 
-    def _check(self, operators: tuple, argument: str, message: str) -> None:
-        try:
-            with _codegen.open_descriptor(("cublasdx", operators)) as handle:
-                handle.traits(_T.BLOCK_DIM, 3)
-        except mathdx.MathdxError as error:
-            raise OptionsError(argument, f"{message} ({error.status_name})") from None
+    def _query(self, operators: tuple) -> dict:
+        return _codegen.cached_query(("cublasdx", operators), self.target, _blas_traits)
+
+    def _check(self, operators: tuple, argument: str, message: str) -> dict:
+        traits = self._query(operators)
+        if "error" in traits:
+            raise OptionsError(argument, f"{message} ({traits['error']})")
+        return traits
 
     def _block_dim_operator(self, block_dim) -> tuple:
         if isinstance(block_dim, str) and block_dim == "suggested":
@@ -138,8 +140,7 @@ class Matmul:
         if leading_dimension is None:
             return ()
         if isinstance(leading_dimension, str) and leading_dimension == "suggested":
-            with _codegen.open_descriptor(("cublasdx", base)) as handle:
-                dims = tuple(handle.traits(_T.SUGGESTED_LEADING_DIMENSION, 3))
+            dims = tuple(self._query(base)["suggested_leading_dimension"])
         else:
             dims = _dims(leading_dimension, "leading_dimension")
         operator = (("LEADING_DIMENSION", dims),)
@@ -147,9 +148,9 @@ class Matmul:
         return operator
 
     def _read_traits(self) -> None:
-        with _codegen.open_descriptor(("cublasdx", self._operators)) as handle:
-            self.block_dim = tuple(handle.traits(_T.BLOCK_DIM, 3))
-            self.lda, self.ldb, self.ldc = handle.traits(_T.LEADING_DIMENSION, 3)
+        traits = self._check(self._operators, "size", "no cuBLASDx implementation")
+        self.block_dim = tuple(traits["block_dim"])
+        self.lda, self.ldb, self.ldc = traits["leading_dimension"]
         m, n, k = self.size
         self.a_size, self.b_size, self.c_size = tile_sizes(m, n, k, self.arrangement, (self.lda, self.ldb, self.ldc))
         self.block_size = int(np.prod(self.block_dim))
@@ -219,3 +220,11 @@ class Matmul:
 
 def _normalized_precision_enum(precision: np.dtype):
     return mathdx.Precision.F32 if precision == np.float32 else mathdx.Precision.F64
+
+
+def _blas_traits(handle) -> dict:
+    return {
+        "block_dim": list(handle.traits(_T.BLOCK_DIM, 3)),
+        "leading_dimension": list(handle.traits(_T.LEADING_DIMENSION, 3)),
+        "suggested_leading_dimension": list(handle.traits(_T.SUGGESTED_LEADING_DIMENSION, 3)),
+    }

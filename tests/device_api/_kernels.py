@@ -1,0 +1,121 @@
+"""Kernels the device_api tests compile (on the CPU) and launch (on a GPU).
+
+Each factory returns a plain Python function, so a test can either ``cuda.compile_ptx`` it or
+``cuda.jit`` it. Rows of ``x``/``y`` are transforms; every thread of a block calls ``execute``.
+"""
+
+from numba import cuda
+
+
+def block_c2c(fft):
+    def kernel(x, y):
+        regs = cuda.local.array(fft.storage_size, dtype=fft.value_type, alignment=fft.alignment)
+        shared = cuda.shared.array(0, dtype=fft.value_type, alignment=16)
+        row = cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y
+        active = row < x.shape[0]
+        for i in range(fft.elements_per_thread):
+            index = cuda.threadIdx.x + i * fft.stride
+            if active and index < fft.size:
+                regs[i] = x[row, index]
+        fft.execute(regs, shared)
+        for i in range(fft.elements_per_thread):
+            index = cuda.threadIdx.x + i * fft.stride
+            if active and index < fft.size:
+                y[row, index] = regs[i]
+
+    return kernel
+
+
+def block_c2c_shared(fft):
+    def kernel(x, y):
+        shared = cuda.shared.array(0, dtype=fft.value_type, alignment=16)
+        local = cuda.threadIdx.y
+        row = cuda.blockIdx.x * fft.ffts_per_block + local
+        active = row < x.shape[0]
+        for index in range(cuda.threadIdx.x, fft.size, fft.block_dim[0]):
+            if active:
+                shared[local * fft.size + index] = x[row, index]
+        cuda.syncthreads()
+        fft.execute(shared)
+        cuda.syncthreads()
+        for index in range(cuda.threadIdx.x, fft.size, fft.block_dim[0]):
+            if active:
+                y[row, index] = shared[local * fft.size + index]
+
+    return kernel
+
+
+def block_r2c(fft):
+    def kernel(x, y):
+        regs = cuda.local.array(fft.storage_size, dtype=fft.value_type, alignment=fft.alignment)
+        real = regs.view(fft.input_type)
+        shared = cuda.shared.array(0, dtype=fft.value_type, alignment=16)
+        row = cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y
+        active = row < x.shape[0]
+        for i in range(fft.input_elements_per_thread):
+            index = cuda.threadIdx.x + i * fft.stride
+            if active and index < fft.input_length:
+                real[i] = x[row, index]
+        fft.execute(regs, shared)
+        for i in range(fft.output_elements_per_thread):
+            index = cuda.threadIdx.x + i * fft.stride
+            if active and index < fft.output_length:
+                y[row, index] = regs[i]
+
+    return kernel
+
+
+def block_c2r(fft):
+    def kernel(x, y):
+        regs = cuda.local.array(fft.storage_size, dtype=fft.value_type, alignment=fft.alignment)
+        real = regs.view(fft.output_type)
+        shared = cuda.shared.array(0, dtype=fft.value_type, alignment=16)
+        row = cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y
+        active = row < x.shape[0]
+        for i in range(fft.input_elements_per_thread):
+            index = cuda.threadIdx.x + i * fft.stride
+            if active and index < fft.input_length:
+                regs[i] = x[row, index]
+        fft.execute(regs, shared)
+        for i in range(fft.output_elements_per_thread):
+            index = cuda.threadIdx.x + i * fft.stride
+            if active and index < fft.output_length:
+                y[row, index] = real[i]
+
+    return kernel
+
+
+def thread_c2c(fft):
+    def kernel(x, y):
+        regs = cuda.local.array(fft.storage_size, dtype=fft.value_type, alignment=fft.alignment)
+        row = cuda.grid(1)
+        if row < x.shape[0]:
+            for i in range(fft.size):
+                regs[i] = x[row, i]
+            fft.execute(regs)
+            for i in range(fft.size):
+                y[row, i] = regs[i]
+
+    return kernel
+
+
+def block_gemm(gemm):
+    def kernel(a, b, c, alpha, beta):
+        smem = cuda.shared.array(0, dtype=gemm.value_type, alignment=16)
+        sa = smem[: gemm.a_size]
+        sb = smem[gemm.a_size : gemm.a_size + gemm.b_size]
+        sc = smem[gemm.a_size + gemm.b_size : gemm.a_size + gemm.b_size + gemm.c_size]
+        t = cuda.threadIdx.x + cuda.threadIdx.y * gemm.block_dim[0]
+        for i in range(t, gemm.m * gemm.k, gemm.block_size):
+            sa[(i // gemm.k) * gemm.lda + i % gemm.k] = a[i // gemm.k, i % gemm.k]
+        for i in range(t, gemm.k * gemm.n, gemm.block_size):
+            sb[(i // gemm.n) * gemm.ldb + i % gemm.n] = b[i // gemm.n, i % gemm.n]
+        for i in range(t, gemm.m * gemm.n, gemm.block_size):
+            sc[(i // gemm.n) * gemm.ldc + i % gemm.n] = c[i // gemm.n, i % gemm.n]
+        cuda.syncthreads()
+        gemm.execute(alpha, sa, sb, beta, sc)
+        cuda.syncthreads()
+        for i in range(t, gemm.m * gemm.n, gemm.block_size):
+            c[i // gemm.n, i % gemm.n] = sc[(i // gemm.n) * gemm.ldc + i % gemm.n]
+
+    return kernel
