@@ -1,3 +1,50 @@
-"""FFTs on cuFFT (placeholder while the package is assembled)."""
+"""FFTs on cuFFT: a stateful :class:`FFT`, the scipy.fft functions, and a scipy.fft backend.
 
-__all__ = []
+Host (numpy) operands run on the CPU through scipy.fft; GPU operands (cupy, torch, jax, any DLPack
+or CUDA Array Interface array) run on cuFFT, over any axes and strides, with results in the
+operand's own library. The function forms cache their cuFFT plans per device in
+:data:`plan_cache`.
+
+The module is itself a scipy.fft backend::
+
+    import scipy.fft, nvmathx.fft
+    with scipy.fft.set_backend(nvmathx.fft):
+        y = scipy.fft.fft(cupy_array)
+"""
+
+from __future__ import annotations
+
+from ._backend import __ua_domain__, __ua_function__, backend
+from ._fft import FFT
+from ._functions import (
+    fft,
+    fft2,
+    fftn,
+    hfft,
+    ifft,
+    ifft2,
+    ifftn,
+    ihfft,
+    irfft,
+    irfft2,
+    irfftn,
+    plan_cache,
+    plan_key,
+    rfft,
+    rfft2,
+    rfftn,
+)
+from ._helpers import fftfreq, fftshift, ifftshift, rfftfreq
+from ._options import FFTOptions
+
+__all__ = [
+    "FFT",
+    "FFTOptions",
+    "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn",
+    "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
+    "hfft", "ihfft",
+    "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+    "plan_cache",
+    "plan_key",
+    "backend",
+]

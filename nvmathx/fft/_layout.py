@@ -289,7 +289,7 @@ def _c2c_passes(axes, direction, buffer, extents, strides, lengths, first_source
 
 
 def plan_layout(fft_type, axes, lengths, input_shape, input_strides, out_strides, *, inplace=False,
-                overwrite_input=False) -> LayoutPlan:
+                overwrite_input=False, copy_input=False) -> LayoutPlan:
     """Decompose a transform into cuFFT passes and copies.
 
     Parameters
@@ -308,6 +308,8 @@ def plan_layout(fft_type, axes, lengths, input_shape, input_strides, out_strides
         C2C only: the result overwrites the operand.
     overwrite_input : bool
         C2R only: the operand may be used as scratch (cuFFT's C2R overwrites its input).
+    copy_input : bool
+        Read the operand with a copy first whatever its layout (the copy converts its dtype).
 
     Returns
     -------
@@ -331,7 +333,7 @@ def plan_layout(fft_type, axes, lengths, input_shape, input_strides, out_strides
     order = _axis_order(out_shape, out_strides)
     planner = {C2C: _plan_c2c, R2C: _plan_r2c, C2R: _plan_c2r}[fft_type]
     steps, scratch = planner(axes, lengths_by_axis, needed, region, in_strides, out_shape, out_strides, order,
-                             padded, overwrite_input)
+                             padded, padded or copy_input, overwrite_input)
     scratch_shape, scratch_strides = scratch if scratch else (None, None)
     return LayoutPlan(fft_type, region, tuple(input_strides), out_shape, out_strides, scratch_shape,
                       scratch_strides, fft_type != R2C, tuple(steps))
@@ -341,10 +343,10 @@ def _copy(source, target, region, in_strides, target_strides, padded):
     return CopyStep(source, target, region, in_strides, target_strides, padded)
 
 
-def _plan_c2c(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, _overwrite):
+def _plan_c2c(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, must_copy, _overwrite):
     if not axes:
         return [_copy(INPUT, OUTPUT, region, in_strides, out_strides, padded)], None
-    if not padded:
+    if not must_copy:
         passes = _c2c_passes(axes, None, OUTPUT, out_shape, out_strides, lengths, INPUT, in_strides)
         if passes is not None:
             return passes, None
@@ -353,10 +355,10 @@ def _plan_c2c(axes, lengths, needed, region, in_strides, out_shape, out_strides,
     return steps + _c2c_passes(axes, None, OUTPUT, out_shape, out_strides, lengths), None
 
 
-def _plan_r2c(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, _overwrite):
+def _plan_r2c(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, must_copy, _overwrite):
     last = axes[-1]
     steps, source, src = [], INPUT, (needed, in_strides)
-    picked = None if padded else _pick_pass(axes, last, src, (out_shape, out_strides))
+    picked = None if must_copy else _pick_pass(axes, last, src, (out_shape, out_strides))
     scratch = None
     if picked is None:  # copy the real operand into a dense scratch buffer first
         scratch = (needed, dense_strides(needed, order))
@@ -371,11 +373,11 @@ def _plan_r2c(axes, lengths, needed, region, in_strides, out_shape, out_strides,
     return steps, scratch
 
 
-def _plan_c2r(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, overwrite):
+def _plan_c2r(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, must_copy, overwrite):
     last = axes[-1]
     steps, scratch = [], None
     source, src = INPUT, (needed, in_strides)
-    if padded or not overwrite or not _c2r_fits(axes, last, src, (out_shape, out_strides)):
+    if must_copy or not overwrite or not _c2r_fits(axes, last, src, (out_shape, out_strides)):
         scratch = (needed, dense_strides(needed, order))
         steps.append(_copy(INPUT, SCRATCH, region, in_strides, scratch[1], padded))
         source, src = SCRATCH, scratch

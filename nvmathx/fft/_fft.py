@@ -1,0 +1,265 @@
+"""The stateful FFT: plan once, execute many times, swap operands of the same layout."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.errors import InvalidStateError, OperandError, OptionsError
+from .._core.execution import ExecutionCPU, normalize_execution
+from .._core.logs import get_logger
+from .._core.options import check_or_create_options
+from .._core.streams import resolve_stream
+from .._core.tensor import copy_to_host, stage_to_device, wrap_operand
+from ._arguments import normalize_axes
+from ._gpu import GpuTransform, check_dtype, plan_key
+from ._layout import C2C, C2R, R2C
+from ._options import FFTOptions, normalize_direction
+
+__all__ = ["FFT"]
+
+_CPU_FUNCTIONS = {C2C: ("fftn", "ifftn"), R2C: ("rfftn", None), C2R: (None, "irfftn")}
+
+
+class FFT:
+    """A stateful N-D FFT over chosen axes of one operand, on cuFFT or on the CPU.
+
+    Parameters
+    ----------
+    x : array
+        The operand: cupy, torch, jax or any DLPack / CUDA Array Interface array on a GPU, or a
+        numpy array (CPU by default; ``execution="cuda"`` copies it to the GPU and results back).
+    axes : sequence of int, optional
+        The transformed axes (default: all). Any number of axes and any strides are accepted.
+    options : FFTOptions or dict, optional
+        fft_type, inplace, last_axis_parity, memory_resource, blocking, logger.
+    execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or dict, optional
+        Where it runs (default: where the operand lives).
+    stream : cuda.core Stream, object with ``__cuda_stream__``, int or None, optional
+        The stream for staging copies; ``execute(stream=None)`` uses the operand library's current
+        stream.
+
+    Notes
+    -----
+    Transforms are unnormalised in both directions, as in cuFFT: ``execute("inverse")`` after
+    ``execute("forward")`` gives ``N`` times the operand. The C2R result's last transformed axis
+    has ``2 * (m - 1)`` points (``last_axis_parity="odd"``: ``2 * m - 1``). The operand is never
+    written unless ``options.inplace`` asks for it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nvmathx.fft
+    >>> x = np.random.default_rng(0).standard_normal((4, 16)) + 0j
+    >>> with nvmathx.fft.FFT(x, axes=[1]) as f:
+    ...     f.plan()
+    ...     y = f.execute()
+    >>> np.allclose(y, np.fft.fft(x, axis=1))
+    True
+    """
+
+    def __init__(self, x, *, axes=None, options=None, execution=None, stream=None):
+        self.options = options = check_or_create_options(FFTOptions, options, "options")
+        operand = wrap_operand(x, "x")
+        self._execution = normalize_execution(execution, operand.device_id)
+        self.fft_type = _fft_type(options, operand.dtype)
+        self.axes = normalize_axes(operand.ndim, range(operand.ndim) if axes is None else axes)
+        self.lengths = _lengths(self.fft_type, operand.shape, self.axes, options.last_axis_parity)
+        if options.inplace and self.fft_type != C2C:
+            raise OptionsError("options.inplace", "only a C2C transform can run in place")
+        self.operand_shape = tuple(operand.shape)
+        self._user = operand
+        self._on_cpu = isinstance(self._execution, ExecutionCPU)
+        self._default_direction = normalize_direction(None, self.fft_type)
+        self._transform = None
+        self._freed = False
+        self._logger = get_logger(options.logger)
+        if self._on_cpu:
+            self._device_id = -1
+            self.key = ("cpu", self.fft_type, self.operand_shape, operand.dtype.name, self.axes, self.lengths)
+            return
+        check_dtype(self.fft_type, operand.dtype)
+        self._device_id = self._execution.device_id
+        self._stream = resolve_stream(stream, self._device_id, operand.adapter.current_stream)
+        self._device = operand if operand.device_id >= 0 else stage_to_device(operand, self._device_id, self._stream)
+        self._current_stream = self._device.adapter.current_stream
+        self._last_handle = None
+        self._holder = None
+        self.key = plan_key(self.fft_type, self._device.shape, self._device.strides, self._device.dtype, self.axes,
+                            self.lengths, self._device_id, self._device.package, False)
+
+    # -- planning ---------------------------------------------------------------------------------------
+
+    def plan(self) -> None:
+        """Make the cuFFT plans (once; a second call does nothing).
+
+        Raises
+        ------
+        InvalidStateError
+            After ``free()``.
+        CufftError
+            When cuFFT rejects the plan (the object stays valid and unplanned).
+        """
+        self._check_valid()
+        if self._transform is not None or self._on_cpu:
+            self._transform = self._transform or _CpuPlan()
+            return
+        transform = GpuTransform(self._device, self.fft_type, self.axes, self.lengths,
+                                 memory_resource=self.options.memory_resource, inplace=self.options.inplace)
+        steps = len(transform.layout.steps) if transform.plan is not None else 0
+        self._logger.info("FFT planned: %s over axes %s, lengths %s, %d step(s), %d bytes of work area and scratch",
+                          self.fft_type, self.axes, self.lengths, steps, transform.memory_bytes)
+        self._transform = transform
+
+    # -- execution --------------------------------------------------------------------------------------
+
+    def execute(self, direction=None, stream=None):
+        """Run the transform and return the result (the operand's kind of array).
+
+        Parameters
+        ----------
+        direction : {"forward", "inverse", -1, +1}, optional
+            Default: forward for C2C and R2C, inverse for C2R.
+        stream : optional
+            Default: the operand library's current stream (torch, cupy), else the device's default.
+
+        Raises
+        ------
+        InvalidStateError
+            Before ``plan()`` or after ``free()``.
+        """
+        transform = self._transform
+        if transform is None:
+            self._check_valid()
+            raise InvalidStateError("call plan() before execute()")
+        sign = self._default_direction if direction is None else normalize_direction(direction, self.fft_type)
+        if self._on_cpu:
+            return self._execute_cpu(sign)
+        if stream is None:
+            handle = self._current_stream(self._device_id) if self._current_stream is not None else None
+            if handle is None or handle != self._last_handle:
+                self._holder = resolve_stream(None, self._device_id, self._current_stream)
+                self._last_handle = handle
+            holder = self._holder
+        else:
+            holder = resolve_stream(stream, self._device_id)
+        result = transform.execute(self._device.ptr, self._device.obj, holder, sign)
+        if self._device is not self._user:
+            return copy_to_host(_as_operand(result), self._user, holder)
+        if self.options.blocking is True:
+            from .._bindings.cuda_driver import stream_synchronize
+
+            stream_synchronize(holder.handle)
+        return result
+
+    def _execute_cpu(self, sign):
+        import scipy.fft
+
+        names = _CPU_FUNCTIONS[self.fft_type]
+        function = getattr(scipy.fft, names[0] if sign < 0 else names[1])
+        workers = self._execution.num_threads
+        x = self._user.obj
+        if self.fft_type == C2R:
+            return function(x, s=self.lengths, axes=self.axes, norm="forward", workers=workers)
+        norm = "backward" if sign < 0 else "forward"  # unnormalised both ways
+        result = function(x, axes=self.axes, norm=norm, workers=workers, overwrite_x=self.options.inplace)
+        if self.options.inplace:
+            x[...] = result
+            return x
+        return result
+
+    # -- operands ---------------------------------------------------------------------------------------
+
+    def reset_operand(self, x) -> None:
+        """Use ``x`` from now on: same shape, strides, dtype, device and library as the original.
+
+        Raises
+        ------
+        OperandError
+            When ``x`` differs in any of those (the message says what was expected).
+        InvalidStateError
+            After ``free()``.
+        """
+        self._check_valid()
+        operand = wrap_operand(x, "x")
+        old = self._user
+        for what, new, expected in (("shape", tuple(operand.shape), tuple(old.shape)),
+                                    ("strides", tuple(operand.strides), tuple(old.strides)),
+                                    ("dtype", operand.dtype, old.dtype), ("device", operand.device_id, old.device_id),
+                                    ("library", operand.package, old.package)):
+            if new != expected:
+                raise OperandError("x", f"the new operand's {what} is {new}, the plan's is {expected}")
+        self._user = operand
+        if self._on_cpu:
+            return
+        # A host operand of the same layout stages to the same device layout the plan was made for.
+        self._device = operand if operand.device_id >= 0 else stage_to_device(operand, self._device_id, self._stream)
+
+    # -- lifetime ---------------------------------------------------------------------------------------
+
+    def _transform_for_key(self, key):
+        """This plan's GPU transform when it serves ``key`` (used by the functions' ``plan=``)."""
+        self._check_valid()
+        if self._transform is None:
+            self.plan()
+        return self._transform if key == self.key and not self._on_cpu else None
+
+    def _check_valid(self):
+        if self._freed:
+            raise InvalidStateError("this FFT has been freed; create a new one")
+
+    def free(self) -> None:
+        """Release the cuFFT plans and buffers. Safe to call twice; afterwards every method raises
+        InvalidStateError."""
+        if self._freed:
+            return
+        self._freed = True
+        if self._transform is not None and not self._on_cpu:
+            self._transform.free()
+        self._transform = None
+
+    def __enter__(self):
+        self._check_valid()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.free()
+        return False
+
+    def __repr__(self):
+        state = "freed" if self._freed else ("planned" if self._transform is not None else "unplanned")
+        where = "cpu" if self._on_cpu else f"cuda:{self._device_id}"
+        return f"FFT({self.fft_type}, shape={self.operand_shape}, axes={self.axes}, {where}, {state})"
+
+
+class _CpuPlan:
+    """The CPU execution space has nothing to plan; this marks the object as planned."""
+
+    def free(self):
+        pass
+
+
+def _as_operand(result):
+    from .._core.tensor import adapter_for
+
+    return adapter_for(result).view(result, "result")
+
+
+def _fft_type(options: FFTOptions, dtype) -> str:
+    kind = np.dtype(dtype).kind
+    if options.fft_type is None:
+        return C2C if kind == "c" else R2C
+    if options.fft_type == R2C and kind == "c":
+        raise OptionsError("options.fft_type", f"R2C needs a real operand (got {np.dtype(dtype).name})")
+    if options.fft_type == C2R and kind != "c":
+        raise OptionsError("options.fft_type", f"C2R needs a complex operand (got {np.dtype(dtype).name})")
+    return options.fft_type
+
+
+def _lengths(fft_type, shape, axes, parity) -> tuple:
+    lengths = [shape[axis] for axis in axes]
+    if fft_type == C2R:
+        m = lengths[-1]
+        lengths[-1] = 2 * m - 1 if parity == "odd" else 2 * (m - 1)
+    if any(length < 1 for length in lengths):
+        raise OperandError("x", f"every transformed axis needs at least one point (lengths {tuple(lengths)})")
+    return tuple(lengths)

@@ -1,0 +1,187 @@
+"""The scipy.fft functions: one routine per transform family, public names as thin aliases.
+
+Host operands run on the CPU through scipy.fft. Device operands run on cuFFT through a plan taken
+from :data:`plan_cache` (per device and thread), keyed by :func:`plan_key`.
+"""
+
+from __future__ import annotations
+
+from .._core.errors import OperandError, OptionsError
+from .._core.plan_cache import PlanCache
+from .._core.streams import resolve_stream
+from .._core.tensor import wrap_operand
+from ._arguments import one_axis, shape_and_axes
+from ._cpu import run_on_cpu
+from ._gpu import GpuTransform, plan_key
+from ._layout import C2C, C2R, R2C
+from ._normalize import check_norm, scale_factor, swap_direction
+
+__all__ = [
+    "plan_cache",
+    "plan_key",
+    "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn",
+    "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
+    "hfft", "ihfft",
+]
+
+plan_cache = PlanCache("nvmathx.fft", max_size=64, max_memory_bytes=None)
+"""The per-device LRU cache of cuFFT plans used by the functions (``info()``, ``clear()``,
+``set_limits(max_size=, max_memory_bytes=)``)."""
+
+_resolved: dict = {}  # (ndim-shape, s, axes, form, c2r) -> (lengths, axes): argument parsing is pure
+
+
+def _resolve(shape, s, axes, form, fft_type):
+    """(lengths, axes) from scipy's ``n``/``s`` and ``axis``/``axes`` for a 1-D, 2-D or n-D form."""
+    try:
+        key = (shape, s, axes, form, fft_type)
+        cached = _resolved.get(key)
+    except TypeError:  # lists as s/axes: not hashable, resolve without the memo
+        key = cached = None
+    if cached is not None:
+        return cached
+    if form == 1:
+        lengths, axes_ = one_axis(shape, s, axes)
+    else:
+        lengths, axes_ = shape_and_axes(shape, s, axes)
+    if fft_type == C2R and (s is None or (form > 1 and list(s)[-1] == -1)):
+        # A C2R transform without a length reads m complex values and makes 2 * (m - 1) points.
+        lengths = lengths[:-1] + (2 * (shape[axes_[-1]] - 1),)
+        if lengths[-1] < 1:
+            raise OptionsError("n" if form == 1 else "s", f"invalid number of data points ({lengths[-1]}) specified")
+    if any(length < 1 for length in lengths):
+        raise OptionsError("x", f"invalid number of data points ({min(lengths)}) along a transformed axis")
+    if key is not None and len(_resolved) < 4096:
+        _resolved[key] = (lengths, axes_)
+    return lengths, axes_
+
+
+def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan, conj=False):
+    operand = wrap_operand(x, "x", array_like=True)
+    checked_norm = check_norm(norm)
+    lengths, resolved_axes = _resolve(operand.shape, s, axes, form, fft_type)
+    if operand.device_id < 0:
+        if plan is not None:
+            _check_cpu_plan(plan, operand)
+        return run_on_cpu(name, operand.obj, s, axes, norm, overwrite_x, workers=workers)
+    if conj:  # hfft / ihfft scale the opposite direction, as scipy does
+        checked_norm = swap_direction(checked_norm)
+    axes = resolved_axes
+    overwrite = bool(overwrite_x) and fft_type == C2R and not conj
+    device_id = operand.device_id
+    key = plan_key(fft_type, operand.shape, operand.strides, operand.dtype, axes, lengths, device_id,
+                   operand.package, overwrite)
+    transform = _plan_for(plan, key, operand, fft_type, axes, lengths, overwrite)
+    stream = resolve_stream(None, device_id, operand.adapter.current_stream)
+    factor = scale_factor(checked_norm, direction, lengths)
+    return transform.execute(operand.ptr, operand.obj, stream, direction, factor, conj)
+
+
+def _plan_for(plan, key, operand, fft_type, axes, lengths, overwrite):
+    if plan is not None:
+        return _check_plan(plan, key)
+    transform = plan_cache.get(operand.device_id, key)
+    if transform is None:
+        transform = GpuTransform(operand, fft_type, axes, lengths, overwrite=overwrite)
+        plan_cache.put(operand.device_id, key, transform)
+    return transform
+
+
+def _check_plan(plan, key):
+    from ._fft import FFT
+
+    if not isinstance(plan, FFT):
+        raise OptionsError("plan", f"expected an nvmathx.fft.FFT or None (got {type(plan).__name__})")
+    transform = plan._transform_for_key(key)
+    if transform is None:
+        raise OperandError("plan", f"the plan was made for another problem ({plan.key}); this call needs {key}")
+    return transform
+
+
+def _check_cpu_plan(plan, operand):
+    from ._fft import FFT
+
+    if not isinstance(plan, FFT):
+        raise OptionsError("plan", f"expected an nvmathx.fft.FFT or None (got {type(plan).__name__})")
+    if plan.operand_shape != tuple(operand.shape):
+        raise OperandError("plan", f"the plan was made for shape {plan.operand_shape}, not {tuple(operand.shape)}")
+
+
+def _c2c(name, form, direction, x, s, axes, norm, overwrite_x, workers, plan):
+    """Complex-to-complex, forward (``direction`` -1) or inverse (+1)."""
+    return _transform(C2C, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan)
+
+
+def _r2c(name, form, x, s, axes, norm, overwrite_x, workers, plan, conj=False):
+    """Real-to-complex (forward); ``conj`` conjugates the result (ihfft)."""
+    return _transform(R2C, name, form, -1, x, s, axes, norm, overwrite_x, workers, plan, conj)
+
+
+def _c2r(name, form, x, s, axes, norm, overwrite_x, workers, plan, conj=False):
+    """Complex-to-real (inverse); ``conj`` conjugates the operand first (hfft)."""
+    return _transform(C2R, name, form, +1, x, s, axes, norm, overwrite_x, workers, plan, conj)
+
+
+# --------------------------------------------------------------------------------------------------
+# Public functions: scipy.fft's signatures.
+
+
+def fft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2c("fft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan)
+
+
+def ifft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2c("ifft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan)
+
+
+def fft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2c("fft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan)
+
+
+def ifft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2c("ifft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan)
+
+
+def fftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2c("fftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan)
+
+
+def ifftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2c("ifftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan)
+
+
+def rfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _r2c("rfft", 1, x, n, axis, norm, overwrite_x, workers, plan)
+
+
+def rfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _r2c("rfft2", 2, x, s, axes, norm, overwrite_x, workers, plan)
+
+
+def rfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _r2c("rfftn", 3, x, s, axes, norm, overwrite_x, workers, plan)
+
+
+def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2r("irfft", 1, x, n, axis, norm, overwrite_x, workers, plan)
+
+
+def irfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2r("irfft2", 2, x, s, axes, norm, overwrite_x, workers, plan)
+
+
+def irfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2r("irfftn", 3, x, s, axes, norm, overwrite_x, workers, plan)
+
+
+def hfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2r("hfft", 1, x, n, axis, norm, overwrite_x, workers, plan, conj=True)
+
+
+def ihfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _r2c("ihfft", 1, x, n, axis, norm, overwrite_x, workers, plan, conj=True)
+
+
+from ._docs import document  # noqa: E402  (docstrings are filled in from one template)
+
+document(globals())

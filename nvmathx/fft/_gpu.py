@@ -1,0 +1,174 @@
+"""GPU transforms: an operand layout planned once (layout, cuFFT plans, result allocator) and run
+many times. Shared by the stateful :class:`~nvmathx.fft.FFT` and the cached function forms."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.errors import UnsupportedOperandError
+from .._core.tensor import Operand, adapter_for, allocate_like, c_strides
+from ._cufft_plan import CufftPlan, precision_dtypes
+from ._kernels import can_copy
+from ._layout import C2C, C2R, R2C, output_shape, plan_layout, result_strides
+
+__all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype"]
+
+_REAL = ("float16", "bfloat16", "float32", "float64")
+_COMPLEX = ("complex64", "complex128")
+
+
+def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package="", overwrite=False) -> tuple:
+    """The plan-cache key of a transform: a pure, hashable function of the problem.
+
+    Unlike CuPy's cache key, it includes the operand's strides: two operands of one shape but
+    different layouts need different cuFFT plans.
+
+    Parameters
+    ----------
+    fft_type : {"C2C", "R2C", "C2R"}
+    shape, strides : tuple of int
+        The operand's extents and strides in elements.
+    dtype : numpy.dtype or str
+    axes, lengths : tuple of int
+        Transformed axes (non-negative) and logical transform lengths.
+    device_id : int
+    package : str
+        The operand's array library (results are allocated by it, which fixes their layout).
+    overwrite : bool
+        Whether a C2R transform may overwrite its operand.
+    """
+    return (fft_type, tuple(shape), tuple(strides), np.dtype(dtype).name, tuple(axes), tuple(lengths), int(device_id),
+            package, bool(overwrite))
+
+
+def check_dtype(fft_type: str, dtype, argument: str = "x") -> None:
+    """Raise UnsupportedOperandError when a GPU transform of ``fft_type`` cannot take ``dtype``."""
+    name = np.dtype(dtype).name
+    if fft_type == R2C and name not in _REAL:
+        raise UnsupportedOperandError(argument, f"a real-to-complex transform needs a real operand (got {name})")
+    if name not in _REAL + _COMPLEX:
+        raise UnsupportedOperandError(
+            argument, f"dtype {name} is not supported on the GPU; expected float16, bfloat16, float32, float64, "
+                      "complex64 or complex128 (cast integer operands first)"
+        )
+
+
+def result_dtype(fft_type: str, dtype) -> np.dtype:
+    """The result's dtype: complex of the compute precision, real for C2R (float16/bfloat16 compute
+    in single precision, as scipy.fft does)."""
+    _, real, complex_ = precision_dtypes(dtype)
+    return real if fft_type == C2R else complex_
+
+
+def _needs_copy(fft_type, dtype) -> bool:
+    """Whether the operand must be converted by a first copy (cuFFT reads only its own types)."""
+    name = np.dtype(dtype).name
+    if fft_type == C2C:
+        return name not in _COMPLEX
+    if fft_type == R2C:
+        return name not in ("float32", "float64")
+    return name not in _COMPLEX
+
+
+class GpuTransform:
+    """One transform of operands like ``operand`` (same shape, strides, dtype, device, library).
+
+    Parameters
+    ----------
+    operand : Operand
+        A device operand (the prototype; only its layout is kept).
+    fft_type : {"C2C", "R2C", "C2R"}
+    axes, lengths : tuple of int
+    memory_resource : cuda.core MemoryResource or None
+        For the work area and scratch buffer.
+    inplace : bool
+        C2C: the result overwrites the operand.
+    overwrite : bool
+        C2R: the operand may be overwritten.
+    """
+
+    def __init__(self, operand: Operand, fft_type, axes, lengths, *, memory_resource=None, inplace=False,
+                 overwrite=False):
+        check_dtype(fft_type, operand.dtype)
+        self.fft_type = fft_type
+        self.device_id = operand.device_id
+        self.inplace = inplace
+        self.shape = output_shape(fft_type, operand.shape, axes, lengths)
+        self.dtype = result_dtype(fft_type, operand.dtype)
+        self.empty = any(extent == 0 for extent in operand.shape) or any(extent == 0 for extent in self.shape)
+        copy_input = _needs_copy(fft_type, operand.dtype)
+        if copy_input and not can_copy(operand.dtype, self._copy_target(operand.dtype)):
+            raise UnsupportedOperandError("x", f"cannot convert {operand.dtype} for a {fft_type} transform")
+        self._allocate = None
+        strides = operand.strides
+        if not inplace:
+            self._allocate = _bind_allocator(operand, self.shape, self.dtype,
+                                             result_strides(self.shape, operand.shape, operand.strides))
+            strides = self._probe_strides(operand)
+        self.plan = None
+        self.memory_bytes = 0
+        if self.empty:
+            return
+        self.layout = plan_layout(fft_type, tuple(axes), tuple(lengths), operand.shape, operand.strides, strides,
+                                  inplace=inplace, overwrite_input=overwrite, copy_input=copy_input)
+        self.plan = CufftPlan(self.layout, operand.dtype, self.device_id, memory_resource, inplace=inplace)
+        self.memory_bytes = self.plan.memory_bytes
+
+    def _copy_target(self, dtype):
+        _, real, complex_ = precision_dtypes(dtype)
+        return real if self.fft_type == R2C else complex_
+
+    def _probe_strides(self, operand):
+        """The strides the result allocator really produces (libraries honour layouts differently)."""
+        from .._core.streams import resolve_stream
+
+        stream = resolve_stream(None, self.device_id, operand.adapter.current_stream)
+        obj, _ = self._allocate(stream)
+        return adapter_for(obj).view(obj, "result").strides
+
+    def execute(self, pointer: int, operand_obj, stream, direction: int, factor: float = 1.0, conj: bool = False):
+        """Run on the operand at ``pointer`` (``operand_obj`` is returned when in place) on ``stream``
+        (a StreamHolder); returns the result array."""
+        if self.inplace:
+            result, target = operand_obj, pointer
+        else:
+            result, target = self._allocate(stream)
+        if self.plan is not None:
+            self.plan.run(pointer, target, direction, stream, factor, conj)
+        return result
+
+    def free(self) -> None:
+        if self.plan is not None:
+            self.plan.free()
+            self.plan = None
+        self._allocate = None
+
+
+def _bind_allocator(operand: Operand, shape, dtype, strides):
+    """A function ``allocate(stream) -> (array, pointer)`` for results of one shape and layout, in
+    the operand's library (torch gets a direct call to its allocator)."""
+    device_id = operand.device_id
+    if operand.package == "torch":
+        adapter = operand.adapter
+        torch = adapter.torch
+        torch_dtype = adapter.to_torch[np.dtype(dtype)]
+        device = adapter.torch_device(device_id)
+        if strides == c_strides(shape):
+            empty = torch.empty
+
+            def allocate(stream):
+                array = empty(shape, dtype=torch_dtype, device=device)
+                return array, array.data_ptr()
+        else:
+            empty_strided = torch.empty_strided
+
+            def allocate(stream):
+                array = empty_strided(shape, strides, dtype=torch_dtype, device=device)
+                return array, array.data_ptr()
+        return allocate
+
+    def allocate(stream):
+        result = allocate_like(operand, shape, dtype, device_id, stream, strides=strides)
+        return result.obj, result.ptr
+
+    return allocate

@@ -1,0 +1,210 @@
+"""Two small CUDA kernels the transforms need around cuFFT, compiled once per device with NVRTC.
+
+- ``scale``: multiply a dense buffer by a real factor (optionally conjugating), for ``norm``
+  modes that cuFFT does not apply.
+- ``copy_nd``: a strided copy of up to eight dimensions with the same factor, for operands cuFFT
+  cannot read in place (padding, negative or zero strides, C2R inputs that must survive); it also
+  widens real to complex and float16/bfloat16 to float32, as scipy.fft promotes them.
+
+Both are launched through cuda.core on the caller's stream, so they are captured in CUDA graphs.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+__all__ = ["MAX_COPY_DIMS", "KERNEL_SOURCE", "can_copy", "compile_kernels", "scale", "copy_nd", "collapse"]
+
+MAX_COPY_DIMS = 8
+_BLOCK = 256
+
+KERNEL_SOURCE = r"""
+struct half_t { unsigned short bits; };
+struct bf16_t { unsigned short bits; };
+
+__device__ inline float to_float(half_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits)); return f; }
+__device__ inline float to_float(bf16_t h) { return __int_as_float(((int)h.bits) << 16); }
+
+template <typename T> struct convert;
+template <> struct convert<float> {
+    __device__ static float from(float v) { return v; }
+    __device__ static float from(half_t v) { return to_float(v); }
+    __device__ static float from(bf16_t v) { return to_float(v); }
+};
+template <> struct convert<double> { __device__ static double from(double v) { return v; } };
+template <> struct convert<float2> {
+    __device__ static float2 from(float2 v) { return v; }
+    __device__ static float2 from(float v) { return make_float2(v, 0.0f); }
+    __device__ static float2 from(half_t v) { return make_float2(to_float(v), 0.0f); }
+    __device__ static float2 from(bf16_t v) { return make_float2(to_float(v), 0.0f); }
+};
+template <> struct convert<double2> {
+    __device__ static double2 from(double2 v) { return v; }
+    __device__ static double2 from(double v) { return make_double2(v, 0.0); }
+};
+
+__device__ inline float  apply(float v, float f, int)     { return v * f; }
+__device__ inline double apply(double v, double f, int)   { return v * f; }
+__device__ inline float2 apply(float2 v, float f, int c)  { return make_float2(v.x * f, c ? -v.y * f : v.y * f); }
+__device__ inline double2 apply(double2 v, double f, int c) { return make_double2(v.x * f, c ? -v.y * f : v.y * f); }
+
+template <typename T, typename R>
+__global__ void scale(T* data, long long count, R factor, int conj) {
+    long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+        data[i] = apply(data[i], factor, conj);
+    }
+}
+
+template <typename S, typename T, typename R>
+__global__ void copy_nd(const S* src, T* dst, long long count, R factor, int conj, int ndim,
+                        long long e0, long long e1, long long e2, long long e3,
+                        long long e4, long long e5, long long e6, long long e7,
+                        long long s0, long long s1, long long s2, long long s3,
+                        long long s4, long long s5, long long s6, long long s7,
+                        long long d0, long long d1, long long d2, long long d3,
+                        long long d4, long long d5, long long d6, long long d7) {
+    const long long extent[8] = {e0, e1, e2, e3, e4, e5, e6, e7};
+    const long long sstride[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
+    const long long dstride[8] = {d0, d1, d2, d3, d4, d5, d6, d7};
+    long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+        long long rest = i, from = 0, to = 0;
+        for (int k = ndim - 1; k >= 0; --k) {
+            long long index = rest % extent[k];
+            rest /= extent[k];
+            from += index * sstride[k];
+            to += index * dstride[k];
+        }
+        dst[to] = apply(convert<T>::from(src[from]), factor, conj);
+    }
+}
+"""
+
+# numpy dtype name -> C element type; the real type and numpy scalar of the factor follow the target.
+_C_TYPES = {
+    "float16": "half_t", "bfloat16": "bf16_t", "float32": "float", "float64": "double",
+    "complex64": "float2", "complex128": "double2",
+}
+_REAL = {"float": ("float", np.float32), "float2": ("float", np.float32), "double": ("double", np.float64),
+         "double2": ("double", np.float64)}
+# (source, target) pairs the copy converts between
+_COPIES = (
+    ("float32", "float32"), ("float64", "float64"), ("complex64", "complex64"), ("complex128", "complex128"),
+    ("float32", "complex64"), ("float64", "complex128"), ("float16", "float32"), ("float16", "complex64"),
+    ("bfloat16", "float32"), ("bfloat16", "complex64"),
+)
+_SCALED = ("float32", "float64", "complex64", "complex128")
+
+
+def _dtype_name(dtype) -> str:
+    return dtype if isinstance(dtype, str) else np.dtype(dtype).name
+
+
+def _scale_name(dtype) -> str:
+    c_type = _C_TYPES[_dtype_name(dtype)]
+    return f"scale<{c_type}, {_REAL[c_type][0]}>"
+
+
+def _copy_name(source_dtype, target_dtype) -> str:
+    source, target = _C_TYPES[_dtype_name(source_dtype)], _C_TYPES[_dtype_name(target_dtype)]
+    return f"copy_nd<{source}, {target}, {_REAL[target][0]}>"
+
+
+def can_copy(source_dtype, target_dtype) -> bool:
+    """Whether :func:`copy_nd` converts ``source_dtype`` to ``target_dtype``."""
+    return (_dtype_name(source_dtype), _dtype_name(target_dtype)) in _COPIES
+
+
+_NAMES = tuple(_scale_name(d) for d in _SCALED) + tuple(_copy_name(s, t) for s, t in _COPIES)
+_modules: dict[int, object] = {}
+_lock = threading.Lock()
+
+
+def compile_kernels(arch: str):
+    """The kernels as a cuda.core ObjectCode for ``arch`` (e.g. "sm_90")."""
+    from cuda.core import Program, ProgramOptions
+
+    program = Program(KERNEL_SOURCE, "c++", ProgramOptions(arch=arch, std="c++17"))
+    return program.compile("cubin", name_expressions=_NAMES)
+
+
+def _kernel(device_id: int, name: str):
+    module = _modules.get(device_id)
+    if module is None:
+        with _lock:
+            module = _modules.get(device_id)
+            if module is None:
+                from .._core.device import ensure_device
+
+                major, minor = ensure_device(device_id).compute_capability
+                module = _modules[device_id] = compile_kernels(f"sm_{major}{minor}")
+    return module.get_kernel(name)
+
+
+def _grid(count: int) -> int:
+    return max(1, min((count + _BLOCK - 1) // _BLOCK, 65535 * 8))
+
+
+def _launch(stream, device_id, name, count, *args):
+    from cuda.core import LaunchConfig, launch
+
+    config = LaunchConfig(grid=_grid(count), block=_BLOCK)
+    launch(stream.core, config, _kernel(device_id, name), *args)
+
+
+def _factor(dtype, factor):
+    return _REAL[_C_TYPES[_dtype_name(dtype)]][1](factor)
+
+
+def scale(pointer: int, count: int, dtype, factor: float, conj: bool, stream, device_id: int) -> None:
+    """``data[i] = factor * data[i]`` (conjugated when ``conj``) for ``count`` dense elements."""
+    if count == 0:
+        return
+    _launch(stream, device_id, _scale_name(dtype), count, pointer, np.int64(count), _factor(dtype, factor),
+            np.int32(conj))
+
+
+def collapse(shape, source_strides, target_strides) -> tuple:
+    """Merge axes that nest in both layouts and drop extent-1 axes (fewer kernel dimensions)."""
+    axes = [(e, s, t) for e, s, t in zip(shape, source_strides, target_strides) if e != 1]
+    axes.sort(key=lambda a: (abs(a[2]), abs(a[1])), reverse=True)
+    merged = []
+    for extent, source, target in axes:
+        if merged:
+            outer_extent, outer_source, outer_target = merged[-1]
+            if outer_source == source * extent and outer_target == target * extent:
+                merged[-1] = (outer_extent * extent, source, target)
+                continue
+        merged.append((extent, source, target))
+    if not merged:
+        merged = [(1, 1, 1)]
+    return tuple(m[0] for m in merged), tuple(m[1] for m in merged), tuple(m[2] for m in merged)
+
+
+def copy_nd(source: int, target: int, shape, source_strides, target_strides, source_dtype, target_dtype,
+            factor: float, conj: bool, stream, device_id: int) -> None:
+    """Strided copy (converted to ``target_dtype``, times ``factor``) of ``shape`` elements; strides in
+    elements, any sign."""
+    shape, source_strides, target_strides = collapse(shape, source_strides, target_strides)
+    count = int(np.prod(shape, dtype=np.int64))
+    if count == 0:
+        return
+    if len(shape) > MAX_COPY_DIMS:  # copy the leading dimensions one slice at a time
+        keep = MAX_COPY_DIMS - 1
+        outer = shape[:-keep]
+        for index in np.ndindex(*outer):
+            so = sum(i * s for i, s in zip(index, source_strides))
+            to = sum(i * s for i, s in zip(index, target_strides))
+            copy_nd(source + so * np.dtype(source_dtype).itemsize, target + to * np.dtype(target_dtype).itemsize,
+                    shape[-keep:], source_strides[-keep:], target_strides[-keep:], source_dtype, target_dtype,
+                    factor, conj, stream, device_id)
+        return
+    pad = MAX_COPY_DIMS - len(shape)
+    extents = [np.int64(e) for e in shape] + [np.int64(1)] * pad
+    sources = [np.int64(s) for s in source_strides] + [np.int64(0)] * pad
+    targets = [np.int64(t) for t in target_strides] + [np.int64(0)] * pad
+    _launch(stream, device_id, _copy_name(source_dtype, target_dtype), count, source, target, np.int64(count),
+            _factor(target_dtype, factor), np.int32(conj), np.int32(len(shape)), *extents, *sources, *targets)

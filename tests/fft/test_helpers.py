@@ -1,0 +1,35 @@
+"""fftfreq, rfftfreq, fftshift, ifftshift on the CPU."""
+
+import numpy as np
+import pytest
+
+import nvmathx.fft as nfft
+from nvmathx import OptionsError
+
+
+@pytest.mark.parametrize("n", [1, 4, 5, 16])
+@pytest.mark.parametrize("d", [1.0, 0.25])
+def test_frequencies(n, d):
+    np.testing.assert_array_equal(nfft.fftfreq(n, d), np.fft.fftfreq(n, d))
+    np.testing.assert_array_equal(nfft.rfftfreq(n, d), np.fft.rfftfreq(n, d))
+    np.testing.assert_array_equal(nfft.fftfreq(n, d, xp=np), np.fft.fftfreq(n, d))
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 7), (3, 4, 5)])
+def test_shifts(shape):
+    x = np.random.default_rng().standard_normal(shape)
+    np.testing.assert_array_equal(nfft.fftshift(x), np.fft.fftshift(x))
+    np.testing.assert_array_equal(nfft.ifftshift(x), np.fft.ifftshift(x))
+    np.testing.assert_array_equal(nfft.ifftshift(nfft.fftshift(x)), x)
+    np.testing.assert_array_equal(nfft.fftshift(x, axes=0), np.fft.fftshift(x, axes=0))
+
+
+def test_torch_cpu_tensor_stays_torch():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(6.0)
+    y = nfft.fftshift(x)
+    assert isinstance(y, torch.Tensor)
+    assert y.tolist() == np.fft.fftshift(np.arange(6.0)).tolist()
+    spectrum = nfft.fft(x)
+    assert isinstance(spectrum, torch.Tensor)
+    np.testing.assert_allclose(spectrum.numpy(), np.fft.fft(np.arange(6.0)))
