@@ -1,0 +1,175 @@
+"""A host-memory stand-in for the GPU, so the GPU code path runs on a machine without one.
+
+Device pointers are addresses of numpy buffers; cuFFT plans, the NVRTC kernels, memcpy and memset
+are replaced by numpy code reading and writing those addresses. This checks the Python logic of
+the GPU path (pointer offsets, steps, folding of scales, result allocation, caching) on CPU CI;
+the real libraries are exercised by the tests marked ``gpu``.
+"""
+
+import ctypes
+import types
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from nvmathx._core.device_array import DeviceArray
+
+from ._emulate import _embedded_strides, _pass_extents, _transform
+
+_CUFFT_DTYPES = {  # cufftType -> (kind, input dtype, output dtype)
+    0x29: ("C2C", np.complex64, np.complex64), 0x69: ("C2C", np.complex128, np.complex128),
+    0x2A: ("R2C", np.float32, np.complex64), 0x6A: ("R2C", np.float64, np.complex128),
+    0x2C: ("C2R", np.complex64, np.float32), 0x6C: ("C2R", np.complex128, np.float64),
+}
+
+
+def view_at(pointer, shape, strides, dtype):
+    """A numpy view of memory at ``pointer`` (strides in elements, any sign)."""
+    dtype = np.dtype(dtype)
+    if any(e == 0 for e in shape):
+        return np.empty(shape, dtype)
+    low = sum((e - 1) * s for e, s in zip(shape, strides) if s < 0)
+    high = sum((e - 1) * s for e, s in zip(shape, strides) if s > 0)
+    nbytes = (high - low + 1) * dtype.itemsize
+    raw = (ctypes.c_char * nbytes).from_address(pointer + low * dtype.itemsize)
+    flat = np.frombuffer(raw, dtype=dtype)
+    return as_strided(flat[-low:], shape=tuple(shape), strides=[s * dtype.itemsize for s in strides])
+
+
+class FakeBuffer:
+    def __init__(self, nbytes):
+        self.memory = np.full(max(nbytes, 1), 0xAB, np.uint8)  # garbage, like fresh device memory
+        self.handle = self.memory.ctypes.data
+        self.closed = False
+
+    def close(self, stream=None):
+        self.closed = True
+
+
+class FakeMemoryResource:
+    """Records every allocation (the tests check that work areas come from a user's resource)."""
+
+    def __init__(self):
+        self.allocations = []
+
+    def allocate(self, nbytes, stream=None):
+        buffer = FakeBuffer(nbytes)
+        self.allocations.append((nbytes, buffer))
+        return buffer
+
+    def deallocate(self, *args):
+        pass
+
+
+class FakeCufft:
+    def __init__(self):
+        self.plans = {}
+        self.next = 1
+        self.executions = 0
+        self.streams = {}
+        self.work_areas = {}
+
+    def create(self):
+        handle, self.next = self.next, self.next + 1
+        self.plans[handle] = None
+        return handle
+
+    def destroy(self, handle):
+        del self.plans[handle]
+
+    def set_auto_allocation(self, handle, enabled):
+        assert not enabled
+
+    def make_plan_many64(self, handle, n, inembed, istride, idist, onembed, ostride, odist, fft_type, batch):
+        assert 1 <= len(n) <= 3 and min(istride, ostride, idist, odist, batch) > 0
+        self.plans[handle] = (tuple(n), tuple(inembed), istride, idist, tuple(onembed), ostride, odist,
+                              int(fft_type), batch)
+        return 1024 * len(n)
+
+    def set_work_area(self, handle, pointer):
+        assert pointer != 0
+        self.work_areas[handle] = pointer
+
+    def set_stream(self, handle, stream):
+        self.streams[handle] = stream
+
+    def exec_function(self, fft_type):
+        kind = _CUFFT_DTYPES[int(fft_type)][0]
+
+        def run(handle, source, target, direction=None):
+            self._run(handle, source, target, direction)
+            return 0
+
+        return run, kind == "C2C", f"fake {kind}"
+
+    def _run(self, handle, source, target, direction):
+        assert handle in self.streams and handle in self.work_areas, "stream and work area are set first"
+        n, inembed, istride, idist, onembed, ostride, odist, fft_type, batch = self.plans[handle]
+        kind, in_dtype, out_dtype = _CUFFT_DTYPES[fft_type]
+        step = types.SimpleNamespace(fft_type=kind, n=n, direction=direction)
+        src_ext, tgt_ext = _pass_extents(step)
+        src = view_at(source, [batch] + src_ext, [idist] + _embedded_strides(inembed, istride), in_dtype)
+        result = _transform(step, np.array(src), direction)
+        view_at(target, [batch] + tgt_ext, [odist] + _embedded_strides(onembed, ostride), out_dtype)[...] = result
+        self.executions += 1
+
+
+def _real_dtype(dtype):
+    return np.dtype(dtype).type(0).real.dtype
+
+
+def fake_copy_nd(source, target, shape, source_strides, target_strides, source_dtype, target_dtype, factor, conj,
+                 stream, device_id):
+    src = view_at(source, shape, source_strides, source_dtype).astype(np.float32 if np.dtype(source_dtype).itemsize == 2
+                                                                        else source_dtype)
+    value = src.astype(target_dtype) * _real_dtype(target_dtype).type(factor)
+    if conj:
+        value = np.conj(value)
+    view_at(target, shape, target_strides, target_dtype)[...] = value
+
+
+def fake_scale(pointer, count, dtype, factor, conj, stream, device_id):
+    data = view_at(pointer, (count,), (1,), dtype)
+    data *= _real_dtype(dtype).type(factor)
+    if conj:
+        np.conjugate(data, out=data)
+
+
+def install(monkeypatch):
+    """Swap the GPU-facing pieces for host fakes; returns (fake cuFFT, default memory resource)."""
+    from nvmathx._bindings import cufft, cuda_driver
+    from nvmathx._core import memory, streams
+    from nvmathx.fft import _cufft_plan, _kernels
+
+    fake = FakeCufft()
+    for name in ("create", "destroy", "set_auto_allocation", "make_plan_many64", "set_work_area", "set_stream",
+                 "exec_function"):
+        monkeypatch.setattr(cufft, name, getattr(fake, name))
+    monkeypatch.setattr(_kernels, "copy_nd", fake_copy_nd)
+    monkeypatch.setattr(_kernels, "scale", fake_scale)
+    monkeypatch.setattr(cuda_driver, "memcpy_async", lambda dst, src, n, stream: ctypes.memmove(dst, src, n))
+    monkeypatch.setattr(cuda_driver, "stream_synchronize", lambda stream: None)
+    monkeypatch.setattr(_cufft_plan, "_memset_async", lambda pointer, n, stream: ctypes.memset(pointer, 0, n))
+    resource = FakeMemoryResource()
+    monkeypatch.setattr(memory, "default_memory_resource", lambda device_id: resource)
+    monkeypatch.setattr(streams, "default_stream_handle", lambda device_id: 7)
+    monkeypatch.setattr(streams, "_holders", {(7, 0): streams.StreamHolder(7, 0, core=object())})
+    return fake, resource
+
+
+def to_device(array, resource=None):
+    """A DeviceArray on 'GPU 0' holding a copy of ``array`` with the same strides."""
+    array = np.asarray(array)
+    resource = resource or FakeMemoryResource()
+    itemsize = array.dtype.itemsize
+    strides = tuple(s // itemsize for s in array.strides)
+    low = sum((e - 1) * s for e, s in zip(array.shape, strides) if s < 0)
+    high = sum((e - 1) * s for e, s in zip(array.shape, strides) if s > 0)
+    buffer = resource.allocate((high - low + 1) * itemsize)
+    pointer = buffer.handle - low * itemsize
+    view_at(pointer, array.shape, strides, array.dtype)[...] = array
+    return DeviceArray(buffer, pointer, array.shape, strides, array.dtype, 0, None)
+
+
+def to_host(device_array):
+    return np.array(view_at(device_array.ptr, device_array.shape, device_array.strides, device_array.dtype))

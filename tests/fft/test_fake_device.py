@@ -1,0 +1,187 @@
+"""The GPU code path (planning, pointer arithmetic, copies, scales, caching) on a host stand-in
+for the device: see ``_fake_device.py``. Numbers are checked against scipy.fft."""
+
+import numpy as np
+import pytest
+import scipy.fft
+
+import nvmathx.fft as nfft
+from nvmathx import InvalidStateError, OperandError, UnsupportedOperandError
+
+from ._fake_device import FakeMemoryResource, install, to_device, to_host
+
+REAL_INPUT = {"rfft", "rfft2", "rfftn", "ihfft"}
+FUNCTIONS_1D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
+FUNCTIONS_ND = ["fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn", "irfftn"]
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    nfft.plan_cache.clear()
+    fake_cufft, resource = install(monkeypatch)
+    yield fake_cufft, resource
+    nfft.plan_cache.clear()
+
+
+def _operand(name, shape, dtype, rng):
+    x = rng.standard_normal(shape)
+    if name not in REAL_INPUT:
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def _tolerance(dtype):
+    return 2e-5 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-11
+
+
+def _close(got, expected, dtype):
+    scale = max(np.abs(expected).max(), 1.0)
+    np.testing.assert_allclose(got, expected, rtol=_tolerance(dtype), atol=_tolerance(dtype) * scale)
+
+
+@pytest.mark.parametrize("name", FUNCTIONS_1D)
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+@pytest.mark.parametrize("precision", ["single", "double"])
+def test_one_dimensional(fake, name, norm, precision):
+    rng = np.random.default_rng()
+    real = name in REAL_INPUT
+    dtype = {("single", True): np.float32, ("single", False): np.complex64, ("double", True): np.float64,
+             ("double", False): np.complex128}[precision, real]
+    x = _operand(name, (6, 10), dtype, rng)
+    for kwargs in ({}, {"n": 7}, {"n": 16}, {"axis": 0}):
+        before = x.copy()
+        device_x = to_device(x)
+        result = getattr(nfft, name)(device_x, norm=norm, **kwargs)
+        expected = getattr(scipy.fft, name)(x, norm=norm, **kwargs)
+        assert result.dtype == expected.dtype
+        _close(to_host(result), expected, dtype)
+        np.testing.assert_array_equal(to_host(device_x), before)  # the operand is never written
+
+
+@pytest.mark.parametrize("name", FUNCTIONS_ND)
+def test_n_dimensional_and_strided(fake, name):
+    rng = np.random.default_rng()
+    base = _operand(name, (6, 8, 10), np.complex128 if name not in REAL_INPUT else np.float64, rng)
+    views = [base, base[::-1, :, ::2], base.transpose(2, 0, 1), base[:, 1:7, ::-3]]
+    for view in views:
+        for kwargs in ({}, {"axes": (0, 2)}, {"s": (4, 6), "axes": (2, 0)}):
+            if name.endswith("2") and "axes" not in kwargs:
+                kwargs = {**kwargs, "axes": (-2, -1)}
+            device_view = to_device(view)
+            expected = getattr(scipy.fft, name)(view, **kwargs)
+            _close(to_host(getattr(nfft, name)(device_view, **kwargs)), expected, np.float64)
+
+
+def test_four_axes_and_broadcast(fake):
+    rng = np.random.default_rng()
+    x = _operand("fftn", (3, 4, 5, 6), np.complex128, rng)
+    _close(to_host(nfft.fftn(to_device(x))), np.fft.fftn(x), np.float64)
+    row = _operand("fft", (8,), np.complex128, rng)
+    wide = np.broadcast_to(row, (5, 8))
+    _close(to_host(nfft.fft2(to_device(wide))), np.fft.fft2(wide), np.float64)
+
+
+def test_plan_cache_hits_and_strides_in_key(fake):
+    fake_cufft, _ = fake
+    rng = np.random.default_rng()
+    x = _operand("fft", (4, 16), np.complex64, rng)
+    nfft.fft(to_device(x))
+    nfft.fft(to_device(x))
+    info = nfft.plan_cache.info(0)
+    assert (info.size, info.hits, info.misses) == (1, 1, 1)
+    assert fake_cufft.executions == 2 and len(fake_cufft.plans) == 1
+    nfft.fft(to_device(np.asfortranarray(x)))  # same shape, other strides: another plan
+    assert nfft.plan_cache.info(0).size == 2
+    nfft.plan_cache.set_limits(max_size=1)
+    try:
+        assert nfft.plan_cache.info(0).size == 1
+    finally:
+        nfft.plan_cache.set_limits(max_size=64)
+
+
+def test_half_precision_inputs_are_widened(fake):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng()
+    x = rng.standard_normal((4, 16))
+    for dtype in (np.float16, ml_dtypes.bfloat16):
+        narrow = x.astype(dtype)
+        wide = narrow.astype(np.float64)
+        result = nfft.rfft(to_device(narrow))
+        assert result.dtype == np.complex64
+        _close(to_host(result), np.fft.rfft(wide), np.float32)
+        _close(to_host(nfft.fft(to_device(narrow))), np.fft.fft(wide), np.float32)
+
+
+def test_unsupported_dtypes(fake):
+    with pytest.raises(UnsupportedOperandError, match="int32"):
+        nfft.fft(to_device(np.arange(8, dtype=np.int32)))
+    with pytest.raises(UnsupportedOperandError, match="real"):
+        nfft.rfft(to_device(np.ones(8, np.complex64)))
+
+
+def test_overwrite_x_lets_c2r_use_the_operand(fake):
+    rng = np.random.default_rng()
+    x = _operand("irfft", (4, 9), np.complex128, rng)
+    expected = scipy.fft.irfft(x)
+    _close(to_host(nfft.irfft(to_device(x), overwrite_x=True)), expected, np.float64)
+
+
+def test_stateful_fft_on_device(fake):
+    fake_cufft, _ = fake
+    rng = np.random.default_rng()
+    x, y = (_operand("fft", (8, 32), np.complex64, rng) for _ in range(2))
+    resource = FakeMemoryResource()
+    device_x = to_device(x)
+    with nfft.FFT(device_x, axes=[1], options={"memory_resource": resource}) as f:
+        f.plan()
+        assert resource.allocations == [] or all(n > 0 for n, _ in resource.allocations)
+        _close(to_host(f.execute()), np.fft.fft(x, axis=1), np.complex64)
+        assert resource.allocations, "the work area comes from the user's memory resource"
+        _close(to_host(f.execute("inverse")), np.fft.ifft(x, axis=1) * 32, np.complex64)
+        f.reset_operand(to_device(y))
+        _close(to_host(f.execute()), np.fft.fft(y, axis=1), np.complex64)
+        with pytest.raises(OperandError):
+            f.reset_operand(to_device(y[:, :16]))
+        assert nfft.fft(to_device(y), axis=1, plan=f) is not None
+        with pytest.raises(OperandError):
+            nfft.fft(to_device(y), plan=f, axis=0)
+    with pytest.raises(InvalidStateError):
+        f.execute()
+
+
+def test_stateful_inplace_and_c2r(fake):
+    rng = np.random.default_rng()
+    x = _operand("fft", (4, 6, 8), np.complex128, rng)
+    device_x = to_device(x[:, ::2])
+    with nfft.FFT(device_x, axes=(0, 2), options={"inplace": True}) as f:
+        f.plan()
+        assert f.execute() is device_x
+    _close(to_host(device_x), np.fft.fftn(x[:, ::2], axes=(0, 2)), np.float64)
+    spectrum = _operand("irfft", (4, 5), np.complex128, rng)
+    device_spectrum = to_device(spectrum)
+    with nfft.FFT(device_spectrum, options={"fft_type": "C2R", "last_axis_parity": "odd"}) as f:
+        f.plan()
+        result = to_host(f.execute())
+    assert result.shape == (4, 9)
+    _close(result, np.fft.irfftn(spectrum, s=(4, 9), axes=(0, 1)) * 36, np.float64)
+    np.testing.assert_array_equal(to_host(device_spectrum), spectrum)
+
+
+def test_host_operand_with_cuda_execution(fake):
+    rng = np.random.default_rng()
+    x = _operand("fft", (4, 8), np.complex128, rng)
+    with nfft.FFT(x, execution="cuda") as f:
+        f.plan()
+        result = f.execute()
+        assert isinstance(result, np.ndarray)
+        _close(result, np.fft.fftn(x), np.float64)
+        y = _operand("fft", (4, 8), np.complex128, rng)
+        f.reset_operand(y)
+        _close(f.execute(), np.fft.fftn(y), np.float64)
+
+
+def test_shifts_on_device(fake):
+    rng = np.random.default_rng()
+    x = rng.standard_normal((5, 6))
+    np.testing.assert_array_equal(to_host(nfft.fftshift(to_device(x))), np.fft.fftshift(x))
+    np.testing.assert_array_equal(to_host(nfft.ifftshift(to_device(x), axes=1)), np.fft.ifftshift(x, axes=1))
