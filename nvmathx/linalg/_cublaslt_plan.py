@@ -36,6 +36,17 @@ def lt_handle(device_id: int) -> int:
     return handle
 
 
+def _capturing(stream_handle: int) -> bool:
+    """Whether a stream is capturing; a query that fails (e.g. on the legacy stream while another
+    stream captures) counts as capturing."""
+    from .._bindings.cuda_driver import CudaDriverError, stream_is_capturing
+
+    try:
+        return stream_is_capturing(stream_handle)
+    except CudaDriverError:
+        return True
+
+
 @dataclass(frozen=True)
 class MatmulAlgorithm:
     """One cuBLASLt algorithm for a planned problem.
@@ -233,11 +244,11 @@ class LtPlan:
         """Run on ``stream`` (a StreamHolder) from now on, ordered after the workspace's last use."""
         if stream.handle == self.stream_handle:
             return
-        from .._bindings.cuda_driver import stream_is_capturing, stream_wait_stream
+        # Inside a graph capture a wait on uncaptured work would break the capture: there the
+        # caller orders capture and replay.
+        if self.workspace.nbytes and not _capturing(stream.handle) and not _capturing(self.stream_handle):
+            from .._bindings.cuda_driver import stream_wait_stream
 
-        # Inside a graph capture, a wait on uncaptured work would break the capture: the caller
-        # orders capture and replay.
-        if self.workspace.nbytes and not stream_is_capturing(stream.handle) and not stream_is_capturing(self.stream_handle):
             stream_wait_stream(stream.handle, self.stream_handle)
         self.workspace._stream = stream
         self.stream_handle = stream.handle

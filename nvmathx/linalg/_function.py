@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from .._core.errors import OptionsError
 from .._core.execution import ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
@@ -87,6 +89,11 @@ def _key(a, b, c, epilog, epilog_inputs, scales, options, preferences, execution
         extra = (tuple(inputs), kinds)
     if isinstance(options, dict):
         options = check_or_create_options(MatmulOptions, options, "options")
+    if options is not None and not isinstance(options, MatmulOptions):
+        options = check_or_create_options(MatmulOptions, options, "options")  # raises the typed error
+    if options is not None and (options.memory_resource is not None or options.logger is not None):
+        # Identity stands in for objects that may not hash; the cached plan keeps them alive.
+        options = (dataclasses.replace(options, memory_resource=None, logger=None), id(options.memory_resource), id(options.logger))
     if isinstance(preferences, dict):
         preferences = check_or_create_options(MatmulPlanPreferences, preferences, "preferences")
     if isinstance(execution, dict):

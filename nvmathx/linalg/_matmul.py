@@ -290,8 +290,6 @@ class Matmul:
             plan.select(previous)
             if release_workspace:
                 plan.release_workspace()
-            if stream is not None:
-                plan.use_stream(self._stream)
             self._refresh_fast_path()
 
     def _execute_cpu(self):

@@ -1,0 +1,240 @@
+"""Stateful Matmul on the GPU: reset_operands, algorithms, autotune, streams, graphs, libraries,
+green contexts and memory resources; and the function form's plan cache."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from nvmathx import InvalidStateError, OperandError
+from nvmathx.linalg import Matmul, MatmulAlgorithm, matmul, plan_cache
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def torch():
+    return pytest.importorskip("torch")
+
+
+def _close(result, expected, rtol=1e-5):
+    expected = expected.double()
+    assert float((result.double() - expected).norm() / expected.norm()) < rtol
+
+
+def test_reset_operands(torch):
+    a, b, c = (torch.randn(*s, device="cuda") for s in ((4, 64, 32), (32, 48), (64, 48)))
+    with Matmul(a, b, c, alpha=2.0, beta=0.5) as mm:
+        mm.plan()
+        _close(mm.execute(), 2 * a @ b + 0.5 * c)
+        a2, c2 = torch.randn_like(a), torch.randn_like(c)
+        mm.reset_operands(a=a2, c=c2, beta=-1.0)
+        _close(mm.execute(), 2 * a2 @ b - c2)
+        with pytest.raises(OperandError) as info:
+            mm.reset_operands(b=torch.randn(32, 49, device="cuda"))
+        assert info.value.argument == "b"
+        misaligned = torch.empty(a.numel() + 1, device="cuda")[1:].view(a.shape)
+        with pytest.raises(OperandError, match="aligned") as info:
+            mm.reset_operands(a=misaligned)
+        assert info.value.argument == "a"
+        with pytest.raises(OperandError):
+            mm.reset_operands(a=a.cpu())
+
+
+def test_epilog_inputs_reset(torch):
+    x, w, bias = torch.randn(64, 32, device="cuda", dtype=torch.float16), torch.randn(32, 40, device="cuda", dtype=torch.float16), torch.randn(40, device="cuda", dtype=torch.float16)
+    with Matmul(x, w) as mm:
+        mm.plan(epilog="RELU_BIAS", epilog_inputs={"bias": bias})
+        _close(mm.execute(), torch.relu(x.float() @ w.float() + bias.float()), 1e-2)
+        bias2 = torch.randn_like(bias)
+        mm.reset_operands(epilog_inputs={"bias": bias2})
+        _close(mm.execute(), torch.relu(x.float() @ w.float() + bias2.float()), 1e-2)
+
+
+def test_pickled_algorithms_and_explicit_choice(torch):
+    a, b = torch.randn(256, 128, device="cuda"), torch.randn(128, 512, device="cuda")
+    with Matmul(a, b) as mm:
+        algorithms = mm.plan()
+        assert algorithms and all(isinstance(alg, MatmulAlgorithm) for alg in algorithms)
+        blob = pickle.dumps(algorithms)
+        for algorithm in algorithms:
+            _close(mm.execute(algorithm=algorithm), a @ b)
+        with pytest.raises(OperandError):
+            mm.execute(algorithm=MatmulAlgorithm(bytes(64), 0, 0.0))
+    with Matmul(a, b) as mm:
+        again = mm.plan(algorithms=pickle.loads(blob))
+        assert [alg.algo for alg in again] == [alg.algo for alg in algorithms]
+        _close(mm.execute(), a @ b)
+
+
+def test_autotune_reorders_and_never_writes_c(torch):
+    a, b, c = torch.randn(512, 256, device="cuda"), torch.randn(256, 384, device="cuda"), torch.randn(512, 384, device="cuda")
+    saved = c.clone()
+    with Matmul(a, b, c, beta=1.0) as mm:
+        candidates = mm.plan(preferences={"limit": 4})
+        timings = mm.autotune(iterations=3)
+        assert len(timings) == len(candidates)
+        assert [ms for ms, _ in timings] == sorted(ms for ms, _ in timings)
+        assert mm.algorithms[0] == timings[0][1]
+        torch.cuda.synchronize()
+        assert torch.equal(c, saved)
+        _close(mm.execute(), a @ b + c)
+
+
+def test_release_workspace_and_other_stream(torch):
+    a, b = torch.randn(64, 64, 4096, device="cuda")[0], torch.randn(4096, 64, device="cuda")
+    stream = torch.cuda.Stream()
+    with Matmul(a, b) as mm:
+        mm.plan()
+        first = mm.execute(release_workspace=True)
+        with torch.cuda.stream(stream):
+            second = mm.execute(stream=stream)
+        stream.synchronize()
+        third = mm.execute()
+        torch.cuda.synchronize()
+        for result in (first, second, third):
+            _close(result, a @ b)
+
+
+def test_free_then_any_call_raises(torch):
+    a = torch.randn(8, 8, device="cuda")
+    mm = Matmul(a, a)
+    mm.plan()
+    mm.free()
+    for call in (mm.execute, mm.plan, mm.autotune, lambda: mm.reset_operands(a=a)):
+        with pytest.raises(InvalidStateError):
+            call()
+
+
+def test_torch_graph_capture_and_replay(torch):
+    a, b, bias = torch.randn(128, 64, device="cuda"), torch.randn(64, 96, device="cuda"), torch.randn(96, device="cuda")
+    mm = Matmul(a, b)
+    mm.plan(epilog="GELU_BIAS", epilog_inputs={"bias": bias})
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up both forms (and the plan cache) outside the capture
+        mm.execute(stream=side)
+        matmul(a, b)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        stateful = mm.execute(stream=torch.cuda.current_stream())
+        function = matmul(a, b)
+    a.copy_(torch.randn_like(a))
+    graph.replay()
+    torch.cuda.synchronize()
+    gelu = torch.nn.functional.gelu
+    _close(stateful, gelu(a @ b + bias, approximate="tanh"), 1e-4)
+    _close(function, a @ b)
+    mm.free()
+
+
+def test_cuda_core_graph_builder(torch):
+    from cuda.core import Device
+
+    a, b = torch.randn(64, 32, device="cuda"), torch.randn(32, 16, device="cuda")
+    device = Device(0)
+    launch_stream = device.create_stream()
+    with Matmul(a, b, stream=launch_stream) as mm:
+        mm.plan()
+        mm.execute()
+        launch_stream.sync()
+        torch.empty(64, 16, device="cuda")  # leave a cached block for the captured allocation
+        builder = device.create_graph_builder().begin_building()
+        out = mm.execute(stream=builder.stream)
+        builder.end_building()
+        graph = builder.complete()
+        a.mul_(3.0)
+        torch.cuda.synchronize()
+        graph.launch(launch_stream)
+        launch_stream.sync()
+        _close(out, a @ b)
+
+
+def test_cupy_operands():
+    cupy = pytest.importorskip("cupy")
+    a, b, c = cupy.random.standard_normal((3, 40, 20)), cupy.random.standard_normal((20, 30)), cupy.random.standard_normal((40, 30))
+    result = matmul(a, b, c, alpha=0.5, beta=2.0)
+    assert isinstance(result, cupy.ndarray)
+    expected = 0.5 * (a @ b) + 2.0 * c
+    assert float(cupy.linalg.norm(result - expected) / cupy.linalg.norm(expected)) < 1e-12
+
+
+def test_jax_operands():
+    jax = pytest.importorskip("jax")
+    if not any(device.platform == "gpu" for device in jax.devices()):
+        pytest.skip("jax has no GPU backend here")
+    jnp = jax.numpy
+    a, b = jnp.asarray(np.random.default_rng().standard_normal((32, 16)), dtype=jnp.float32), jnp.ones((16, 8), jnp.float32)
+    result = matmul(a, b)
+    assert "jax" in type(result).__module__
+    np.testing.assert_allclose(np.asarray(result), np.asarray(a) @ np.asarray(b), rtol=1e-5, atol=1e-5)
+
+
+def test_green_context_stream(torch):
+    from cuda.core import ContextOptions, Device, SMResourceOptions
+
+    device = Device(0)
+    device.set_current()
+    groups, _ = device.resources.sm.split(SMResourceOptions(count=16))
+    context = device.create_context(ContextOptions(resources=[groups[0]]))
+    stream = context.create_stream()
+    a, b = torch.randn(512, 256, device="cuda"), torch.randn(256, 128, device="cuda")
+    torch.cuda.synchronize()
+    with Matmul(a, b, stream=stream, options={"sm_count_target": 16}) as mm:
+        mm.plan()
+        result = mm.execute()
+        stream.sync()
+        _close(result, a @ b)
+
+
+def test_workspaces_come_from_the_memory_resource(torch):
+    from cuda.core import Device, MemoryResource
+
+    class RecordingResource(MemoryResource):
+        def __init__(self, inner):
+            self.inner, self.sizes = inner, []
+
+        def allocate(self, size, *, stream=None):
+            self.sizes.append(size)
+            return self.inner.allocate(size, stream=stream)
+
+        def deallocate(self, ptr, size, *, stream=None):
+            self.inner.deallocate(ptr, size, stream=stream)
+
+        @property
+        def is_device_accessible(self):
+            return True
+
+        @property
+        def is_host_accessible(self):
+            return False
+
+        @property
+        def device_id(self):
+            return self.inner.device_id
+
+    resource = RecordingResource(Device(0).memory_resource)
+    a, b = torch.randn(64, 65536, device="cuda"), torch.randn(65536, 64, device="cuda")  # split-K wants a workspace
+    with Matmul(a, b, options={"memory_resource": resource}) as mm:
+        algorithms = mm.plan()
+        needed = max(alg.workspace_size for alg in algorithms)
+        assert needed > 0
+        assert max(resource.sizes) >= needed
+        _close(mm.execute(), a @ b, 1e-4)
+
+
+def test_function_form_hits_the_cache(torch):
+    plan_cache.clear()
+    a, b = torch.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
+    for _ in range(3):
+        _close(matmul(a, b), a @ b)
+    info = plan_cache.info(0)
+    assert (info.size, info.misses, info.hits) == (1, 1, 2)
+    matmul(a.T, b)  # another layout, another plan
+    assert plan_cache.info(0).size == 2
+    plan_cache.set_limits(max_size=1)
+    assert plan_cache.info(0).size == 1
+    plan_cache.set_limits(max_size=128)
+    plan_cache.clear()
+    assert plan_cache.info(0).size == 0
