@@ -11,6 +11,16 @@ numba and numba-cuda are imported only when a kernel that uses these objects is 
 
 from ._cache import CacheInfo, cache_dir, cache_info, clear_cache, set_cache_dir
 from ._fft import FFT
+from ._launch import set_max_dynamic_shared_memory
 from ._matmul import Matmul
 
-__all__ = ["FFT", "Matmul", "CacheInfo", "cache_dir", "cache_info", "clear_cache", "set_cache_dir"]
+__all__ = [
+    "FFT",
+    "Matmul",
+    "CacheInfo",
+    "cache_dir",
+    "cache_info",
+    "clear_cache",
+    "set_cache_dir",
+    "set_max_dynamic_shared_memory",
+]

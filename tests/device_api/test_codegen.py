@@ -1,0 +1,66 @@
+"""Generated code through the disk cache: a miss generates, a hit reads, damage regenerates."""
+
+import os
+
+import numpy as np
+import pytest
+
+from nvmathx.device_api import FFT, cache_info, set_cache_dir
+from nvmathx.device_api import _cache
+
+H100 = (9, 0)
+
+
+@pytest.fixture
+def fresh_cache(tmp_path):
+    set_cache_dir(tmp_path)
+    yield tmp_path / "device"
+    set_cache_dir(None)
+
+
+def _fft():
+    return FFT(4, np.float32, direction="forward", execution="Thread", sm=H100)
+
+
+def test_miss_then_hit_then_regenerate_after_damage(fresh_cache):
+    before = cache_info()
+    first = _fft().code()
+    assert first.symbol.startswith("nvmathx_cufftdx_") and len(first.code) > 1000
+    after_miss = cache_info()
+    assert after_miss.misses == before.misses + 1 and after_miss.entries == 1
+
+    again = _fft().code()  # a new object: read from disk, not regenerated
+    assert again == first
+    assert cache_info().hits == after_miss.hits + 1
+
+    (path,) = [os.path.join(fresh_cache, name) for name in os.listdir(fresh_cache)]
+    blob = bytearray(open(path, "rb").read())
+    blob[len(blob) // 2] ^= 0x5A
+    open(path, "wb").write(bytes(blob))
+    corrupted = cache_info().corrupted
+    regenerated = _fft().code()
+    assert cache_info().corrupted == corrupted + 1
+    assert regenerated.symbol == first.symbol and len(regenerated.code) > 1000
+    assert _cache.load(_cache_key_of(_fft())) == regenerated  # the damaged file was replaced
+
+
+def _cache_key_of(fft):
+    from nvmathx.device_api._codegen import cache_key
+
+    return cache_key(fft.descriptor(), fft.target)
+
+
+def test_key_covers_descriptor_target_and_versions():
+    fft = _fft()
+    key = _cache_key_of(fft)
+    assert key["target"] == "sm_90a" and key["library"] == "cufftdx"
+    assert {"libmathdx", "nvrtc"} <= set(key)
+    other = FFT(4, np.float32, direction="inverse", execution="Thread", sm=H100)
+    older = FFT(4, np.float32, direction="forward", execution="Thread", sm=(8, 0))
+    names = {_cache.entry_name(_cache_key_of(f)) for f in (fft, other, older)}
+    assert len(names) == 3
+
+
+def test_symbols_differ_per_call_form():
+    fft = FFT(8, np.float32, direction="forward", sm=H100)
+    assert fft.descriptor("registers") != fft.descriptor("shared")

@@ -1,0 +1,32 @@
+"""The device examples run: on a GPU they check themselves against numpy; without one they exit 0."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+NAMES = ["device_fft_convolution.py", "device_block_gemm.py"]
+
+
+def _run(name):
+    return subprocess.run([sys.executable, os.path.join(EXAMPLES, name)], capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", NAMES)
+def test_example_passes_on_a_gpu(name):
+    result = _run(name)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "relative error" in result.stdout
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_example_exits_cleanly(name):
+    from numba import cuda
+
+    result = _run(name)
+    assert result.returncode == 0, result.stdout + result.stderr
+    if not cuda.is_available():
+        assert "needs an NVIDIA GPU" in result.stdout
