@@ -1,0 +1,195 @@
+"""Matmul suite: per-call host cost, large GEMMs, fused GELU_BIAS epilogs and float8.
+
+- ``overhead_stateful_64_f32`` / ``overhead_function_64_f32``: host microseconds per call of a
+  64^3 float32 product: ``Matmul.execute()`` and a cache hit of ``matmul()``, beside torch's
+  ``a @ b``, cupy's and nvmath-python's stateful / function forms.
+- ``gemm_8192_{bf16,f16,f32}``: GPU time of 8192^3 products (default compute types, no TF32).
+- ``gelu_bias_MxNxK_bf16``: ``gelu(a @ b + bias)`` (tanh GELU, bias per output feature): nvmathx's
+  GELU_BIAS epilog; torch unfused (``torch`` column) and ``torch._addmm_activation`` (extra
+  column ``torch.addmm_activation``); nvmath-python's GELU_BIAS epilog (its bias is per row of
+  its column-major result: the same work).
+- ``gemm_8192_fp8e4m3``: float8 e4m3 with per-tensor scales, bfloat16 result, beside
+  ``torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=torch.bfloat16)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from benchmarks import Case, Skip, tflops
+
+__all__ = ["cases"]
+
+_GELU_SHAPES = ((4096, 4096, 4096), (8192, 2048, 8192), (16384, 4096, 1024))
+
+
+def _module(name: str):
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise Skip(f"{name} is not installed ({error})") from None
+
+
+def _torch(ctx, shape, dtype="float32"):
+    torch = _module("torch")
+    return torch.randn(*shape, device=f"cuda:{ctx.device_id}", dtype=getattr(torch, dtype))
+
+
+def _nvmath_stateful(a, b, **plan):
+    nvmath = _module("nvmath")
+    mm = nvmath.linalg.advanced.Matmul(a, b)
+    mm.plan(**plan)
+    return mm
+
+
+def _overhead_cases(ctx):
+    shape = (64, 64)
+
+    def stateful_nvmathx():
+        from nvmathx.linalg import Matmul
+
+        mm = Matmul(_torch(ctx, shape), _torch(ctx, shape))
+        mm.plan()
+        return mm.execute
+
+    def function_nvmathx():
+        from nvmathx.linalg import matmul
+
+        a, b = _torch(ctx, shape), _torch(ctx, shape)
+        matmul(a, b)
+        return lambda: matmul(a, b)
+
+    def torch_matmul():
+        a, b = _torch(ctx, shape), _torch(ctx, shape)
+        return lambda: a @ b
+
+    def cupy_matmul():
+        cupy = _module("cupy")
+        with cupy.cuda.Device(ctx.device_id):
+            a, b = cupy.random.standard_normal(shape, dtype=cupy.float32), cupy.random.standard_normal(shape, dtype=cupy.float32)
+        return lambda: a @ b
+
+    def stateful_nvmath():
+        return _nvmath_stateful(_torch(ctx, shape), _torch(ctx, shape)).execute
+
+    def function_nvmath():
+        nvmath = _module("nvmath")
+        a, b = _torch(ctx, shape), _torch(ctx, shape)
+        return lambda: nvmath.linalg.advanced.matmul(a, b)
+
+    params = {"m": 64, "n": 64, "k": 64, "dtype": "float32"}
+    common = {"torch": torch_matmul, "cupy": cupy_matmul}
+    return [
+        Case("overhead_stateful_64_f32", "us_per_call", {"nvmathx": stateful_nvmathx, "nvmath-python": stateful_nvmath, **common},
+             params=params, note="Matmul.execute() per call; torch/cupy: a @ b"),
+        Case("overhead_function_64_f32", "us_per_call", {"nvmathx": function_nvmathx, "nvmath-python": function_nvmath, **common},
+             params=params, note="matmul() per call (plan-cache hit); torch/cupy: a @ b"),
+    ]
+
+
+def _gemm_case(ctx, dtype, label):
+    n = 1024 if ctx.quick else 8192
+
+    def nvmathx_gemm():
+        from nvmathx.linalg import Matmul
+
+        mm = Matmul(_torch(ctx, (n, n), dtype), _torch(ctx, (n, n), dtype))
+        mm.plan()
+        return mm.execute
+
+    def torch_gemm():
+        a, b = _torch(ctx, (n, n), dtype), _torch(ctx, (n, n), dtype)
+        return lambda: a @ b
+
+    def nvmath_gemm():
+        return _nvmath_stateful(_torch(ctx, (n, n), dtype), _torch(ctx, (n, n), dtype)).execute
+
+    return Case(f"gemm_{n}_{label}", "ms", {"nvmathx": nvmathx_gemm, "torch": torch_gemm, "nvmath-python": nvmath_gemm},
+                params={"m": n, "n": n, "k": n, "dtype": dtype}, derive=tflops(2 * n**3))
+
+
+def _gelu_case(ctx, m, n, k):
+    if ctx.quick:
+        m, n, k = m // 8, n // 8, k // 8
+
+    def operands():
+        return _torch(ctx, (m, k), "bfloat16"), _torch(ctx, (k, n), "bfloat16"), _torch(ctx, (n,), "bfloat16")
+
+    def nvmathx_gelu():
+        from nvmathx.linalg import Matmul
+
+        a, b, bias = operands()
+        mm = Matmul(a, b)
+        mm.plan(epilog="GELU_BIAS", epilog_inputs={"bias": bias})
+        return mm.execute
+
+    def torch_unfused():
+        torch = _module("torch")
+        a, b, bias = operands()
+        gelu = torch.nn.functional.gelu
+        return lambda: gelu(a @ b + bias, approximate="tanh")
+
+    def torch_addmm_activation():
+        torch = _module("torch")
+        a, b, bias = operands()
+        return lambda: torch._addmm_activation(bias, a, b, use_gelu=True)
+
+    def nvmath_gelu():
+        nvmath = _module("nvmath")
+        a, b, _ = operands()
+        bias = _torch(ctx, (m,), "bfloat16")  # nvmath's bias runs along the rows of its result
+        mm = _nvmath_stateful(a, b, epilog=nvmath.linalg.advanced.MatmulEpilog.GELU_BIAS, epilog_inputs={"bias": bias})
+        return mm.execute
+
+    setups = {"nvmathx": nvmathx_gelu, "torch": torch_unfused, "torch.addmm_activation": torch_addmm_activation,
+              "nvmath-python": nvmath_gelu}
+    return Case(f"gelu_bias_{m}x{n}x{k}_bf16", "ms", setups, params={"m": m, "n": n, "k": k, "dtype": "bfloat16"},
+                derive=tflops(2 * m * n * k), note="gelu(a @ b + bias), tanh GELU; torch column unfused")
+
+
+def _fp8_case(ctx):
+    n = 1024 if ctx.quick else 8192
+
+    def operands():
+        torch = _module("torch")
+        a = _torch(ctx, (n, n)).to(torch.float8_e4m3fn)
+        b = _torch(ctx, (n, n)).to(torch.float8_e4m3fn).t()  # column-major, K contiguous
+        scale_a = torch.tensor(0.5, device=a.device)
+        scale_b = torch.tensor(2.0, device=a.device)
+        return a, b, scale_a, scale_b
+
+    def nvmathx_fp8():
+        from nvmathx.linalg import Matmul
+
+        a, b, scale_a, scale_b = operands()
+        mm = Matmul(a, b, quantization_scales={"a": scale_a, "b": scale_b}, options={"result_type": "bfloat16"})
+        mm.plan()
+        return mm.execute
+
+    def torch_fp8():
+        torch = _module("torch")
+        a, b, scale_a, scale_b = operands()
+        return lambda: torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16)
+
+    def nvmath_fp8():
+        nvmath = _module("nvmath")
+        a, b, scale_a, scale_b = operands()
+        mm = nvmath.linalg.advanced.Matmul(a, b, quantization_scales={"a": scale_a, "b": scale_b},
+                                           options={"result_type": nvmath.CudaDataType.CUDA_R_16BF})
+        mm.plan()
+        return mm.execute
+
+    return Case(f"gemm_{n}_fp8e4m3", "ms", {"nvmathx": nvmathx_fp8, "torch": torch_fp8, "nvmath-python": nvmath_fp8},
+                params={"m": n, "n": n, "k": n, "dtype": "float8_e4m3fn", "result": "bfloat16"}, derive=tflops(2 * n**3),
+                note="torch column: torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=bfloat16)")
+
+
+def cases(ctx):
+    return [
+        *_overhead_cases(ctx),
+        _gemm_case(ctx, "bfloat16", "bf16"),
+        _gemm_case(ctx, "float16", "f16"),
+        _gemm_case(ctx, "float32", "f32"),
+        *(_gelu_case(ctx, m, n, k) for m, n, k in _GELU_SHAPES),
+        _fp8_case(ctx),
+    ]
