@@ -139,7 +139,8 @@ class CufftPlan:
         self._scratch_ptr = self._scratch.ensure(self.scratch_bytes, stream)
         for item in self._passes:
             cufft.set_stream(item.handle, stream.handle)
-            cufft.set_work_area(item.handle, work)
+            if work:
+                cufft.set_work_area(item.handle, work)
         self._stream_handle = stream.handle
         self._stream = stream
 

@@ -37,8 +37,8 @@ def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package=
     overwrite : bool
         Whether a C2R transform may overwrite its operand.
     """
-    return (fft_type, tuple(shape), tuple(strides), np.dtype(dtype).name, tuple(axes), tuple(lengths), int(device_id),
-            package, bool(overwrite))
+    name = dtype.name if isinstance(dtype, np.dtype) else np.dtype(dtype).name
+    return (fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package, overwrite)
 
 
 def check_dtype(fft_type: str, dtype, argument: str = "x") -> None:

@@ -4,7 +4,8 @@
   modes that cuFFT does not apply.
 - ``copy_nd``: a strided copy of up to eight dimensions with the same factor, for operands cuFFT
   cannot read in place (padding, negative or zero strides, C2R inputs that must survive); it also
-  widens real to complex and float16/bfloat16 to float32, as scipy.fft promotes them.
+  widens real to complex and float16/bfloat16 to float32, as scipy.fft promotes them, and takes
+  the real part where a one-point C2R transform needs it.
 
 Both are launched through cuda.core on the caller's stream, so they are captured in CUDA graphs.
 """
@@ -32,8 +33,12 @@ template <> struct convert<float> {
     __device__ static float from(float v) { return v; }
     __device__ static float from(half_t v) { return to_float(v); }
     __device__ static float from(bf16_t v) { return to_float(v); }
+    __device__ static float from(float2 v) { return v.x; }
 };
-template <> struct convert<double> { __device__ static double from(double v) { return v; } };
+template <> struct convert<double> {
+    __device__ static double from(double v) { return v; }
+    __device__ static double from(double2 v) { return v.x; }
+};
 template <> struct convert<float2> {
     __device__ static float2 from(float2 v) { return v; }
     __device__ static float2 from(float v) { return make_float2(v, 0.0f); }
@@ -94,7 +99,7 @@ _REAL = {"float": ("float", np.float32), "float2": ("float", np.float32), "doubl
 _COPIES = (
     ("float32", "float32"), ("float64", "float64"), ("complex64", "complex64"), ("complex128", "complex128"),
     ("float32", "complex64"), ("float64", "complex128"), ("float16", "float32"), ("float16", "complex64"),
-    ("bfloat16", "float32"), ("bfloat16", "complex64"),
+    ("bfloat16", "float32"), ("bfloat16", "complex64"), ("complex64", "float32"), ("complex128", "float64"),
 )
 _SCALED = ("float32", "float64", "complex64", "complex128")
 
@@ -148,11 +153,24 @@ def _grid(count: int) -> int:
     return max(1, min((count + _BLOCK - 1) // _BLOCK, 65535 * 8))
 
 
+def _core_stream(stream):
+    """The cuda.core Stream of a StreamHolder; the special handles map to cuda.core's own objects."""
+    if stream.handle in (0, 1):  # NULL and cudaStreamLegacy
+        from cuda.core import LEGACY_DEFAULT_STREAM
+
+        return LEGACY_DEFAULT_STREAM
+    if stream.handle == 2:  # cudaStreamPerThread
+        from cuda.core import PER_THREAD_DEFAULT_STREAM
+
+        return PER_THREAD_DEFAULT_STREAM
+    return stream.core
+
+
 def _launch(stream, device_id, name, count, *args):
     from cuda.core import LaunchConfig, launch
 
     config = LaunchConfig(grid=_grid(count), block=_BLOCK)
-    launch(stream.core, config, _kernel(device_id, name), *args)
+    launch(_core_stream(stream), config, _kernel(device_id, name), *args)
 
 
 def _factor(dtype, factor):

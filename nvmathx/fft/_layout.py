@@ -332,6 +332,10 @@ def plan_layout(fft_type, axes, lengths, input_shape, input_strides, out_strides
     out_strides = _tidy_strides(out_shape, out_strides)
     order = _axis_order(out_shape, out_strides)
     planner = {C2C: _plan_c2c, R2C: _plan_r2c, C2R: _plan_c2r}[fft_type]
+    if fft_type != C2C and lengths_by_axis[axes[-1]] == 1:
+        # A one-point real axis: R2C is a C2C of the widened operand, C2R the real part of a C2C.
+        axes = tuple(a for a in axes[:-1] if lengths_by_axis[a] > 1)
+        planner = _plan_r2c_one if fft_type == R2C else _plan_c2r_one
     steps, scratch = planner(axes, lengths_by_axis, needed, region, in_strides, out_shape, out_strides, order,
                              padded, padded or copy_input, overwrite_input)
     scratch_shape, scratch_strides = scratch if scratch else (None, None)
@@ -386,6 +390,18 @@ def _plan_c2r(axes, lengths, needed, region, in_strides, out_shape, out_strides,
     steps += _c2c_passes(rest, +1, source, src[0], src[1], lengths)
     steps.append(_make_pass(C2R, +1, order_, source, OUTPUT, src, (out_shape, out_strides), src_embed,
                             tgt_embed, lengths))
+    return steps, scratch
+
+
+def _plan_r2c_one(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, _must, _over):
+    return _plan_c2c(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, True, False)
+
+
+def _plan_c2r_one(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, _must, _over):
+    scratch = (needed, dense_strides(needed, order))
+    steps = [_copy(INPUT, SCRATCH, region, in_strides, scratch[1], padded)]
+    steps += _c2c_passes(axes, +1, SCRATCH, needed, scratch[1], lengths)
+    steps.append(_copy(SCRATCH, OUTPUT, out_shape, scratch[1], out_strides, False))
     return steps, scratch
 
 

@@ -68,7 +68,10 @@ def run_plan(plan, flat_input, input_base, direction, real_dtype=np.float64, inp
             source, sbase = buffers[step.source]
             if step.zero_fill:
                 target[:] = 0
-            _view(target, tbase, step.shape, step.target_strides)[...] = _view(source, sbase, step.shape, step.source_strides)
+            value = _view(source, sbase, step.shape, step.source_strides)
+            if target.dtype.kind != "c":
+                value = value.real
+            _view(target, tbase, step.shape, step.target_strides)[...] = value
             continue
         assert isinstance(step, FFTPass)
         source, sbase = buffers[step.source]

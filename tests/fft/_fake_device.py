@@ -122,6 +122,8 @@ def fake_copy_nd(source, target, shape, source_strides, target_strides, source_d
                  stream, device_id):
     src = view_at(source, shape, source_strides, source_dtype).astype(np.float32 if np.dtype(source_dtype).itemsize == 2
                                                                         else source_dtype)
+    if np.dtype(target_dtype).kind != "c":
+        src = src.real
     value = src.astype(target_dtype) * _real_dtype(target_dtype).type(factor)
     if conj:
         value = np.conj(value)

@@ -48,7 +48,7 @@ def test_one_dimensional(fake, name, norm, precision):
     dtype = {("single", True): np.float32, ("single", False): np.complex64, ("double", True): np.float64,
              ("double", False): np.complex128}[precision, real]
     x = _operand(name, (6, 10), dtype, rng)
-    for kwargs in ({}, {"n": 7}, {"n": 16}, {"axis": 0}):
+    for kwargs in ({}, {"n": 1}, {"n": 7}, {"n": 16}, {"axis": 0}):
         before = x.copy()
         device_x = to_device(x)
         result = getattr(nfft, name)(device_x, norm=norm, **kwargs)

@@ -279,3 +279,20 @@ def test_hypothesis(problem):
     if broadcast:
         view = np.broadcast_to(view[:1], view.shape)
     check(fft_type, view, flat, axes, lengths=lengths)
+
+
+@pytest.mark.parametrize("fft_type", [R2C, C2R])
+def test_one_point_real_axis(fft_type, rng):
+    flat = _flat(4 * 3, float if fft_type == R2C else complex, rng)
+    view = flat.reshape(4, 3)
+    plan = check(fft_type, view, flat, (0, 1), lengths=(4, 1))
+    assert all(step.fft_type == C2C for step in plan.steps if isinstance(step, FFTPass))
+    check(fft_type, view, flat, (1,), lengths=(1,))
+
+
+def test_copy_input_forces_a_first_copy(rng):
+    flat = _flat(8 * 8, complex, rng)
+    plan = check(C2C, flat.reshape(8, 8), flat, (0, 1))
+    assert not plan.copies_input
+    plan = plan_layout(C2C, (0, 1), (8, 8), (8, 8), (8, 1), (8, 1), copy_input=True)
+    assert plan.copies_input and not plan.steps[0].zero_fill
