@@ -380,6 +380,11 @@ def matmul(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc
 
 
 def matmul_function():
-    """The raw ctypes cublasLtMatmul (argtypes set), for callers that prepare ctypes arguments once
-    and check the returned status themselves with :func:`check`."""
-    return _lib()["cublasLtMatmul"]
+    """cublasLtMatmul without argument conversion, for callers that pass ctypes objects only
+    (``c_void_p`` pointers, ``c_size_t`` workspace size) prepared once, and check the returned
+    status themselves with :func:`check`. Skipping ctypes' per-argument conversion saves about
+    half a microsecond per call."""
+    _lib()
+    function = load_library("cublasLt").cdll["cublasLtMatmul"]  # a new function object, not the shared one
+    function.restype = ctypes.c_int
+    return function

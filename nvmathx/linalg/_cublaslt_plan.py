@@ -11,6 +11,7 @@ import numpy as np
 
 from .._bindings import cublaslt as lt
 from .._core.device import ensure_device
+from .._core.dtypes import numpy_dtype
 from .._core.errors import InvalidStateError, OperandError
 from .._core.memory import Workspace
 from ._options import COMPUTE_TYPES, MatmulOptions, MatmulPlanPreferences
@@ -92,7 +93,7 @@ class LtPlan:
         self.layouts: list[int] = []
         self.algorithms: list[MatmulAlgorithm] = []
         self.workspace = Workspace(device_id, options.memory_resource)
-        scale_dtype = np.dtype(problem.scale_type)
+        scale_dtype = numpy_dtype(problem.scale_type)
         self.alpha = np.zeros(1, scale_dtype)
         self.beta = np.zeros(1, scale_dtype)
         self.algo_buffer = (ctypes.c_uint64 * 8)()

@@ -107,15 +107,15 @@ def _key(a, b, c, epilog, epilog_inputs, scales, options, preferences, execution
 class _CachedMatmul:
     """A planned problem kept in the cache: the runner, and its operand library's stream getter."""
 
-    __slots__ = ("runner", "plan", "current_stream", "fast", "alpha", "beta", "c_given")
+    __slots__ = ("runner", "plan", "current_stream", "fast", "alpha", "beta", "holder")
 
-    def __init__(self, runner, current_stream, c_given):
+    def __init__(self, runner, current_stream):
         self.runner = runner
         self.plan = runner.plan
         self.current_stream = current_stream
         self.fast = not runner.outputs and not runner.blocking
         self.alpha = self.beta = None
-        self.c_given = c_given
+        self.holder = runner.stream  # the stream the plan last ran on
 
     @property
     def workspace_bytes(self) -> int:
@@ -148,7 +148,7 @@ def _build(a, b, c, alpha, beta, epilog, epilog_inputs, scales, options, prefere
     except BaseException:
         runner.plan.free()
         raise
-    return _CachedMatmul(runner, a_op.adapter.current_stream, c is not None)
+    return _CachedMatmul(runner, a_op.adapter.current_stream)
 
 
 _PLAIN_NUMBERS = (int, float)
@@ -204,7 +204,8 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
     if handle is None:
         handle = resolve_stream(stream, device_id).handle
     if handle != plan.stream_handle:
-        plan.use_stream(resolve_stream(handle, device_id))
+        entry.holder = resolve_stream(handle, device_id)
+        plan.use_stream(entry.holder)
     plan.a_ptr.value = pointers["b"] or None  # cuBLASLt's A is the user's b
     plan.b_ptr.value = pointers["a"] or None
     if alpha != entry.alpha or beta != entry.beta:
@@ -215,13 +216,13 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
     elif c is not None:
         plan.c_ptr.value = pointers["c"] or None
     if entry.fast:
-        result, ptr = entry.runner.alloc_result(None)
+        result, ptr = entry.runner.alloc_result(entry.holder)
         plan.d_ptr.value = ptr
         status = plan.launch(*plan.args)
         if status:
             plan.raise_status(status)
         return result
-    return entry.runner.run(resolve_stream(handle, device_id))
+    return entry.runner.run(entry.holder)
 
 
 def _bind_extras(entry, a, b, c, epilog_inputs, scales):

@@ -260,7 +260,7 @@ class Matmul:
             produces some.
         """
         if self._fast and algorithm is None and stream is None and not release_workspace:
-            result, ptr = self._alloc(None)
+            result, ptr = self._alloc(self._stream)
             plan = self._lt
             plan.d_ptr.value = ptr
             status = plan.launch(*self._args)

@@ -84,11 +84,11 @@ def make_allocator(like: Operand, shape, dtype_name: str, device_id: int, memory
     adapter = like.adapter
     if adapter.name == "torch":
         torch_dtype = adapter.to_torch[numpy_dtype(dtype_name)]
-        device = adapter.torch_device(device_id)
-        empty = adapter.torch.empty
+        # new_empty on an empty template parses one argument, not torch.empty's keywords (~1 us less).
+        new_empty = adapter.torch.empty(0, dtype=torch_dtype, device=adapter.torch_device(device_id)).new_empty
 
         def alloc(stream):
-            array = empty(shape, dtype=torch_dtype, device=device)
+            array = new_empty(shape)
             return array, array.data_ptr()
 
         return alloc

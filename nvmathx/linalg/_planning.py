@@ -23,10 +23,10 @@ def build_runner(problem, operands: dict, inputs: dict, options, preferences, al
     traits = lt_traits(problem, info(a), info(b), info(c), {name: info(op) for name, op in inputs.items()}, pointers)
     plan = LtPlan.create(problem, traits, device_id, options)
     try:
+        runner = GpuRunner(plan, a, stream, host_like, options.blocking is True)
+        runner.bind(a, b, c, inputs)  # real input pointers first: the heuristic reads their alignment
         found = plan.check_algorithms(algorithms) if algorithms is not None else plan.find_algorithms(preferences)
         plan.prepare(found[:keep], stream)
-        runner = GpuRunner(plan, a, stream, host_like, options.blocking is True)
-        runner.bind(a, b, c, inputs)
     except BaseException:
         plan.free()
         raise
