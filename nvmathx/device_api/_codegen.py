@@ -16,7 +16,7 @@ from .._bindings import mathdx
 from . import _cache
 from ._target import Target
 
-__all__ = ["Descriptor", "open_descriptor", "library_versions", "cache_key", "get_code", "cached_query"]
+__all__ = ["Descriptor", "open_descriptor", "library_versions", "cache_key", "get_code", "cached_query", "generate_into"]
 
 Descriptor = tuple  # (library: str, operators: tuple[tuple[str, int | tuple[int, ...]], ...])
 
@@ -106,3 +106,12 @@ def cached_query(descriptor: Descriptor, target: Target, query) -> dict:
         result = {"error": error.status_name}
     _cache.store(key, _cache.CodeEntry("", json.dumps(result).encode()))
     return result
+
+
+def generate_into(cache_root: str, descriptor: Descriptor, target: Target) -> str:
+    """Fill the cache under ``cache_root`` with ``descriptor``'s code; returns the symbol.
+
+    A module-level function so that worker processes can generate many descriptors in parallel.
+    """
+    _cache.set_cache_dir(cache_root)
+    return get_code(descriptor, target).symbol

@@ -8,20 +8,14 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
 
-def _generate(cache_root, descriptor, target):
-    from nvmathx.device_api import _codegen, set_cache_dir
-
-    set_cache_dir(cache_root)
-    _codegen.get_code(descriptor, target)
-
-
 def warm(objects_and_forms):
     """``objects_and_forms``: (FFT or Matmul, call form or None) pairs; fills the shared cache."""
     from nvmathx.device_api import cache_dir
+    from nvmathx.device_api._codegen import generate_into
 
     root = os.path.dirname(cache_dir())
     jobs = [(obj.descriptor(form) if form else obj.descriptor(), obj.target) for obj, form in objects_and_forms]
     workers = max(1, min(len(jobs), (os.cpu_count() or 2) - 1))
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-        for future in [pool.submit(_generate, root, d, t) for d, t in jobs]:
+        for future in [pool.submit(generate_into, root, d, t) for d, t in jobs]:
             future.result()

@@ -12,10 +12,10 @@ KEY = {"library": "cufftdx", "operators": [["SIZE", 64]], "target": "sm_90a", "l
 
 
 @pytest.fixture
-def folder(tmp_path):
+def folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(_cache, "_override", None)  # restored afterwards
     set_cache_dir(tmp_path)
-    yield tmp_path / "device"
-    set_cache_dir(None)
+    return tmp_path / "device"
 
 
 def _entry(size=5000):
@@ -23,16 +23,15 @@ def _entry(size=5000):
 
 
 def test_location_precedence(monkeypatch, tmp_path):
+    monkeypatch.setattr(_cache, "_override", None)  # the session fixture's folder
     monkeypatch.delenv("NVMATHX_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache_dir() == str(tmp_path / "xdg" / "nvmathx" / "device")
     monkeypatch.setenv("NVMATHX_CACHE_DIR", str(tmp_path / "env"))
     assert cache_dir() == str(tmp_path / "env" / "device")
     set_cache_dir(tmp_path / "explicit")
-    try:
-        assert cache_dir() == str(tmp_path / "explicit" / "device")
-    finally:
-        set_cache_dir(None)
+    assert cache_dir() == str(tmp_path / "explicit" / "device")
+    set_cache_dir(None)
     monkeypatch.delenv("NVMATHX_CACHE_DIR")
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert cache_dir() == os.path.join(os.path.expanduser("~"), ".cache", "nvmathx", "device")
@@ -97,11 +96,9 @@ def test_clear_cache_removes_entries(folder):
     assert _cache.load(KEY) is None
 
 
-def test_unwritable_folder_is_not_an_error(tmp_path):
+def test_unwritable_folder_is_not_an_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(_cache, "_override", None)  # restored afterwards
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     set_cache_dir(blocker)
-    try:
-        assert _cache.store(KEY, _entry()) is None
-    finally:
-        set_cache_dir(None)
+    assert _cache.store(KEY, _entry()) is None

@@ -12,10 +12,10 @@ H100 = (9, 0)
 
 
 @pytest.fixture
-def fresh_cache(tmp_path):
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(_cache, "_override", None)  # restored afterwards
     set_cache_dir(tmp_path)
-    yield tmp_path / "device"
-    set_cache_dir(None)
+    return tmp_path / "device"
 
 
 def _fft():
