@@ -41,7 +41,15 @@ def _device(array):
     return to_torch(array)
 
 
-def _compare_outputs(gpu_aux, cpu_aux, result_dtype):
+def _tolerance(dtype, epilog):
+    """The dtype's tolerance; activations (tanh inside GELU) computed on the GPU in the compute
+    precision may differ from numpy's by a few ulps more."""
+    if epilog is None or dtype in ("float16", "bfloat16"):
+        return tolerance(dtype)
+    return max(tolerance(dtype), 1e-4 if dtype == "float32" else 1e-6)
+
+
+def _compare_outputs(gpu_aux, cpu_aux, result_dtype, epilog):
     assert set(gpu_aux) == set(cpu_aux)
     for name, expected in cpu_aux.items():
         got = to_numpy(gpu_aux[name])
@@ -51,7 +59,7 @@ def _compare_outputs(gpu_aux, cpu_aux, result_dtype):
             assert got.shape == expected.shape and mismatch < 5e-3, f"{name}: {mismatch:.2%} of the bits differ"
         else:
             assert got.shape == expected.shape, name
-            assert relative_error(got, np.asarray(expected).astype(np.float64)) < tolerance(result_dtype), name
+            assert relative_error(got, np.asarray(expected).astype(np.float64)) < _tolerance(result_dtype, epilog), name
 
 
 @pytest.mark.parametrize("batch", [(), (2,)], ids=["single", "batched"])
@@ -71,9 +79,9 @@ def test_dtype_and_epilog_match_cpu(dtype, epilog, batch):
         pytest.skip(f"cuBLASLt does not support {dtype} with {epilog} (batch {batch}) on this device")
     if isinstance(cpu, tuple):
         (gpu, gpu_aux), (cpu, cpu_aux) = gpu, cpu
-        _compare_outputs(gpu_aux, cpu_aux, dtype)
+        _compare_outputs(gpu_aux, cpu_aux, dtype, epilog)
     assert tuple(gpu.shape) == cpu.shape
-    assert relative_error(to_numpy(gpu), np.asarray(cpu).astype(np.float64)) < tolerance(dtype)
+    assert relative_error(to_numpy(gpu), np.asarray(cpu).astype(np.float64)) < _tolerance(dtype, epilog)
 
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
