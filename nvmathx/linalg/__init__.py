@@ -5,8 +5,8 @@ Semantics (every execution space): ``numpy.matmul``'s shape rules (1-D promotion
 broadcasting of a batch-less operand), result ``alpha * a @ b + beta * c``, then the epilog.
 Supported dtypes: float16, bfloat16, float32 (TF32 through ``compute_type="32F_FAST_TF32"``),
 float64, complex64, complex128, and float8 (e4m3 / e5m2) with per-tensor scales. Host (numpy)
-operands run on the CPU with numpy unless ``execution="cuda"``. See :class:`MatmulEpilog` and
-:mod:`nvmathx.linalg._epilogs` for what each epilog computes and the auxiliary formats.
+operands run on the CPU with numpy unless ``execution="cuda"``. What each epilog computes,
+consumes and returns follows.
 """
 
 from ._cublaslt_plan import MatmulAlgorithm
@@ -14,6 +14,10 @@ from ._epilogs import MatmulEpilog, relu_mask
 from ._function import matmul, matmul_plan_key, plan_cache
 from ._matmul import Matmul
 from ._options import MatmulOptions, MatmulPlanPreferences
+from ._epilogs import __doc__ as _EPILOG_DOC
+
+if __doc__ and _EPILOG_DOC:  # docstrings are gone under python -OO
+    __doc__ += "\n" + _EPILOG_DOC  # one source for the epilog semantics
 
 __all__ = [
     "Matmul",

@@ -69,9 +69,9 @@ __all__ = [
 MatmulEpilog = enum.IntEnum("MatmulEpilog", {e.name: e.value for e in lt.Epilogue if e.name != "DEFAULT"}, module=__name__)
 MatmulEpilog.__doc__ = """Operations fused after the product (RELU, GELU, BIAS, ..., BGRADB).
 
-What each computes, consumes and returns is in the table of :mod:`nvmathx.linalg._epilogs`; the
-values are cuBLASLt's ``cublasLtEpilogue_t`` codes of the same name. ``epilog=`` also accepts the
-name as a string, in any case.
+What each computes, consumes and returns is in the table of :mod:`nvmathx.linalg`; the values
+are cuBLASLt's ``cublasLtEpilogue_t`` codes of the same name. ``epilog=`` also accepts the name as
+a string, in any case.
 """
 
 
