@@ -94,6 +94,9 @@ class CufftPlan:
     """
 
     def __init__(self, layout: LayoutPlan, input_dtype, device_id: int, memory_resource=None, inplace=False):
+        from .._core.device import ensure_device
+
+        ensure_device(device_id)  # cuFFT plans for the current device
         self.layout = layout
         self.device_id = device_id
         self.precision, real, complex_ = precision_dtypes(input_dtype)

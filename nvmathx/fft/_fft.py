@@ -154,18 +154,23 @@ class FFT:
     def _execute_cpu(self, sign):
         import scipy.fft
 
+        from ._cpu import to_package
+
         names = _CPU_FUNCTIONS[self.fft_type]
         function = getattr(scipy.fft, names[0] if sign < 0 else names[1])
         workers = self._execution.num_threads
         x = self._user.obj
-        if self.fft_type == C2R:
-            return function(x, s=self.lengths, axes=self.axes, norm="forward", workers=workers)
-        norm = "backward" if sign < 0 else "forward"  # unnormalised both ways
-        result = function(x, axes=self.axes, norm=norm, workers=workers, overwrite_x=self.options.inplace)
+        host = x if isinstance(x, np.ndarray) else np.asarray(x)  # torch CPU tensors share memory
+        with scipy.fft.set_backend("scipy", only=True):
+            if self.fft_type == C2R:
+                result = function(host, s=self.lengths, axes=self.axes, norm="forward", workers=workers)
+            else:
+                norm = "backward" if sign < 0 else "forward"  # unnormalised both ways, as cuFFT
+                result = function(host, axes=self.axes, norm=norm, workers=workers)
         if self.options.inplace:
-            x[...] = result
+            host[...] = result
             return x
-        return result
+        return to_package(result, x)
 
     # -- operands ---------------------------------------------------------------------------------------
 

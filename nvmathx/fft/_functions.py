@@ -58,7 +58,7 @@ def _resolve(shape, s, axes, form, fft_type):
 
 def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan, conj=False):
     operand = wrap_operand(x, "x", array_like=True)
-    checked_norm = check_norm(norm)
+    checked_norm = "backward" if norm is None else check_norm(norm)
     lengths, resolved_axes = _resolve(operand.shape, s, axes, form, fft_type)
     if operand.device_id < 0:
         if plan is not None:
@@ -73,7 +73,7 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
                    operand.package, overwrite)
     transform = _plan_for(plan, key, operand, fft_type, axes, lengths, overwrite)
     stream = resolve_stream(None, device_id, operand.adapter.current_stream)
-    factor = scale_factor(checked_norm, direction, lengths)
+    factor = 1.0 if checked_norm == "backward" and direction < 0 else scale_factor(checked_norm, direction, lengths)
     return transform.execute(operand.ptr, operand.obj, stream, direction, factor, conj)
 
 

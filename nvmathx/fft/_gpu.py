@@ -17,6 +17,9 @@ _REAL = ("float16", "bfloat16", "float32", "float64")
 _COMPLEX = ("complex64", "complex128")
 
 
+_DTYPE_NAMES: dict = {}  # numpy's dtype.name is a slow property; names are looked up once per dtype
+
+
 def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package="", overwrite=False) -> tuple:
     """The plan-cache key of a transform: a pure, hashable function of the problem.
 
@@ -37,7 +40,9 @@ def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package=
     overwrite : bool
         Whether a C2R transform may overwrite its operand.
     """
-    name = dtype.name if isinstance(dtype, np.dtype) else np.dtype(dtype).name
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
     return (fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package, overwrite)
 
 
@@ -95,7 +100,7 @@ class GpuTransform:
         self.inplace = inplace
         self.shape = output_shape(fft_type, operand.shape, axes, lengths)
         self.dtype = result_dtype(fft_type, operand.dtype)
-        self.empty = any(extent == 0 for extent in operand.shape) or any(extent == 0 for extent in self.shape)
+        self.empty = any(extent == 0 for extent in self.shape)  # a zero-size operand may still pad to points
         copy_input = _needs_copy(fft_type, operand.dtype)
         if copy_input and not can_copy(operand.dtype, self._copy_target(operand.dtype)):
             raise UnsupportedOperandError("x", f"cannot convert {operand.dtype} for a {fft_type} transform")

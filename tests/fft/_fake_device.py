@@ -140,7 +140,7 @@ def fake_scale(pointer, count, dtype, factor, conj, stream, device_id):
 def install(monkeypatch):
     """Swap the GPU-facing pieces for host fakes; returns (fake cuFFT, default memory resource)."""
     from nvmathx._bindings import cufft, cuda_driver
-    from nvmathx._core import memory, streams
+    from nvmathx._core import device, memory, streams
     from nvmathx.fft import _cufft_plan, _kernels
 
     fake = FakeCufft()
@@ -152,6 +152,7 @@ def install(monkeypatch):
     monkeypatch.setattr(cuda_driver, "memcpy_async", lambda dst, src, n, stream: ctypes.memmove(dst, src, n))
     monkeypatch.setattr(cuda_driver, "stream_synchronize", lambda stream: None)
     monkeypatch.setattr(_cufft_plan, "_memset_async", lambda pointer, n, stream: ctypes.memset(pointer, 0, n))
+    monkeypatch.setattr(device, "ensure_device", lambda device_id: None)
     resource = FakeMemoryResource()
     monkeypatch.setattr(memory, "default_memory_resource", lambda device_id: resource)
     monkeypatch.setattr(streams, "default_stream_handle", lambda device_id: 7)

@@ -208,7 +208,8 @@ def test_cupy_torch_and_jax_operands():
     except Exception as error:  # jax missing or without a GPU backend
         pytest.skip(f"jax GPU not available: {type(error).__name__}")
     jax.config.update("jax_enable_x64", True)
-    result = nfft.fft(jax.device_put(jnp.asarray(x), gpu))
+    operand = jax.device_put(jnp.asarray(x), gpu).block_until_ready()  # jax computes asynchronously
+    result = nfft.fft(operand)
     assert _relative_error(np.asarray(result), expected) < 1e-12
 
 
