@@ -85,20 +85,31 @@ def _key(a, b, c, epilog, epilog_inputs, scales, options, preferences, execution
         for name, value in sorted((epilog_inputs or {}).items()) if isinstance(epilog_inputs, dict) else ():
             signature, pointers[name] = _signature(value, f"epilog_inputs[{name!r}]")
             inputs.append((name, signature))
-        kinds = tuple(sorted((k, "array" if hasattr(v, "shape") else "number") for k, v in scales.items())) if isinstance(scales, dict) else scales
+        if isinstance(scales, dict):
+            kinds = tuple(sorted((k, "array" if hasattr(v, "shape") else "number") for k, v in scales.items()))
+        else:
+            kinds = ("not a dict", type(scales).__name__)  # planning raises the typed error
         extra = (tuple(inputs), kinds)
-    if isinstance(options, dict):
+    if epilog is not None and not isinstance(epilog, (str, int)):
+        epilog_spec(epilog)  # raises the typed error for an unhashable or unknown epilog
+    if options is not None or preferences is not None or execution is not None:
+        options, preferences, execution = _normalized(options, preferences, execution, sig_a[4])
+    return (sig_a, sig_b, sig_c, epilog, extra, options, preferences, execution), pointers
+
+
+def _normalized(options, preferences, execution, device_id):
+    """Hashable forms of the options, preferences and execution space (dicts become dataclasses)."""
+    if options is not None:
         options = check_or_create_options(MatmulOptions, options, "options")
-    if options is not None and not isinstance(options, MatmulOptions):
-        options = check_or_create_options(MatmulOptions, options, "options")  # raises the typed error
-    if options is not None and (options.memory_resource is not None or options.logger is not None):
-        # Identity stands in for objects that may not hash; the cached plan keeps them alive.
-        options = (dataclasses.replace(options, memory_resource=None, logger=None), id(options.memory_resource), id(options.logger))
+        if options.memory_resource is not None or options.logger is not None:
+            # Identity stands in for objects that may not hash; the cached plan keeps them alive.
+            options = (dataclasses.replace(options, memory_resource=None, logger=None), id(options.memory_resource),
+                       id(options.logger))
     if isinstance(preferences, dict):
         preferences = check_or_create_options(MatmulPlanPreferences, preferences, "preferences")
     if isinstance(execution, dict):
-        execution = normalize_execution(execution, sig_a[4])
-    return (sig_a, sig_b, sig_c, epilog, extra, options, preferences, execution), pointers
+        execution = normalize_execution(execution, device_id)
+    return options, preferences, execution
 
 
 # -- cached plans --------------------------------------------------------------------------------
