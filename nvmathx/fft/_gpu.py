@@ -172,8 +172,11 @@ def _bind_allocator(operand: Operand, shape, dtype, strides):
                 return array, array.data_ptr()
         return allocate
 
+    # A layout-only stand-in: a cached plan must not keep the caller's array alive.
+    prototype = Operand(None, 0, operand.shape, operand.strides, operand.dtype, device_id, operand.adapter)
+
     def allocate(stream):
-        result = allocate_like(operand, shape, dtype, device_id, stream, strides=strides)
+        result = allocate_like(prototype, shape, dtype, device_id, stream, strides=strides)
         return result.obj, result.ptr
 
     return allocate

@@ -1,7 +1,7 @@
 """A host-memory stand-in for the GPU, so the GPU code path runs on a machine without one.
 
-Device pointers are addresses of numpy buffers; cuFFT plans, the NVRTC kernels, memcpy and memset
-are replaced by numpy code reading and writing those addresses. This checks the Python logic of
+Device pointers are addresses of numpy buffers; cuFFT plans, kernel launches (interpreted from
+their arguments), memcpy and memset are replaced by numpy code reading and writing those addresses. This checks the Python logic of
 the GPU path (pointer offsets, steps, folding of scales, result allocation, caching) on CPU CI;
 the real libraries are exercised by the tests marked ``gpu``.
 """
@@ -118,23 +118,45 @@ def _real_dtype(dtype):
     return np.dtype(dtype).type(0).real.dtype
 
 
-def fake_copy_nd(source, target, shape, source_strides, target_strides, source_dtype, target_dtype, factor, conj,
-                 stream, device_id):
-    src = view_at(source, shape, source_strides, source_dtype).astype(np.float32 if np.dtype(source_dtype).itemsize == 2
-                                                                        else source_dtype)
-    if np.dtype(target_dtype).kind != "c":
-        src = src.real
-    value = src.astype(target_dtype) * _real_dtype(target_dtype).type(factor)
+def _c_dtype(name):
+    if name == "bf16_t":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype({"half_t": np.float16, "float": np.float32, "double": np.float64, "float2": np.complex64,
+                     "double2": np.complex128}[name])
+
+
+def fake_launch(stream, device_id, name, count, *args):
+    """Run one of nvmathx.fft's kernels with numpy, from the very arguments a launch would get."""
+    kernel, _, types_ = name.partition("<")
+    c_types = [t.strip() for t in types_.rstrip(">").split(",")]
+    real = {"float": np.float32, "double": np.float64}[c_types[-1]]
+    if kernel == "scale":
+        pointer, n, factor, conj = args
+        assert isinstance(pointer, int) and type(n) is np.int64 and type(factor) is real and type(conj) is np.int32
+        data = view_at(pointer, (int(n),), (1,), _c_dtype(c_types[0]))
+        data *= factor
+        if conj:
+            np.conjugate(data, out=data)
+        return
+    assert kernel == "copy_nd" and len(args) == 6 + 24
+    source, target, n, factor, conj, ndim = args[:6]
+    assert isinstance(source, int) and isinstance(target, int) and type(factor) is real
+    assert all(type(a) is np.int64 for a in args[6:]) and type(ndim) is np.int32 and type(conj) is np.int32
+    dims = int(ndim)
+    extents = [int(a) for a in args[6:6 + dims]]
+    assert int(np.prod(extents)) == int(n) == count
+    src_dtype, dst_dtype = _c_dtype(c_types[0]), _c_dtype(c_types[1])
+    value = view_at(source, extents, [int(a) for a in args[14:14 + dims]], src_dtype)
+    if src_dtype.itemsize == 2:
+        value = value.astype(np.float32)
+    if dst_dtype.kind != "c":
+        value = value.real
+    value = value.astype(dst_dtype) * factor
     if conj:
         value = np.conj(value)
-    view_at(target, shape, target_strides, target_dtype)[...] = value
-
-
-def fake_scale(pointer, count, dtype, factor, conj, stream, device_id):
-    data = view_at(pointer, (count,), (1,), dtype)
-    data *= _real_dtype(dtype).type(factor)
-    if conj:
-        np.conjugate(data, out=data)
+    view_at(target, extents, [int(a) for a in args[22:22 + dims]], dst_dtype)[...] = value
 
 
 def install(monkeypatch):
@@ -147,8 +169,7 @@ def install(monkeypatch):
     for name in ("create", "destroy", "set_auto_allocation", "make_plan_many64", "set_work_area", "set_stream",
                  "exec_function"):
         monkeypatch.setattr(cufft, name, getattr(fake, name))
-    monkeypatch.setattr(_kernels, "copy_nd", fake_copy_nd)
-    monkeypatch.setattr(_kernels, "scale", fake_scale)
+    monkeypatch.setattr(_kernels, "_launch", fake_launch)
     monkeypatch.setattr(cuda_driver, "memcpy_async", lambda dst, src, n, stream: ctypes.memmove(dst, src, n))
     monkeypatch.setattr(cuda_driver, "stream_synchronize", lambda stream: None)
     monkeypatch.setattr(_cufft_plan, "_memset_async", lambda pointer, n, stream: ctypes.memset(pointer, 0, n))

@@ -185,3 +185,37 @@ def test_shifts_on_device(fake):
     x = rng.standard_normal((5, 6))
     np.testing.assert_array_equal(to_host(nfft.fftshift(to_device(x))), np.fft.fftshift(x))
     np.testing.assert_array_equal(to_host(nfft.ifftshift(to_device(x), axes=1)), np.fft.ifftshift(x, axes=1))
+
+
+def test_cached_plans_do_not_keep_operands_alive(fake):
+    import gc
+    import weakref
+
+    x = to_device(np.ones((4, 8), np.complex64))
+    nfft.fft(x)
+    alive = weakref.ref(x)
+    del x
+    gc.collect()
+    assert alive() is None
+    assert nfft.plan_cache.info(0).size == 1
+
+
+def test_empty_batch_and_zero_padding(fake):
+    result = nfft.fft(to_device(np.ones((0, 8), np.complex64)))
+    assert result.shape == (0, 8)
+    padded = nfft.fft(to_device(np.ones((3, 0), np.complex128)), n=4)
+    np.testing.assert_array_equal(to_host(padded), np.zeros((3, 4)))
+
+
+def test_copy_kernel_arguments_for_many_dimensions(fake):
+    from nvmathx.fft import _kernels
+
+    rng = np.random.default_rng()
+    x = rng.standard_normal((2, 3) * 5)
+    view = x.transpose(9, 0, 8, 1, 7, 2, 6, 3, 5, 4)[::-1]
+    source = to_device(view)
+    target = to_device(np.zeros(view.shape))
+    _kernels.copy_nd(source.ptr, target.ptr, view.shape, source.strides, target.strides, np.float64, np.float64, 2.0,
+                     False, None, 0)
+    np.testing.assert_array_equal(to_host(target), 2 * view)
+    assert _kernels.collapse((4, 5, 6), (30, 6, 1), (30, 6, 1)) == ((120,), (1,), (1,))

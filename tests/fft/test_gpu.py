@@ -350,3 +350,22 @@ def test_hypothesis_layouts():
         assert _relative_error(cp.asnumpy(result), expected) < 1e-11
 
     check()
+
+
+def test_kernels_copy_convert_and_scale():
+    cp = _cupy()
+    from nvmathx._core.streams import resolve_stream
+    from nvmathx.fft import _kernels
+
+    stream = resolve_stream(None, 0)
+    rng = np.random.default_rng()
+    x = rng.standard_normal((2, 3) * 5).astype(np.float16)
+    view = cp.asarray(x).transpose(9, 0, 8, 1, 7, 2, 6, 3, 5, 4)[::-1]
+    host_view = x.transpose(9, 0, 8, 1, 7, 2, 6, 3, 5, 4)[::-1]
+    target = cp.zeros(view.shape, cp.complex64)
+    strides = [s // view.itemsize for s in view.strides]
+    _kernels.copy_nd(view.data.ptr, target.data.ptr, view.shape, strides, [s // 8 for s in target.strides],
+                     np.float16, np.complex64, 0.5, False, stream, 0)
+    _kernels.scale(target.data.ptr, target.size, np.complex64, 4.0, True, stream, 0)
+    cp.cuda.runtime.deviceSynchronize()
+    np.testing.assert_array_equal(cp.asnumpy(target), 2.0 * host_view.astype(np.complex64))
