@@ -12,6 +12,7 @@ from .._core.streams import resolve_stream
 from .._core.tensor import wrap_operand
 from ._arguments import one_axis, shape_and_axes
 from ._cpu import run_on_cpu
+from ._fastpath import describe
 from ._gpu import GpuTransform, plan_key
 from ._layout import C2C, C2R, R2C
 from ._normalize import check_norm, scale_factor, swap_direction
@@ -57,34 +58,27 @@ def _resolve(shape, s, axes, form, fft_type):
 
 
 def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan, conj=False):
-    operand = wrap_operand(x, "x", array_like=True)
+    x, pointer, shape, strides, dtype, device_id, package, adapter = describe(x)
     checked_norm = "backward" if norm is None else check_norm(norm)
-    lengths, resolved_axes = _resolve(operand.shape, s, axes, form, fft_type)
-    if operand.device_id < 0:
+    lengths, resolved_axes = _resolve(shape, s, axes, form, fft_type)
+    if device_id < 0:
         if plan is not None:
-            _check_cpu_plan(plan, operand)
-        return run_on_cpu(name, operand.obj, s, axes, norm, overwrite_x, workers=workers)
+            _check_cpu_plan(plan, shape)
+        return run_on_cpu(name, x, s, axes, norm, overwrite_x, workers=workers)
     if conj:  # hfft / ihfft scale the opposite direction, as scipy does
         checked_norm = swap_direction(checked_norm)
-    axes = resolved_axes
     overwrite = bool(overwrite_x) and fft_type == C2R and not conj
-    device_id = operand.device_id
-    key = plan_key(fft_type, operand.shape, operand.strides, operand.dtype, axes, lengths, device_id,
-                   operand.package, overwrite)
-    transform = _plan_for(plan, key, operand, fft_type, axes, lengths, overwrite)
-    stream = resolve_stream(None, device_id, operand.adapter.current_stream)
-    factor = 1.0 if checked_norm == "backward" and direction < 0 else scale_factor(checked_norm, direction, lengths)
-    return transform.execute(operand.ptr, operand.obj, stream, direction, factor, conj)
-
-
-def _plan_for(plan, key, operand, fft_type, axes, lengths, overwrite):
+    key = plan_key(fft_type, shape, strides, dtype, resolved_axes, lengths, device_id, package, overwrite)
     if plan is not None:
-        return _check_plan(plan, key)
-    transform = plan_cache.get(operand.device_id, key)
-    if transform is None:
-        transform = GpuTransform(operand, fft_type, axes, lengths, overwrite=overwrite)
-        plan_cache.put(operand.device_id, key, transform)
-    return transform
+        transform = _check_plan(plan, key)
+    else:
+        transform = plan_cache.get(device_id, key)
+        if transform is None:
+            transform = GpuTransform(wrap_operand(x, "x"), fft_type, resolved_axes, lengths, overwrite=overwrite)
+            plan_cache.put(device_id, key, transform)
+    stream = resolve_stream(None, device_id, adapter.current_stream)
+    factor = 1.0 if checked_norm == "backward" and direction < 0 else scale_factor(checked_norm, direction, lengths)
+    return transform.execute(pointer, x, stream, direction, factor, conj)
 
 
 def _check_plan(plan, key):
@@ -98,13 +92,13 @@ def _check_plan(plan, key):
     return transform
 
 
-def _check_cpu_plan(plan, operand):
+def _check_cpu_plan(plan, shape):
     from ._fft import FFT
 
     if not isinstance(plan, FFT):
         raise OptionsError("plan", f"expected an nvmathx.fft.FFT or None (got {type(plan).__name__})")
-    if plan.operand_shape != tuple(operand.shape):
-        raise OperandError("plan", f"the plan was made for shape {plan.operand_shape}, not {tuple(operand.shape)}")
+    if plan.operand_shape != tuple(shape):
+        raise OperandError("plan", f"the plan was made for shape {plan.operand_shape}, not {tuple(shape)}")
 
 
 def _c2c(name, form, direction, x, s, axes, norm, overwrite_x, workers, plan):

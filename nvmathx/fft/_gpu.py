@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.dtypes import numpy_dtype
 from .._core.errors import UnsupportedOperandError
 from .._core.tensor import Operand, adapter_for, allocate_like, c_strides
 from ._cufft_plan import CufftPlan, precision_dtypes
@@ -31,7 +32,7 @@ def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package=
     fft_type : {"C2C", "R2C", "C2R"}
     shape, strides : tuple of int
         The operand's extents and strides in elements.
-    dtype : numpy.dtype or str
+    dtype : numpy.dtype, str, or an array library's dtype (torch.complex64)
     axes, lengths : tuple of int
         Transformed axes (non-negative) and logical transform lengths.
     device_id : int
@@ -42,7 +43,7 @@ def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package=
     """
     name = _DTYPE_NAMES.get(dtype)
     if name is None:
-        name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
+        name = _DTYPE_NAMES[dtype] = numpy_dtype(dtype).name
     return (fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package, overwrite)
 
 
