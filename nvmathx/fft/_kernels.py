@@ -136,17 +136,22 @@ def compile_kernels(arch: str):
     return program.compile("cubin", name_expressions=_NAMES)
 
 
-def _kernel(device_id: int, name: str):
-    module = _modules.get(device_id)
-    if module is None:
-        with _lock:
-            module = _modules.get(device_id)
-            if module is None:
-                from .._core.device import ensure_device
+_kernels: dict[tuple, object] = {}  # (device, name) -> Kernel: no driver lookups on later launches
 
-                major, minor = ensure_device(device_id).compute_capability
-                module = _modules[device_id] = compile_kernels(f"sm_{major}{minor}")
-    return module.get_kernel(name)
+
+def _kernel(device_id: int, name: str):
+    kernel = _kernels.get((device_id, name))
+    if kernel is not None:
+        return kernel
+    with _lock:
+        module = _modules.get(device_id)
+        if module is None:
+            from .._core.device import ensure_device
+
+            major, minor = ensure_device(device_id).compute_capability
+            module = _modules[device_id] = compile_kernels(f"sm_{major}{minor}")
+        kernel = _kernels[device_id, name] = module.get_kernel(name)
+    return kernel
 
 
 def _grid(count: int) -> int:
