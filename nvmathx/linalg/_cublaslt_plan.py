@@ -5,7 +5,7 @@ and the launch arguments prepared once so that a call sets a few pointers and ru
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -53,7 +53,7 @@ class MatmulAlgorithm:
     """One cuBLASLt algorithm for a planned problem.
 
     Picklable; hand a list of them back to :meth:`Matmul.plan` (``algorithms=``) to skip the
-    heuristic for the same problem.
+    heuristic for the same problem. Two are equal when their ``algo`` bytes are.
 
     Attributes
     ----------
@@ -66,8 +66,8 @@ class MatmulAlgorithm:
     """
 
     algo: bytes
-    workspace_size: int
-    waves_count: float
+    workspace_size: int = field(compare=False)
+    waves_count: float = field(compare=False)
 
     def __repr__(self):
         return f"MatmulAlgorithm(workspace_size={self.workspace_size}, waves_count={self.waves_count:.3f})"

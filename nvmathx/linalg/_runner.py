@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._bindings import cublaslt as lt
+from .._core.device_array import DeviceArray
 from .._core.errors import OperandError
 from .._core.memory import allocate
 from .._core.tensor import Operand, copy_to_host, wrap_operand
@@ -131,7 +132,7 @@ class GpuRunner:
             return result
         for name, _, _, keep in self.outputs:
             if keep is not None:
-                outputs[name] = outputs[name][..., :keep]
+                outputs[name] = _first_columns(outputs[name], keep)
         return result, outputs
 
     def _to_host(self, array, stream):
@@ -150,3 +151,10 @@ class GpuRunner:
             self.scale_buffer = None
         self.kept = {}
 
+
+def _first_columns(array, count: int):
+    """``array[..., :count]`` for any array library, DeviceArray included."""
+    if isinstance(array, DeviceArray):
+        return DeviceArray(array.buffer, array.ptr, array.shape[:-1] + (count,), array.strides, array.dtype,
+                           array.device_id, array.stream)
+    return array[..., :count]

@@ -1,0 +1,195 @@
+"""The GPU code path of nvmathx.linalg (row-major swap, layouts, batch strides, epilog buffers,
+float8 scales, staging, plans and caches) on a host stand-in for cuBLASLt and the device (see
+``_fake_cublaslt.py``), checked against the CPU execution space."""
+
+import gc
+import pickle
+
+import numpy as np
+import pytest
+
+from nvmathx import InvalidStateError, OperandError
+from nvmathx.linalg import Matmul, matmul, plan_cache, relu_mask
+
+from ._fake_cublaslt import FakeMemoryResource, install, to_device, to_host
+from ._reference import pack_relu_mask, random, relative_error, tolerance
+
+FORWARD = ["RELU", "GELU", "BIAS", "RELU_BIAS", "GELU_BIAS", "RELU_AUX", "RELU_AUX_BIAS", "GELU_AUX", "GELU_AUX_BIAS"]
+BACKWARD = ["DRELU", "DRELU_BGRAD", "DGELU", "DGELU_BGRAD", "BGRADA", "BGRADB"]
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    fake_lt, resource = install(monkeypatch)
+    yield fake_lt, resource
+    plan_cache.clear()
+    gc.collect()  # plans a failed test left behind are freed while the fakes are still in place
+
+
+def _host(x):
+    return to_host(x) if not isinstance(x, np.ndarray) else x
+
+
+def _check(gpu, cpu, dtype):
+    if isinstance(cpu, tuple):
+        (gpu, gpu_aux), (cpu, cpu_aux) = gpu, cpu
+        assert set(gpu_aux) == set(cpu_aux)
+        for name, expected in cpu_aux.items():
+            got = _host(gpu_aux[name])
+            assert got.shape == np.shape(expected), name
+            if name == "relu_aux":
+                n = expected.shape[-1] * 8
+                assert np.mean(relu_mask(got, n) != relu_mask(expected, n)) < 1e-2, name
+            else:
+                assert relative_error(got, np.asarray(expected).astype(np.float64)) < tolerance(dtype), name
+    got = _host(gpu)
+    assert got.shape == cpu.shape and got.dtype == cpu.dtype
+    assert relative_error(got, cpu.astype(np.complex128 if cpu.dtype.kind == "c" else np.float64)) < tolerance(dtype)
+
+
+@pytest.mark.parametrize("batch", [(), (3,)])
+@pytest.mark.parametrize("epilog", [None] + FORWARD + BACKWARD)
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_every_epilog(fake, dtype, epilog, batch):
+    rng = np.random.default_rng()
+    m, n, k = 12, 20, 6
+    a = random(rng, batch + (k, m), dtype).swapaxes(-1, -2) if epilog == "BGRADA" else random(rng, batch + (m, k), dtype)
+    b = random(rng, (k, n), dtype)
+    inputs = {}
+    if epilog and "BIAS" in epilog and "BGRAD" not in epilog:
+        inputs["bias"] = random(rng, (n,), dtype)
+    z = random(rng, batch + (m, n), dtype)
+    if epilog in ("DRELU", "DRELU_BGRAD"):
+        inputs["relu_aux"] = pack_relu_mask(np.asarray(z, np.float32) > 0)
+    if epilog in ("DGELU", "DGELU_BGRAD"):
+        padded = np.zeros(batch + (m, 24), z.dtype)  # the padded layout GELU_AUX returns (N=20 -> ld 24)
+        padded[..., :n] = z
+        inputs["gelu_aux"] = padded[..., :n]
+    cpu = matmul(a, b, epilog=epilog, epilog_inputs=inputs or None, execution="cpu")
+    gpu = matmul(to_device(a), to_device(b), epilog=epilog, epilog_inputs={k: to_device(v) for k, v in inputs.items()} or None)
+    _check(gpu, cpu, dtype)
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((5, 3), (3, 4)), ((3,), (3, 4)), ((5, 3), (3,)), ((3,), (3,)),
+                                              ((2, 5, 3), (3, 4)), ((5, 3), (2, 3, 4)), ((2, 2, 5, 3), (2, 2, 3, 4))])
+@pytest.mark.parametrize("order", ["C", "F", "T", "padded"])
+def test_shapes_and_layouts(fake, a_shape, b_shape, order):
+    rng = np.random.default_rng()
+
+    def make(shape):
+        if order == "C" or len(shape) < 2:
+            return random(rng, shape, "float64")
+        if order == "F" and len(shape) == 2:  # (a Fortran-ordered stack is not a stack of matrices)
+            return np.asfortranarray(random(rng, shape, "float64"))
+        if order in ("T", "F"):
+            return random(rng, shape[:-2] + shape[::-1][:2], "float64").swapaxes(-1, -2)
+        return random(rng, shape[:-1] + (shape[-1] + 3,), "float64")[..., : shape[-1]]
+
+    a, b = make(a_shape), make(b_shape)
+    c = random(rng, np.matmul(a, b).shape, "float64")
+    gpu = matmul(to_device(a), to_device(b), to_device(c), alpha=0.5, beta=-2.0)
+    _check(gpu, matmul(a, b, c, alpha=0.5, beta=-2.0, execution="cpu"), "float64")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "complex64", "complex128"])
+def test_dtypes_with_c_broadcast_over_the_batch(fake, dtype):
+    rng = np.random.default_rng()
+    a, b, c = random(rng, (3, 7, 5), dtype), random(rng, (5, 6), dtype), random(rng, (7, 6), dtype)
+    alpha, beta = (1 - 2j, 0.5j) if dtype.startswith("complex") else (2.0, 0.5)
+    gpu = matmul(to_device(a), to_device(b), to_device(c), alpha=alpha, beta=beta)
+    _check(gpu, matmul(a, b, c, alpha=alpha, beta=beta, execution="cpu"), dtype)
+
+
+@pytest.mark.parametrize("bias_shape", [(2, 1, 6), (2, 4, 6), (4, 6)])
+def test_bias_shapes(fake, bias_shape):
+    rng = np.random.default_rng()
+    a, b, bias = random(rng, (2, 4, 3)), random(rng, (3, 6)), random(rng, bias_shape)
+    gpu = matmul(to_device(a), to_device(b), epilog="RELU_BIAS", epilog_inputs={"bias": to_device(bias)})
+    _check(gpu, matmul(a, b, epilog="RELU_BIAS", epilog_inputs={"bias": bias}, execution="cpu"), "float32")
+
+
+def test_float8_scales_amax_and_layout(fake):
+    rng = np.random.default_rng()
+    a, b_rows = random(rng, (32, 48), "float8_e4m3fn"), random(rng, (16, 48), "float8_e4m3fn")
+    options = {"result_type": "float8_e4m3fn", "result_amax": True}
+    scales = {"a": 0.5, "b": 2.0, "d": 0.25}
+    cpu = matmul(a, b_rows.T, quantization_scales=scales, options=options, execution="cpu")
+    device_scales = {"a": to_device(np.array([0.5], np.float32)), "b": 2.0, "d": 0.25}
+    gpu = matmul(to_device(a), to_device(b_rows).__class__(*_transposed(to_device(b_rows))), quantization_scales=device_scales,
+                 options=options)
+    _check(gpu, cpu, "float8_e4m3fn")
+    with pytest.raises(Exception) as info:
+        matmul(to_device(a), to_device(np.ascontiguousarray(b_rows.T)), quantization_scales=scales, options=options)
+    assert getattr(info.value, "argument", None) == "b"
+
+
+def _transposed(device_array):
+    """Constructor arguments of the transposed view of a 2-D DeviceArray."""
+    d = device_array
+    return d.buffer, d.ptr, d.shape[::-1], d.strides[::-1], d.dtype, d.device_id, d.stream
+
+
+def test_host_operands_staged_to_the_device(fake):
+    fake_lt, resource = fake
+    rng = np.random.default_rng()
+    a, b, c = random(rng, (2, 9, 4)), random(rng, (4, 7)), random(rng, (9, 7))
+    gpu = matmul(a, b, c, beta=1.0, epilog="GELU_AUX", execution="cuda")
+    assert isinstance(gpu[0], np.ndarray) and isinstance(gpu[1]["gelu_aux"], np.ndarray)
+    _check(gpu, matmul(a, b, c, beta=1.0, epilog="GELU_AUX", execution="cpu"), "float32")
+    assert resource.allocations and fake_lt.launches == 1
+
+
+def test_stateful_plan_algorithms_autotune_reset_free(fake):
+    fake_lt, _ = fake
+    rng = np.random.default_rng()
+    a, b, c = random(rng, (8, 5)), random(rng, (5, 6)), random(rng, (8, 6))
+    da, db, dc = to_device(a), to_device(b), to_device(c)
+    mm = Matmul(da, db, dc, alpha=2.0, beta=1.0)
+    algorithms = mm.plan(epilog="RELU")
+    assert len(algorithms) == 3 and [alg.workspace_size for alg in algorithms] == [0, 1024, 2048]
+    expected = matmul(a, b, c, alpha=2.0, beta=1.0, epilog="RELU", execution="cpu")
+    _check(mm.execute(), expected, "float32")
+    for algorithm in algorithms:
+        _check(mm.execute(algorithm=algorithm, stream=7), expected, "float32")
+    timings = mm.autotune(iterations=2)
+    assert [alg for _, alg in timings] == mm.algorithms and len(timings) == 3
+    np.testing.assert_array_equal(to_host(dc), c)  # autotune never writes c
+    a2 = random(rng, (8, 5))
+    mm.reset_operands(a=to_device(a2), beta=0.5)
+    _check(mm.execute(release_workspace=True), matmul(a2, b, c, alpha=2.0, beta=0.5, epilog="RELU", execution="cpu"), "float32")
+    _check(mm.execute(), matmul(a2, b, c, alpha=2.0, beta=0.5, epilog="RELU", execution="cpu"), "float32")
+    with pytest.raises(OperandError) as info:
+        mm.reset_operands(b=to_device(random(rng, (5, 7))))
+    assert info.value.argument == "b"
+    again = Matmul(da, db, dc, alpha=2.0, beta=1.0)
+    assert again.plan(epilog="RELU", algorithms=pickle.loads(pickle.dumps(algorithms))) == algorithms
+    again.free()
+    mm.free()
+    with pytest.raises(InvalidStateError):
+        mm.execute()
+
+
+def test_workspace_from_the_memory_resource(fake):
+    rng = np.random.default_rng()
+    resource = FakeMemoryResource()
+    with Matmul(to_device(random(rng, (4, 4))), to_device(random(rng, (4, 4))), options={"memory_resource": resource}) as mm:
+        mm.plan()
+        assert [size for size, _ in resource.allocations] == [2048]  # the largest candidate's workspace
+
+
+def test_function_form_cache(fake):
+    fake_lt, _ = fake
+    rng = np.random.default_rng()
+    a, b = random(rng, (6, 4)), random(rng, (4, 5))
+    da, db = to_device(a), to_device(b)
+    for alpha in (1.0, 2.0, 2.0):
+        _check(matmul(da, db, alpha=alpha), matmul(a, b, alpha=alpha, execution="cpu"), "float32")
+    info = plan_cache.info(0)
+    assert (info.size, info.misses, info.hits) == (1, 1, 2)
+    a2, b2 = random(rng, (6, 4)), random(rng, (4, 5))  # same key, new pointers
+    _check(matmul(to_device(a2), to_device(b2)), matmul(a2, b2, execution="cpu"), "float32")
+    bias1, bias2 = random(rng, (5,)), random(rng, (5,))
+    for bias in (bias1, bias2):
+        _check(matmul(da, db, epilog="BIAS", epilog_inputs={"bias": to_device(bias)}),
+               matmul(a, b, epilog="BIAS", epilog_inputs={"bias": bias}, execution="cpu"), "float32")
+    assert plan_cache.info(0).size == 2 and fake_lt.launches == 6
