@@ -4,7 +4,11 @@ import numpy as np
 
 from nvmathx.linalg._epilogs import gelu, gelu_derivative, pack_relu_mask, relu_mask
 
-__all__ = ["random", "reference", "tolerance", "gelu", "gelu_derivative", "pack_relu_mask", "relu_mask"]
+__all__ = ["random", "reference", "tolerance", "epilog_operands", "gelu", "gelu_derivative", "pack_relu_mask",
+           "relu_mask", "FORWARD", "BACKWARD"]
+
+FORWARD = ["RELU", "GELU", "BIAS", "RELU_BIAS", "GELU_BIAS", "RELU_AUX", "RELU_AUX_BIAS", "GELU_AUX", "GELU_AUX_BIAS"]
+BACKWARD = ["DRELU", "DRELU_BGRAD", "DGELU", "DGELU_BGRAD", "BGRADA", "BGRADB"]
 
 _TOLERANCES = {"float16": 2e-2, "bfloat16": 5e-2, "float32": 1e-5, "float64": 1e-12, "complex64": 1e-5,
                "complex128": 1e-12, "float8_e4m3fn": 1.5e-1, "float8_e5m2": 3e-1}
@@ -39,3 +43,22 @@ def relative_error(result, expected) -> float:
     result = np.asarray(result).astype(np.complex128 if np.iscomplexobj(expected) else np.float64)
     scale = np.linalg.norm(np.ravel(expected)) or 1.0
     return float(np.linalg.norm(np.ravel(result - expected)) / scale)
+
+
+def epilog_operands(rng, dtype, epilog, batch, m, n, k, gelu_aux_ld=None):
+    """(a, b, epilog_inputs) for an epilog: a column-major ``a`` for BGRADA (as cuBLASLt needs),
+    a bias of shape (N,), or a forward pass's relu_aux / gelu_aux (the latter a view of a buffer
+    with leading dimension ``gelu_aux_ld`` when given)."""
+    a = random(rng, batch + (k, m), dtype).swapaxes(-1, -2) if epilog == "BGRADA" else random(rng, batch + (m, k), dtype)
+    b = random(rng, (k, n), dtype)
+    inputs = {}
+    if epilog and "BIAS" in epilog and "BGRAD" not in epilog:
+        inputs["bias"] = random(rng, (n,), dtype)
+    z = random(rng, batch + (m, n), dtype)
+    if epilog in ("DRELU", "DRELU_BGRAD"):
+        inputs["relu_aux"] = pack_relu_mask(np.asarray(z, np.float32) > 0)
+    if epilog in ("DGELU", "DGELU_BGRAD"):
+        padded = np.zeros(batch + (m, gelu_aux_ld or n), z.dtype)
+        padded[..., :n] = z
+        inputs["gelu_aux"] = padded[..., :n]
+    return a, b, inputs

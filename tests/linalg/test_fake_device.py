@@ -12,10 +12,8 @@ from nvmathx import InvalidStateError, OperandError
 from nvmathx.linalg import Matmul, matmul, plan_cache, relu_mask
 
 from ._fake_cublaslt import FakeMemoryResource, install, to_device, to_host
-from ._reference import pack_relu_mask, random, relative_error, tolerance
+from ._reference import BACKWARD, FORWARD, epilog_operands, random, relative_error, tolerance
 
-FORWARD = ["RELU", "GELU", "BIAS", "RELU_BIAS", "GELU_BIAS", "RELU_AUX", "RELU_AUX_BIAS", "GELU_AUX", "GELU_AUX_BIAS"]
-BACKWARD = ["DRELU", "DRELU_BGRAD", "DGELU", "DGELU_BGRAD", "BGRADA", "BGRADB"]
 
 
 @pytest.fixture
@@ -53,18 +51,7 @@ def _check(gpu, cpu, dtype):
 def test_every_epilog(fake, dtype, epilog, batch):
     rng = np.random.default_rng()
     m, n, k = 12, 20, 6
-    a = random(rng, batch + (k, m), dtype).swapaxes(-1, -2) if epilog == "BGRADA" else random(rng, batch + (m, k), dtype)
-    b = random(rng, (k, n), dtype)
-    inputs = {}
-    if epilog and "BIAS" in epilog and "BGRAD" not in epilog:
-        inputs["bias"] = random(rng, (n,), dtype)
-    z = random(rng, batch + (m, n), dtype)
-    if epilog in ("DRELU", "DRELU_BGRAD"):
-        inputs["relu_aux"] = pack_relu_mask(np.asarray(z, np.float32) > 0)
-    if epilog in ("DGELU", "DGELU_BGRAD"):
-        padded = np.zeros(batch + (m, 24), z.dtype)  # the padded layout GELU_AUX returns (N=20 -> ld 24)
-        padded[..., :n] = z
-        inputs["gelu_aux"] = padded[..., :n]
+    a, b, inputs = epilog_operands(rng, dtype, epilog, batch, m, n, k, gelu_aux_ld=24)  # GELU_AUX pads N=20 to 24
     cpu = matmul(a, b, epilog=epilog, epilog_inputs=inputs or None, execution="cpu")
     gpu = matmul(to_device(a), to_device(b), epilog=epilog, epilog_inputs={k: to_device(v) for k, v in inputs.items()} or None)
     _check(gpu, cpu, dtype)

@@ -6,32 +6,16 @@ import pytest
 from nvmathx.linalg import matmul, relu_mask
 
 from ._gpu import to_numpy, to_torch
-from ._reference import pack_relu_mask, random, reference, relative_error, tolerance
+from ._reference import BACKWARD, FORWARD, epilog_operands, random, reference, relative_error, tolerance
 
 pytestmark = pytest.mark.gpu
 
-FORWARD = ["RELU", "GELU", "BIAS", "RELU_BIAS", "GELU_BIAS", "RELU_AUX", "RELU_AUX_BIAS", "GELU_AUX", "GELU_AUX_BIAS"]
-BACKWARD = ["DRELU", "DRELU_BGRAD", "DGELU", "DGELU_BGRAD", "BGRADA", "BGRADB"]
 # What cuBLASLt must support on sm_90 (anything else may be skipped when it says NOT_SUPPORTED).
 REQUIRED = ({(d, e, ()) for d in ("float16", "bfloat16") for e in FORWARD + BACKWARD}
             | {(d, e, (2,)) for d in ("float16", "bfloat16") for e in FORWARD}
             | {("float32", e, batch) for e in FORWARD for batch in ((), (2,))}
             | {(d, None, batch) for d in ("float16", "bfloat16", "float32", "float64") for batch in ((), (2,))})
 M, N, K = 96, 72, 40
-
-
-def _inputs(rng, dtype, epilog, batch):
-    a = random(rng, batch + (K, M), dtype).swapaxes(-1, -2) if epilog == "BGRADA" else random(rng, batch + (M, K), dtype)
-    b = random(rng, (K, N), dtype)
-    inputs = {}
-    if epilog and "BIAS" in epilog and "BGRAD" not in epilog:
-        inputs["bias"] = random(rng, (N,), dtype)
-    z = random(rng, batch + (M, N), dtype)
-    if epilog in ("DRELU", "DRELU_BGRAD"):
-        inputs["relu_aux"] = pack_relu_mask(np.asarray(z, np.float32) > 0)
-    if epilog in ("DGELU", "DGELU_BGRAD"):
-        inputs["gelu_aux"] = z
-    return a, b, inputs
 
 
 def _device(array):
@@ -69,7 +53,7 @@ def test_dtype_and_epilog_match_cpu(dtype, epilog, batch):
     from nvmathx._bindings.cublaslt import CublasLtError
 
     rng = np.random.default_rng()
-    a, b, inputs = _inputs(rng, dtype, epilog, batch)
+    a, b, inputs = epilog_operands(rng, dtype, epilog, batch, M, N, K)
     cpu = matmul(a, b, epilog=epilog, epilog_inputs=inputs or None, execution="cpu")
     try:
         gpu = matmul(_device(a), _device(b), epilog=epilog, epilog_inputs={k: _device(v) for k, v in inputs.items()} or None)
