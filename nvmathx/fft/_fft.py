@@ -11,6 +11,7 @@ from .._core.options import check_or_create_options
 from .._core.streams import resolve_stream
 from .._core.tensor import copy_to_host, stage_to_device, wrap_operand
 from ._arguments import normalize_axes
+from ._fastpath import materialize
 from ._gpu import GpuTransform, check_dtype, plan_key
 from ._layout import C2C, C2R, R2C
 from ._options import FFTOptions, normalize_direction
@@ -59,13 +60,13 @@ class FFT:
 
     def __init__(self, x, *, axes=None, options=None, execution=None, stream=None):
         self.options = options = check_or_create_options(FFTOptions, options, "options")
-        operand = wrap_operand(x, "x")
+        operand = wrap_operand(materialize(x), "x")
         self._execution = normalize_execution(execution, operand.device_id)
         self.fft_type = _fft_type(options, operand.dtype)
         self.axes = normalize_axes(operand.ndim, range(operand.ndim) if axes is None else axes)
         self.lengths = _lengths(self.fft_type, operand.shape, self.axes, options.last_axis_parity)
-        if options.inplace and self.fft_type != C2C:
-            raise OptionsError("options.inplace", "only a C2C transform can run in place")
+        if options.inplace and (self.fft_type != C2C or operand.dtype.kind != "c"):
+            raise OptionsError("options.inplace", "only a C2C transform of a complex operand can run in place")
         self.operand_shape = tuple(operand.shape)
         self._user = operand
         self._on_cpu = isinstance(self._execution, ExecutionCPU)
@@ -185,7 +186,7 @@ class FFT:
             After ``free()``.
         """
         self._check_valid()
-        operand = wrap_operand(x, "x")
+        operand = wrap_operand(materialize(x), "x")
         old = self._user
         for what, new, expected in (("shape", tuple(operand.shape), tuple(old.shape)),
                                     ("strides", tuple(operand.strides), tuple(old.strides)),

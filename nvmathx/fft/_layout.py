@@ -195,8 +195,10 @@ def _embedding(order, extents, strides):
         return None
     nembed = [extents[order[0]]]
     for outer, inner in zip(order, order[1:]):
+        if strides[inner] <= 0:
+            return None
         ratio, remainder = divmod(strides[outer], strides[inner])
-        if strides[inner] <= 0 or remainder or ratio < extents[inner]:
+        if remainder or ratio < extents[inner]:
             return None
         nembed.append(ratio)
     return tuple(nembed), unit

@@ -219,3 +219,46 @@ def test_copy_kernel_arguments_for_many_dimensions(fake):
                      False, None, 0)
     np.testing.assert_array_equal(to_host(target), 2 * view)
     assert _kernels.collapse((4, 5, 6), (30, 6, 1), (30, 6, 1)) == ((120,), (1,), (1,))
+
+
+def test_hypothesis_functions_on_the_stand_in(monkeypatch):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    nfft.plan_cache.clear()
+    install(monkeypatch)
+
+    @st.composite
+    def problems(draw):
+        ndim = draw(st.integers(1, 4))
+        shape = tuple(draw(st.lists(st.integers(1, 6), min_size=ndim, max_size=ndim)))
+        steps = tuple(draw(st.lists(st.sampled_from([1, 2, -1, -2]), min_size=ndim, max_size=ndim)))
+        perm = tuple(draw(st.permutations(range(ndim))))
+        axes = tuple(draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True)))
+        name = draw(st.sampled_from(["fftn", "ifftn", "rfftn", "irfftn"]))
+        s = draw(st.none() | st.tuples(*[st.integers(1, 8) for _ in axes]))
+        norm = draw(st.sampled_from([None, "ortho", "forward"]))
+        single = draw(st.booleans())
+        return shape, steps, perm, axes, name, s, norm, single
+
+    @settings(max_examples=200, deadline=None)
+    @given(problems())
+    def check(problem):
+        shape, steps, perm, axes, name, s, norm, single = problem
+        rng = np.random.default_rng(0)
+        big = tuple(e * abs(step) for e, step in zip(shape, steps))
+        base = rng.standard_normal(big) + (0 if name == "rfftn" else 1j * rng.standard_normal(big))
+        if single:
+            base = base.astype(np.float32 if name == "rfftn" else np.complex64)
+        host = base[tuple(slice(None, None, step) for step in steps)].transpose(perm)
+        if name == "irfftn" and s is None and host.shape[axes[-1]] < 2:
+            return
+        result = getattr(nfft, name)(to_device(host), s=s, axes=axes, norm=norm)
+        expected = getattr(scipy.fft, name)(host.astype(np.complex128 if name != "rfftn" else np.float64), s=s,
+                                            axes=axes, norm=norm)
+        _close(to_host(result), expected, base.dtype)
+
+    try:
+        check()
+    finally:
+        nfft.plan_cache.clear()

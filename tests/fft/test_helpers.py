@@ -33,3 +33,14 @@ def test_torch_cpu_tensor_stays_torch():
     spectrum = nfft.fft(x)
     assert isinstance(spectrum, torch.Tensor)
     np.testing.assert_allclose(spectrum.numpy(), np.fft.fft(np.arange(6.0)))
+
+
+def test_torch_lazy_conjugate_is_resolved():
+    torch = pytest.importorskip("torch")
+    x = torch.complex(torch.randn(8, dtype=torch.float64), torch.randn(8, dtype=torch.float64))
+    lazy = x.conj()
+    assert lazy.is_conj()
+    np.testing.assert_allclose(nfft.fft(lazy).numpy(), np.fft.fft(np.conj(x.numpy())))
+    with nfft.FFT(lazy) as f:
+        f.plan()
+        np.testing.assert_allclose(f.execute().numpy(), np.fft.fft(np.conj(x.numpy())))

@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nvmathx.fft._layout import (
@@ -270,6 +270,7 @@ def _problems(draw):
 
 @settings(max_examples=150, deadline=None)
 @given(_problems())
+@example(((2, 2, 1), (1, 1, 1), [0, 1, 2], (0, 2, 1), "R2C", (2, 1, 2), True))  # zero stride inside an embedding
 def test_hypothesis(problem):
     shape, steps, perm, axes, fft_type, lengths, broadcast = problem
     rng = np.random.default_rng(0)
