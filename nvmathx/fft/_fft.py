@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from .._core.errors import InvalidStateError, OperandError, OptionsError
@@ -14,6 +16,7 @@ from ._arguments import normalize_axes
 from ._fastpath import materialize
 from ._gpu import GpuTransform, check_dtype, plan_key
 from ._layout import C2C, C2R, R2C
+from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._options import FFTOptions, normalize_direction
 
 __all__ = ["FFT"]
@@ -58,7 +61,8 @@ class FFT:
     True
     """
 
-    def __init__(self, x, *, axes=None, options=None, execution=None, stream=None):
+    def __init__(self, x: ArrayLike, *, axes: Sequence[int] | None = None, options: OptionsLike = None,
+                 execution: ExecutionLike = None, stream: StreamLike = None):
         self.options = options = check_or_create_options(FFTOptions, options, "options")
         operand = wrap_operand(materialize(x), "x")
         self._execution = normalize_execution(execution, operand.device_id)
@@ -113,7 +117,7 @@ class FFT:
 
     # -- execution --------------------------------------------------------------------------------------
 
-    def execute(self, direction=None, stream=None):
+    def execute(self, direction: str | int | None = None, stream: StreamLike = None) -> ArrayLike:
         """Run the transform and return the result (the operand's kind of array).
 
         Parameters
@@ -175,7 +179,7 @@ class FFT:
 
     # -- operands ---------------------------------------------------------------------------------------
 
-    def reset_operand(self, x) -> None:
+    def reset_operand(self, x: ArrayLike) -> None:
         """Use ``x`` from now on: same shape, strides, dtype, device and library as the original.
 
         Raises
@@ -223,15 +227,15 @@ class FFT:
             self._transform.free()
         self._transform = None
 
-    def __enter__(self):
+    def __enter__(self) -> FFT:
         self._check_valid()
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info) -> bool:
         self.free()
         return False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "freed" if self._freed else ("planned" if self._transform is not None else "unplanned")
         where = "cpu" if self._on_cpu else f"cuda:{self._device_id}"
         return f"FFT({self.fft_type}, shape={self.operand_shape}, axes={self.axes}, {where}, {state})"
