@@ -67,7 +67,11 @@ class Matmul:
     -----
     A plan is not thread-safe: use one per thread. ``execute()`` may be captured in a CUDA graph
     (it neither synchronises nor allocates outside the operand library's stream-ordered allocator,
-    and the workspace is allocated by ``plan()``); keep the plan alive while the graph is replayed.
+    and the workspace is allocated by ``plan()``): pass the capturing stream, e.g.
+    ``execute(stream=torch.cuda.current_stream())`` inside ``torch.cuda.graph`` or
+    ``execute(stream=builder.stream)`` for a cuda.core GraphBuilder, and keep the plan alive while
+    the graph is replayed. The function form follows the operand library's current stream, so it
+    captures as it is once its plan is cached (call it once before capturing).
 
     Examples
     --------
