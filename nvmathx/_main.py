@@ -81,7 +81,11 @@ def run_demos(execution: str) -> list[tuple[str, str, float, float, float]]:
             rows.append((name, f"FAILED: {type(error).__name__}: {error}", float("nan"), float("nan"), 0.0))
             continue
         elapsed = (time.perf_counter() - start) * 1e3
-        error = _relative_error(result, reference)
+        try:
+            error = _relative_error(result, reference)
+        except Exception as failure:  # a demo returned something that is not an array
+            rows.append((name, f"FAILED: {type(failure).__name__}: {failure}", float("nan"), float("nan"), elapsed))
+            continue
         status = "ok" if error <= tolerance else "MISMATCH"
         rows.append((name, status, error, tolerance, elapsed))
     return rows
