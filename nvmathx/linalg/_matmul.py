@@ -287,7 +287,7 @@ class Matmul:
         if algorithm is not None:
             if algorithm not in plan.algorithms:
                 raise OperandError("algorithm", "is not one of this plan's algorithms (see plan() or .algorithms)")
-            plan.select(algorithm)
+            plan.select(plan.algorithms[plan.algorithms.index(algorithm)])  # the plan's own workspace size
         try:
             return runner.run(holder)
         finally:
