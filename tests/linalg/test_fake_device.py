@@ -180,3 +180,32 @@ def test_function_form_cache(fake):
         _check(matmul(da, db, epilog="BIAS", epilog_inputs={"bias": to_device(bias)}),
                matmul(a, b, epilog="BIAS", epilog_inputs={"bias": bias}, execution="cpu"), "float32")
     assert plan_cache.info(0).size == 2 and fake_lt.launches == 6
+
+
+def test_failed_plan_rolls_back(fake):
+    fake_lt, _ = fake
+    rng = np.random.default_rng()
+    a, b = random(rng, (6, 4)), random(rng, (4, 5))
+    with Matmul(to_device(a), to_device(b)) as mm:
+        mm.plan()
+        live = len(fake_lt.objects)
+        from nvmathx.linalg import MatmulAlgorithm
+
+        with pytest.raises(OperandError) as info:
+            mm.plan(epilog="RELU", algorithms=[MatmulAlgorithm(bytes(64), 0, 0.0)])
+        assert info.value.argument == "algorithms"
+        assert len(fake_lt.objects) == live  # the failed plan's descriptors were destroyed
+        _check(mm.execute(), matmul(a, b, execution="cpu"), "float32")  # the earlier plan still runs
+
+
+def test_planning_is_logged(fake, caplog):
+    import logging
+
+    rng = np.random.default_rng()
+    logger = logging.getLogger("nvmathx.test.linalg")
+    with caplog.at_level(logging.INFO, logger="nvmathx.test.linalg"):
+        with Matmul(to_device(random(rng, (3, 2))), to_device(random(rng, (2, 3))), options={"logger": logger}) as mm:
+            mm.plan(epilog="GELU")
+            mm.autotune(iterations=1)
+    messages = " ".join(record.getMessage() for record in caplog.records)
+    assert "matmul plan" in messages and "GELU" in messages and "autotune" in messages
