@@ -134,6 +134,7 @@ def test_cuda_core_graph_builder(torch):
 
     a, b = torch.randn(64, 32, device="cuda"), torch.randn(32, 16, device="cuda")
     device = Device(0)
+    device.set_current()
     launch_stream = device.create_stream()
     with Matmul(a, b, stream=launch_stream) as mm:
         mm.plan()
