@@ -215,7 +215,9 @@ def test_workspaces_come_from_the_memory_resource(torch):
         def device_id(self):
             return self.inner.device_id
 
-    resource = RecordingResource(Device(0).memory_resource)
+    device = Device(0)
+    device.set_current()
+    resource = RecordingResource(device.memory_resource)
     a, b = torch.randn(64, 65536, device="cuda"), torch.randn(65536, 64, device="cuda")  # split-K wants a workspace
     with Matmul(a, b, options={"memory_resource": resource}) as mm:
         algorithms = mm.plan()
