@@ -253,7 +253,7 @@ def test_custom_memory_resource_sees_the_work_area():
     Device(0).set_current()
     resource = Recording()
     rng = np.random.default_rng()
-    x = torch.from_numpy(rng.standard_normal((7, 9, 11, 13)) + 0j).cuda()  # odd sizes need a work area
+    x = torch.from_numpy(rng.standard_normal((4, 6, 8, 1021)) + 0j).cuda()  # a prime length needs a work area
     with nfft.FFT(x, options={"memory_resource": resource}) as f:
         f.plan()
         result = f.execute()
