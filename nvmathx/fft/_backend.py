@@ -17,7 +17,7 @@ __ua_domain__ = "numpy.scipy.fft"
 _SERVED = {
     name: getattr(_functions, name)
     for name in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
-                 "irfftn", "hfft", "ihfft")
+                 "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn")
 }
 
 

@@ -119,6 +119,24 @@ _SPECS = {
     "ihfft": ("Compute the inverse FFT of a real signal with a Hermitian spectrum.", 1, "input", _NORM_INVERSE,
               "The ``n // 2 + 1`` non-negative frequency terms along ``axis``.", "hfft, rfft",
               ">>> x = np.arange(6.0)\n>>> np.allclose(nvmathx.fft.ihfft(x), np.fft.ihfft(x))\nTrue"),
+    "hfft2": ("Compute the 2-D FFT of a Hermitian-symmetric signal: a real spectrum.", 2,
+              "output (last default ``2 * (m - 1)``)", _NORM_FORWARD, "The real transform over ``axes``.",
+              "ihfft2, hfftn, irfft2",
+              ">>> import scipy.fft\n>>> x = np.arange(12.0).reshape(3, 4) + 1j\n"
+              ">>> np.allclose(nvmathx.fft.hfft2(x), scipy.fft.hfft2(x))\nTrue"),
+    "ihfft2": ("Compute the 2-D inverse FFT of a real signal with a Hermitian spectrum.", 2, "input", _NORM_INVERSE,
+               "The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", "hfft2, ihfftn, rfft2",
+               ">>> import scipy.fft\n>>> x = np.arange(12.0).reshape(3, 4)\n"
+               ">>> np.allclose(nvmathx.fft.ihfft2(x), scipy.fft.ihfft2(x))\nTrue"),
+    "hfftn": ("Compute the N-D FFT of a Hermitian-symmetric signal: a real spectrum.", 3,
+              "output (last default ``2 * (m - 1)``)", _NORM_FORWARD, "The real transform over ``axes``.",
+              "ihfftn, hfft2, irfftn",
+              ">>> import scipy.fft\n>>> x = np.arange(24.0).reshape(2, 3, 4) + 1j\n"
+              ">>> np.allclose(nvmathx.fft.hfftn(x), scipy.fft.hfftn(x))\nTrue"),
+    "ihfftn": ("Compute the N-D inverse FFT of a real signal with a Hermitian spectrum.", 3, "input", _NORM_INVERSE,
+               "The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", "hfftn, ihfft2, rfftn",
+               ">>> import scipy.fft\n>>> x = np.arange(24.0).reshape(2, 3, 4)\n"
+               ">>> np.allclose(nvmathx.fft.ihfftn(x), scipy.fft.ihfftn(x))\nTrue"),
 }
 
 

@@ -22,7 +22,7 @@ __all__ = [
     "plan_key",
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn",
     "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
-    "hfft", "ihfft",
+    "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
 ]
 
 plan_cache = PlanCache("nvmathx.fft", max_size=64, max_memory_bytes=None)
@@ -174,6 +174,22 @@ def hfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan
 
 def ihfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
     return _r2c("ihfft", 1, x, n, axis, norm, overwrite_x, workers, plan, conj=True)
+
+
+def hfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2r("hfft2", 2, x, s, axes, norm, overwrite_x, workers, plan, conj=True)
+
+
+def ihfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _r2c("ihfft2", 2, x, s, axes, norm, overwrite_x, workers, plan, conj=True)
+
+
+def hfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _c2r("hfftn", 3, x, s, axes, norm, overwrite_x, workers, plan, conj=True)
+
+
+def ihfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    return _r2c("ihfftn", 3, x, s, axes, norm, overwrite_x, workers, plan, conj=True)
 
 
 from ._docs import document  # noqa: E402  (docstrings are filled in from one template)

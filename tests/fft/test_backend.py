@@ -10,8 +10,8 @@ import nvmathx.fft as nfft
 from nvmathx.fft import _backend
 
 SERVED = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
-          "hfft", "ihfft"]
-REAL_INPUT = {"rfft", "rfft2", "rfftn", "ihfft"}
+          "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn"]
+REAL_INPUT = {"rfft", "rfft2", "rfftn", "ihfft", "ihfft2", "ihfftn"}
 
 
 @pytest.mark.parametrize("backend", [nfft, nfft.backend], ids=["module", "object"])

@@ -10,9 +10,10 @@ from nvmathx import InvalidStateError, OperandError, UnsupportedOperandError
 
 from ._fake_device import FakeMemoryResource, install, to_device, to_host
 
-REAL_INPUT = {"rfft", "rfft2", "rfftn", "ihfft"}
+REAL_INPUT = {"rfft", "rfft2", "rfftn", "ihfft", "ihfft2", "ihfftn"}
 FUNCTIONS_1D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
-FUNCTIONS_ND = ["fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn", "irfftn"]
+FUNCTIONS_ND = ["fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn",
+                "ihfftn"]
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import nvmathx.fft as nfft
 
 pytestmark = pytest.mark.gpu
 
-REAL_INPUT = {"rfft", "rfft2", "rfftn", "ihfft"}
+REAL_INPUT = {"rfft", "rfft2", "rfftn", "ihfft", "ihfft2", "ihfftn"}
 ALL = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
-       "irfftn"]
+       "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn"]
 TOLERANCE = {"single": 2e-6, "double": 1e-12}  # relative to the reference's norm
 
 

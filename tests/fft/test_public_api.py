@@ -9,7 +9,7 @@ EXPECTED = {
     "FFT", "FFTOptions",
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn",
     "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
-    "hfft", "ihfft",
+    "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
     "fftfreq", "rfftfreq", "fftshift", "ifftshift",
     "plan_cache", "plan_key", "backend",
 }
