@@ -58,9 +58,11 @@ class Workspace:
         if nbytes == 0:
             return 0
         if self._stream is not None and stream.handle != self._stream.handle:
-            from .._bindings.cuda_driver import stream_wait_stream
+            from .._bindings.cuda_driver import stream_is_capturing, stream_wait_stream
 
-            stream_wait_stream(stream.handle, self._stream.handle)
+            # A capture records its own dependencies; an event from outside it would break it.
+            if not (stream_is_capturing(stream.handle) or stream_is_capturing(self._stream.handle)):
+                stream_wait_stream(stream.handle, self._stream.handle)
         self._stream = stream
         if nbytes > self.nbytes:
             self.release()
