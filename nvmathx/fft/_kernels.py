@@ -54,6 +54,10 @@ __device__ inline float  apply(float v, float f, int)     { return v * f; }
 __device__ inline double apply(double v, double f, int)   { return v * f; }
 __device__ inline float2 apply(float2 v, float f, int c)  { return make_float2(v.x * f, c ? -v.y * f : v.y * f); }
 __device__ inline double2 apply(double2 v, double f, int c) { return make_double2(v.x * f, c ? -v.y * f : v.y * f); }
+// Two complex64 values (or four float32 values, conj unused) per 16-byte access.
+__device__ inline float4 apply(float4 v, float f, int c) {
+    return make_float4(v.x * f, c ? -v.y * f : v.y * f, v.z * f, c ? -v.w * f : v.w * f);
+}
 
 template <typename T, typename R>
 __global__ void scale(T* data, long long count, R factor, int conj) {
@@ -93,8 +97,8 @@ _C_TYPES = {
     "float16": "half_t", "bfloat16": "bf16_t", "float32": "float", "float64": "double",
     "complex64": "float2", "complex128": "double2",
 }
-_REAL = {"float": ("float", np.float32), "float2": ("float", np.float32), "double": ("double", np.float64),
-         "double2": ("double", np.float64)}
+_REAL = {"float": ("float", np.float32), "float2": ("float", np.float32), "float4": ("float", np.float32),
+         "double": ("double", np.float64), "double2": ("double", np.float64)}
 # (source, target) pairs the copy converts between
 _COPIES = (
     ("float32", "float32"), ("float64", "float64"), ("complex64", "complex64"), ("complex128", "complex128"),
@@ -123,7 +127,8 @@ def can_copy(source_dtype, target_dtype) -> bool:
     return (_dtype_name(source_dtype), _dtype_name(target_dtype)) in _COPIES
 
 
-_NAMES = tuple(_scale_name(d) for d in _SCALED) + tuple(_copy_name(s, t) for s, t in _COPIES)
+_VECTOR_SCALE = "scale<float4, float>"
+_NAMES = (_VECTOR_SCALE,) + tuple(_scale_name(d) for d in _SCALED) + tuple(_copy_name(s, t) for s, t in _COPIES)
 _modules: dict[int, object] = {}
 _lock = threading.Lock()
 
@@ -185,6 +190,13 @@ def _factor(dtype, factor):
 def scale(pointer: int, count: int, dtype, factor: float, conj: bool, stream, device_id: int) -> None:
     """``data[i] = factor * data[i]`` (conjugated when ``conj``) for ``count`` dense elements."""
     if count == 0:
+        return
+    name = _dtype_name(dtype)
+    per_vector = {"complex64": 2, "float32": 4}.get(name)
+    if per_vector and count % per_vector == 0 and pointer % 16 == 0:  # 16-byte accesses
+        vectors = count // per_vector
+        _launch(stream, device_id, _VECTOR_SCALE, vectors, pointer, np.int64(vectors), np.float32(factor),
+                np.int32(conj and name == "complex64"))
         return
     _launch(stream, device_id, _scale_name(dtype), count, pointer, np.int64(count), _factor(dtype, factor),
             np.int32(conj))

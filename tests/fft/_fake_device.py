@@ -135,6 +135,13 @@ def fake_launch(stream, device_id, name, count, *args):
     if kernel == "scale":
         pointer, n, factor, conj = args
         assert isinstance(pointer, int) and type(n) is np.int64 and type(factor) is real and type(conj) is np.int32
+        if c_types[0] == "float4":  # 16-byte vectors: four float32, conj flips every second one
+            assert pointer % 16 == 0
+            data = view_at(pointer, (4 * int(n),), (1,), np.float32)
+            data *= factor
+            if conj:
+                data[1::2] *= -1
+            return
         data = view_at(pointer, (int(n),), (1,), _c_dtype(c_types[0]))
         data *= factor
         if conj:

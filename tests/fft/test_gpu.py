@@ -376,3 +376,18 @@ def test_kernels_copy_convert_and_scale():
     _kernels.scale(target.data.ptr, target.size, np.complex64, 4.0, True, stream, 0)
     cp.cuda.runtime.deviceSynchronize()
     np.testing.assert_array_equal(cp.asnumpy(target), 2.0 * host_view.astype(np.complex64))
+
+
+def test_scale_kernel_vector_and_scalar_paths():
+    cp = _cupy()
+    from nvmathx._core.streams import resolve_stream
+    from nvmathx.fft import _kernels
+
+    stream = resolve_stream(None, 0)
+    rng = np.random.default_rng()
+    for count in (1024, 1023):  # even counts of complex64 take 16-byte vectors
+        x = (rng.standard_normal(count) + 1j * rng.standard_normal(count)).astype(np.complex64)
+        device = cp.asarray(x)
+        _kernels.scale(device.data.ptr, count, np.complex64, 0.25, True, stream, 0)
+        cp.cuda.runtime.deviceSynchronize()
+        np.testing.assert_array_equal(cp.asnumpy(device), np.conj(x) * np.float32(0.25))
