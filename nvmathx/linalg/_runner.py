@@ -123,7 +123,8 @@ class GpuRunner:
         plan.run()
         if self.host_like is not None:
             result = self._to_host(result, stream)
-            outputs = {name: self._to_host(array, stream) for name, array in (outputs or {}).items()}
+            if outputs is not None:  # no outputs stays None: the caller gets the bare result
+                outputs = {name: self._to_host(array, stream) for name, array in outputs.items()}
         elif self.blocking:
             from .._bindings.cuda_driver import stream_synchronize
 

@@ -209,3 +209,16 @@ def test_planning_is_logged(fake, caplog):
             mm.autotune(iterations=1)
     messages = " ".join(record.getMessage() for record in caplog.records)
     assert "matmul plan" in messages and "GELU" in messages and "autotune" in messages
+
+
+@pytest.mark.parametrize("epilog", [None, "BIAS"])
+def test_host_operands_without_outputs_return_one_array(fake, epilog):
+    rng = np.random.default_rng()
+    a, b, bias = random(rng, (9, 4), "float64"), random(rng, (4, 7), "float64"), random(rng, (7,), "float64")
+    inputs = {"bias": bias} if epilog else None
+    gpu = matmul(a, b, epilog=epilog, epilog_inputs=inputs, execution="cuda")
+    assert isinstance(gpu, np.ndarray)
+    _check(gpu, matmul(a, b, epilog=epilog, epilog_inputs=inputs, execution="cpu"), "float64")
+    with Matmul(a, b, options={"result_type": "float64"}, execution="cuda") as mm:
+        mm.plan()
+        assert isinstance(mm.execute(), np.ndarray)
