@@ -1,9 +1,10 @@
 """ctypes bindings to libmathdx (cuFFTDx and cuBLASDx code generation), releases 0.3.x and 0.4.x.
 
 libmathdx turns a cuFFTDx or cuBLASDx descriptor into LTO-IR at run time; it needs no GPU. Only
-functions present in both 0.3.1 and 0.4.x are required; the few that only newer releases export
-(``cufftdxIsSupported``, ``commondxSetCodeOptionInt64s``, ``commondxGetLastErrorStr``,
-``mathdxGetCommit``) are looked up at run time and their absence is handled by the callers.
+functions present in both 0.3.1 and 0.4.x are required; the few that a release may lack
+(``commondxGetLastErrorStr``, ``mathdxGetCommit``, ``nvrtcVersion``) are looked up at run time
+and their absence is handled by the callers. Both releases use the same enum values; 0.3.1 also
+needs ``CUFFTDX_OPERATOR_API`` set before any cuFFTDx trait query.
 
 Handles are ``long long`` integers. Every wrapper returns Python values and raises
 :class:`MathdxError` (carrying the C status name) on a nonzero status.
@@ -15,7 +16,7 @@ import ctypes
 import enum
 import threading
 
-from .._core.errors import CudaLibraryError
+from .._core.errors import CudaLibraryError, LibraryNotFoundError
 from ._loader import load_library
 
 __all__ = [
@@ -224,7 +225,7 @@ _SIGNATURES = {
     "commondxCreateCode": (_int, [_llp], True),
     "commondxDestroyCode": (_int, [_ll], True),
     "commondxSetCodeOptionInt64": (_int, [_ll, _int, _ll], True),
-    "commondxSetCodeOptionInt64s": (_int, [_ll, _int, _size, _llp], False),
+    "commondxSetCodeOptionInt64s": (_int, [_ll, _int, _size, _llp], True),
     "commondxSetCodeOptionStr": (_int, [_ll, _int, _str], True),
     "commondxGetCodeLTOIRSize": (_int, [_ll, _sizep], True),
     "commondxGetCodeLTOIR": (_int, [_ll, _size, ctypes.c_void_p], True),
@@ -233,7 +234,7 @@ _SIGNATURES = {
     "cufftdxSetOptionStr": (_int, [_ll, _int, _str], True),
     "cufftdxSetOperatorInt64": (_int, [_ll, _int, _ll], True),
     "cufftdxSetOperatorInt64s": (_int, [_ll, _int, _size, _llp], True),
-    "cufftdxIsSupported": (_int, [_ll, _intp], False),
+    "cufftdxIsSupported": (_int, [_ll, _intp], True),
     "cufftdxGetKnobInt64Size": (_int, [_ll, _size, _intp, _sizep], True),
     "cufftdxGetKnobInt64s": (_int, [_ll, _size, _intp, _size, _llp], True),
     "cufftdxGetTraitInt64": (_int, [_ll, _int, _llp], True),
@@ -265,6 +266,7 @@ def _library() -> ctypes.CDLL:
     if _lib is None:
         with _lib_lock:
             if _lib is None:
+                _preload_nvrtc()
                 cdll = load_library("mathdx").cdll
                 for name, (restype, argtypes, required) in _SIGNATURES.items():
                     function = getattr(cdll, name, None) if not required else getattr(cdll, name)
@@ -273,6 +275,15 @@ def _library() -> ctypes.CDLL:
                         function.argtypes = argtypes
                 _lib = cdll
     return _lib
+
+
+def _preload_nvrtc() -> None:
+    """Load the NVRTC libmathdx links against first, so that a libmathdx outside the NVRTC wheel's
+    folder (``NVMATHX_MATHDX_PATH``, a system copy) finds it; libmathdx reports it if none loads."""
+    try:
+        load_library("nvrtc")
+    except LibraryNotFoundError:
+        pass
 
 
 def has_function(name: str) -> bool:
@@ -397,10 +408,11 @@ class _Descriptor:
         _call("cufftdxGetTraitCommondxDataType", self.handle, int(trait), ctypes.byref(value))
         return value.value
 
-    def is_supported(self) -> bool | None:
-        """cufftdxIsSupported, or None where the release lacks it."""
-        if not has_function("cufftdxIsSupported"):
-            return None
+    def is_supported(self) -> bool:
+        """cufftdxIsSupported: whether cuFFTDx implements the descriptor (set ``API`` first).
+
+        An unsupported descriptor answers False; a failing call raises MathdxError.
+        """
         value = ctypes.c_int()
         _call("cufftdxIsSupported", self.handle, ctypes.byref(value))
         return bool(value.value)
@@ -431,13 +443,13 @@ def generate_ltoir(descriptor: _Descriptor, sm: int, arch_specific: bool, nvrtc_
     """Compile ``descriptor`` to LTO-IR for ``sm`` (e.g. 900); costs seconds of CPU.
 
     ``arch_specific`` asks for the ``sm_XXa`` target (what numba-cuda compiles for on Hopper and
-    later); releases without ``commondxSetCodeOptionInt64s`` get the generic target instead.
+    later): ``COMMONDX_OPTION_TARGET_SM`` given as the pair ``[sm, 1]``.
     """
     lib = _library()
     code = ctypes.c_longlong()
     _call("commondxCreateCode", ctypes.byref(code))
     try:
-        if arch_specific and has_function("commondxSetCodeOptionInt64s"):
+        if arch_specific:
             target = _int64_array([sm, 1])
             _call("commondxSetCodeOptionInt64s", code.value, int(CodeOption.TARGET_SM), 2, target)
         else:

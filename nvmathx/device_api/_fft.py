@@ -15,7 +15,7 @@ import numpy as np
 from .._bindings import mathdx
 from .._core.errors import OptionsError
 from . import _codegen
-from ._target import Target, resolve_target
+from ._target import Target, max_shared_memory_per_block, resolve_target
 
 __all__ = ["FFT"]
 
@@ -79,15 +79,12 @@ def _choice(value, argument: str, table: dict) -> str:
 
 
 def _is_valid(descriptor: _codegen.Descriptor) -> bool:
-    """Whether libmathdx has an implementation (asks the traits where cufftdxIsSupported is missing)."""
-    try:
-        with _codegen.open_descriptor(descriptor) as handle:
-            if handle.is_supported() is False:
-                return False
-            handle.trait(_T.STORAGE_SIZE)
-            return True
-    except mathdx.MathdxError:
-        return False
+    """Whether cuFFTDx implements ``descriptor`` (which sets ``API``, as libmathdx 0.3.1 requires).
+
+    "Not implemented" is the answer False; a libmathdx call that fails raises its MathdxError.
+    """
+    with _codegen.open_descriptor(descriptor) as handle:
+        return handle.is_supported()
 
 
 class FFT:
@@ -167,7 +164,8 @@ class FFT:
         else:
             self._operators = self._block_operators(ept, fpb)
         self._read_traits()
-        self._codes: dict[int, object] = {}
+        self._check_block_fits()
+        self._codes: dict[str, object] = {}
 
     # -- descriptor construction -----------------------------------------------------------
 
@@ -179,6 +177,8 @@ class FFT:
             ("DIRECTION", int(_DIRECTIONS[self.direction])),
             ("EXECUTION", int(mathdx.Execution.BLOCK if self.execution == "Block" else mathdx.Execution.THREAD)),
             ("SM", self.target.sm),
+            # Traits and validity are those of the registers form; the shared form differs only here.
+            ("API", int(mathdx.FftApi.LMEM)),
         )
 
     def _size_message(self) -> str:
@@ -240,6 +240,20 @@ class FFT:
                 self.block_dim = None
                 self.shared_memory_size = 0
 
+    def _check_block_fits(self) -> None:
+        """cuFFTDx accepts any ffts_per_block; refuse blocks no launch could run."""
+        if self.execution != "Block":
+            return
+        threads = int(np.prod(self.block_dim))
+        limit = max_shared_memory_per_block(self.target)
+        if threads > 1024 or self.shared_memory_size > limit:
+            raise OptionsError(
+                "ffts_per_block",
+                f"ffts_per_block={self.ffts_per_block} needs a block of {self.block_dim} threads and "
+                f"{self.shared_memory_size} bytes of shared memory; {self.target.name} allows 1024 threads "
+                f"and {limit} bytes per block",
+            )
+
     # -- public traits ---------------------------------------------------------------------
 
     @property
@@ -286,8 +300,10 @@ class FFT:
 
     def descriptor(self, api: str = "registers") -> _codegen.Descriptor:
         """The descriptor (plain data) for one call form: ``"registers"`` or ``"shared"``."""
-        value = mathdx.FftApi.SMEM if api == "shared" else mathdx.FftApi.LMEM
-        return ("cufftdx", (("API", int(value)),) + self._operators)
+        if api not in ("registers", "shared"):
+            raise OptionsError("api", f"expected 'registers' or 'shared'; got {api!r}")
+        value = int(mathdx.FftApi.SMEM if api == "shared" else mathdx.FftApi.LMEM)
+        return ("cufftdx", tuple((name, value if name == "API" else v) for name, v in self._operators))
 
     def code(self, api: str = "registers"):
         """The generated code (symbol and LTO-IR) for one call form, generating it if needed."""

@@ -65,13 +65,24 @@ def test_knobs_are_pairs_of_positive_ints():
 
 def test_unsupported_descriptor_raises_typed_error_with_status_name():
     with _fft(1 << 20) as handle:
-        if handle.is_supported() is not None:
-            assert handle.is_supported() is False
+        assert handle.is_supported() is False
         with pytest.raises(mathdx.MathdxError) as info:
             handle.trait(T.STORAGE_SIZE)
     assert info.value.status_name.startswith("COMMONDX_")
     assert info.value.function == "cufftdxGetTraitInt64"
     assert "LIBMATHDX_LOG_LEVEL" in str(info.value)
+
+
+def test_supported_descriptor_answers_true():
+    with _fft(1024, ept=8, fpb=2) as handle:
+        assert handle.is_supported() is True
+
+
+def test_generate_ltoir_for_the_arch_specific_target_of_a_block_fft():
+    with _fft(64, ept=8, fpb=1) as handle:
+        handle.set_symbol_name("nvmathx_binding_test_block_fft")
+        code = mathdx.generate_ltoir(handle, 900, arch_specific=True)
+    assert len(code) > 1000
 
 
 def test_error_survives_pickling():

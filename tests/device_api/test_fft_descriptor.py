@@ -74,6 +74,31 @@ def test_size_out_of_range_names_size():
     _error("size", size=1024, execution="Thread")
 
 
+def test_a_failing_support_query_is_not_reported_as_a_size(monkeypatch):
+    from nvmathx._bindings import mathdx
+
+    def fail(handle):
+        raise mathdx.MathdxError(2, "COMMONDX_INTERNAL_ERROR", "cufftdxIsSupported")
+
+    monkeypatch.setattr(mathdx._Descriptor, "is_supported", fail)
+    with pytest.raises(mathdx.MathdxError, match="cufftdxIsSupported"):
+        FFT(64, np.float32, direction="forward", sm=H100)
+
+
+def test_blocks_beyond_the_architecture_name_ffts_per_block():
+    message = _error("ffts_per_block", elements_per_thread=8, ffts_per_block=200)
+    assert "232448" in message
+    _error("ffts_per_block", size=64, elements_per_thread=2, ffts_per_block=64)  # 2048 threads
+
+
+def test_registers_and_shared_forms_differ_only_in_the_api_operator():
+    fft = FFT(64, np.float32, direction="forward", sm=H100)
+    registers, shared = dict(fft.descriptor("registers")[1]), dict(fft.descriptor("shared")[1])
+    assert registers.pop("API") != shared.pop("API") and registers == shared
+    with pytest.raises(OptionsError, match="api"):
+        fft.descriptor("global")
+
+
 @pytest.mark.parametrize("size", [0, 1, -4, 2.5, "64", True])
 def test_malformed_size(size):
     _error("size", size=size)
