@@ -14,6 +14,7 @@ __all__ = [
     "device_count",
     "driver_version",
     "memcpy_async",
+    "memset_async",
     "stream_synchronize",
     "stream_wait_stream",
     "stream_is_capturing",
@@ -73,6 +74,11 @@ def driver_version() -> int:
 def memcpy_async(dst: int, src: int, nbytes: int, stream_handle: int) -> None:
     """Copy ``nbytes`` between any two pointers (host or device, unified addressing) on a stream."""
     _call("cuMemcpyAsync", dst, src, nbytes, stream_handle)
+
+
+def memset_async(ptr: int, value: int, nbytes: int, stream_handle: int) -> None:
+    """Set ``nbytes`` bytes at ``ptr`` to ``value`` (0-255) on a stream."""
+    _call("cuMemsetD8Async", ptr, value, nbytes, stream_handle)
 
 
 def stream_synchronize(stream_handle: int) -> None:

@@ -224,13 +224,17 @@ class _TorchAdapter(_Adapter):
         dtype = self.to_numpy.get(obj.dtype)
         if dtype is None:
             raise UnsupportedOperandError(argument, f"torch dtype {obj.dtype} is not supported")
+        if obj.is_conj() or obj.is_neg():
+            # Lazy conjugate/negative views: the memory holds the unconjugated values.
+            obj = obj.resolve_conj().resolve_neg()
         device_id = obj.get_device()  # -1 on the CPU; cheaper than obj.device.type
         if device_id < 0 and not obj.is_cpu:
             raise UnsupportedOperandError(argument, f"torch device {obj.device} is not supported (cuda or cpu)")
         return Operand(obj, obj.data_ptr(), obj.shape, obj.stride(), dtype, device_id, self)  # torch.Size is a tuple
 
     def signature(self, obj):
-        return (obj.shape, obj.stride(), obj.dtype, obj.get_device())
+        # A lazy conjugate/negative view differs from plain memory of the same layout.
+        return (obj.shape, obj.stride(), obj.dtype, obj.get_device(), obj.is_conj() or obj.is_neg())
 
     def pointer(self, obj):
         return obj.data_ptr()

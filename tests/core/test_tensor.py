@@ -139,3 +139,15 @@ def test_signature_and_pointer_agree_with_the_view():
         hash(adapter.signature(array))
     assert adapter_for(arrays[0]).signature(arrays[0]) != adapter_for(arrays[1]).signature(arrays[1])
     assert adapter_for(arrays[0]).signature(arrays[0]) != adapter_for(arrays[0]).signature(arrays[0].astype(np.float32))
+
+
+def test_torch_lazy_conjugate_views_are_resolved():
+    tensor = torch.randn(4, 3, dtype=torch.complex64)
+    lazy = tensor.conj()
+    assert lazy.is_conj()
+    operand = wrap_operand(lazy, "x")
+    values = operand.obj
+    assert not values.is_conj()
+    np.testing.assert_array_equal(values.numpy(), tensor.numpy().conj())
+    adapter = adapter_for(tensor)
+    assert adapter.signature(lazy) != adapter.signature(tensor)
