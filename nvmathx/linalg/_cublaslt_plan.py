@@ -127,6 +127,8 @@ class LtPlan:
             lt.matmul_desc_set(desc, _D.SM_COUNT_TARGET, options.sm_count_target)
         if options.fast_accumulation:
             lt.matmul_desc_set(desc, _D.FAST_ACCUM, 1)
+        if problem.result_amax:  # the heuristic must see it (the runner points it at each call's output)
+            lt.matmul_desc_set(desc, _D.AMAX_D_POINTER, _OUTPUT_PLACEHOLDER)
         epilog = problem.epilog
         if epilog is not None:
             lt.matmul_desc_set(desc, _D.EPILOGUE, epilog.lt_code)

@@ -240,8 +240,8 @@ def _bind_extras(entry, a, b, c, epilog_inputs, scales):
     """Point the plan at this call's c, epilog inputs and float8 scales."""
     inputs = {name: wrap_operand(value, f"epilog_inputs[{name!r}]") for name, value in (epilog_inputs or {}).items()}
     entry.runner.bind(wrap_operand(a, "a"), wrap_operand(b, "b"), wrap_operand(c, "c") if c is not None else None, inputs)
-    if scales:
-        entry.runner.set_scales(check_quantization_scales(scales, entry.plan.problem))
+    if entry.runner.scale_keys:  # every call states its scales: those it omits are 1.0
+        entry.runner.set_scales(check_quantization_scales(scales, entry.plan.problem), complete=True)
 
 
 def _uncached(a, b, c, alpha, beta, epilog, epilog_inputs, scales, options, preferences, execution, stream):

@@ -11,6 +11,7 @@ from .._core.memory import allocate
 from .._core.tensor import Operand, copy_to_host, wrap_operand
 from ._cublaslt_plan import LtPlan
 from ._operands import make_allocator
+from ._options import FP8_DTYPES
 
 __all__ = ["GpuRunner"]
 
@@ -18,6 +19,7 @@ _D = lt.MatmulDescAttribute
 # Under D^T = B^T A^T, cuBLASLt's A is the user's b and its B the user's a.
 _SCALE_ATTRIBUTES = {"a": _D.B_SCALE_POINTER, "b": _D.A_SCALE_POINTER, "d": _D.D_SCALE_POINTER}
 _SCALE_SLOTS = {"a": 0, "b": 1, "d": 2}
+_SCALE_SLOT_BYTES = 16  # each scale on its own 16-byte boundary
 
 
 class GpuRunner:
@@ -48,9 +50,12 @@ class GpuRunner:
                                  _D.BIAS_POINTER, None))
         if problem.result_amax:
             self.outputs.append(("result_amax", make_allocator(like, (), "float32", plan.device_id, mr), _D.AMAX_D_POINTER, None))
-        self.scale_buffer = None
-        self.scale_values = np.ones(4, np.float32)
         self.kept = {}  # operands whose pointers the plan holds
+        self.scale_buffer = None
+        self.scale_keys = ()
+        self.scale_values = np.ones(_SCALE_SLOT_BYTES // 4 * len(_SCALE_SLOTS), np.float32)
+        if problem.is_fp8:
+            self._point_scales_at_buffer()
 
     # -- binding -------------------------------------------------------------------------------
 
@@ -76,11 +81,44 @@ class GpuRunner:
         plan.alpha[0] = alpha
         plan.beta[0] = 1 if plan.problem.bias_mode == "fold" else beta
 
-    def set_scales(self, scales: dict) -> None:
-        """Point cuBLASLt at the float8 scales: device arrays as they are, numbers through our buffer."""
+    def _point_scales_at_buffer(self) -> None:
+        """Point every float8 scale (and the amax output) somewhere before the heuristic runs.
+
+        cuBLASLt picks float8 kernels for the descriptor as it is when asked: an algorithm found
+        with no scale pointers fails with CUBLAS_STATUS_NOT_SUPPORTED once they are set. So the
+        scales start as 1.0 in our buffer and :meth:`set_scales` only moves pointers or values.
+        """
+        plan = self.plan
+        problem = plan.problem
+        self.scale_keys = ("a", "b", "d") if problem.result_dtype in FP8_DTYPES else ("a", "b")
+        self.scale_buffer = allocate(_SCALE_SLOT_BYTES * len(_SCALE_SLOTS), self.stream, plan.device_id,
+                                     plan.options.memory_resource)
+        for key in self.scale_keys:
+            plan.set_pointer(_SCALE_ATTRIBUTES[key], self._slot_address(key))
+        self._upload_scales()
+
+    def _slot_address(self, key: str) -> int:
+        return int(self.scale_buffer.handle) + _SCALE_SLOT_BYTES * _SCALE_SLOTS[key]
+
+    def _upload_scales(self) -> None:
+        from .._bindings.cuda_driver import memcpy_async, stream_synchronize
+
+        memcpy_async(int(self.scale_buffer.handle), self.scale_values.ctypes.data, self.scale_values.nbytes, self.stream.handle)
+        stream_synchronize(self.stream.handle)
+
+    def set_scales(self, scales: dict, complete: bool = False) -> None:
+        """Point cuBLASLt at the float8 scales: device arrays as they are, numbers through our buffer.
+
+        ``complete``: ``scales`` is the whole set (a scale not given is 1.0), else an update.
+        """
+        if self.scale_buffer is None:
+            return
         plan = self.plan
         changed = False
-        for key, value in scales.items():
+        for key in self.scale_keys:
+            if key not in scales and not complete:
+                continue
+            value = scales.get(key, 1.0)
             if hasattr(value, "shape"):
                 operand = wrap_operand(value, f"quantization_scales[{key!r}]")
                 if operand.dtype != np.float32 or operand.size != 1:
@@ -92,16 +130,12 @@ class GpuRunner:
                 if operand.device_id >= 0:
                     raise OperandError(f"quantization_scales[{key!r}]", f"lives on GPU {operand.device_id}, not {plan.device_id}")
                 value = float(np.asarray(value, dtype=np.float32).reshape(-1)[0])
-            self.scale_values[_SCALE_SLOTS[key]] = float(value)
-            if self.scale_buffer is None:
-                self.scale_buffer = allocate(16, self.stream, plan.device_id, plan.options.memory_resource)
-            plan.set_pointer(_SCALE_ATTRIBUTES[key], int(self.scale_buffer.handle) + 4 * _SCALE_SLOTS[key])
-            changed = True
+            index = _SCALE_SLOT_BYTES // 4 * _SCALE_SLOTS[key]
+            changed = changed or self.scale_values[index] != np.float32(value)
+            self.scale_values[index] = value
+            plan.set_pointer(_SCALE_ATTRIBUTES[key], self._slot_address(key))
         if changed:
-            from .._bindings.cuda_driver import memcpy_async, stream_synchronize
-
-            memcpy_async(int(self.scale_buffer.handle), self.scale_values.ctypes.data, 16, self.stream.handle)
-            stream_synchronize(self.stream.handle)
+            self._upload_scales()
 
     # -- running -------------------------------------------------------------------------------
 

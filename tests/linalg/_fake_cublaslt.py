@@ -24,8 +24,10 @@ def view_at(pointer, shape, strides, dtype):
     """A numpy view of memory at ``pointer`` (strides in elements, never negative here)."""
     dtype = np.dtype(dtype)
     span = sum((extent - 1) * stride for extent, stride in zip(shape, strides)) + 1
-    flat = np.frombuffer((ctypes.c_char * (span * dtype.itemsize)).from_address(pointer), dtype=dtype)
-    return np.lib.stride_tricks.as_strided(flat, tuple(shape), tuple(s * dtype.itemsize for s in strides))
+    # Strided as raw bytes, then viewed: the array interface cannot name every ml_dtypes type.
+    raw = np.dtype(f"V{dtype.itemsize}")
+    flat = np.frombuffer((ctypes.c_char * (span * dtype.itemsize)).from_address(pointer), dtype=raw)
+    return np.lib.stride_tricks.as_strided(flat, tuple(shape), tuple(s * dtype.itemsize for s in strides)).view(dtype)
 
 
 class FakeBuffer:
@@ -127,6 +129,7 @@ class FakeCublasLt:
         for index in range(min(requested, 3)):
             result = lt.HeuristicResult()
             result.algo[0] = index + 1
+            result.algo[1] = self._scaling_mask(desc)
             result.workspaceSize = 1024 * index
             result.wavesCount = 1.0
             results.append(result)
@@ -134,13 +137,26 @@ class FakeCublasLt:
 
     def algo_check(self, handle, desc, a, b, c, d, algo):
         self._validate(desc, a, b, c, d)
-        if not 1 <= algo[0] <= 3:
+        words = np.frombuffer(bytes(algo), np.uint64)
+        if not 1 <= words[0] <= 3:
             _invalid("unknown algorithm")
+        self._check_scaling(desc, words)
         result = lt.HeuristicResult()
-        result.algo[0] = algo[0]
-        result.workspaceSize = 1024 * (algo[0] - 1)
+        result.algo[0], result.algo[1] = int(words[0]), int(words[1])
+        result.workspaceSize = 1024 * (int(words[0]) - 1)
         result.wavesCount = 1.0
         return result
+
+    def _scaling_mask(self, desc):
+        """Which float8 scale / amax pointers are set: the real library picks float8 kernels for
+        them, and an algorithm found without them fails once they are set (and vice versa)."""
+        info = self.objects[desc]
+        pointers = (_D.A_SCALE_POINTER, _D.B_SCALE_POINTER, _D.D_SCALE_POINTER, _D.AMAX_D_POINTER)
+        return sum(1 << bit for bit, attribute in enumerate(pointers) if info.get(attribute))
+
+    def _check_scaling(self, desc, algo):
+        if algo[1] != self._scaling_mask(desc):
+            raise lt.CublasLtError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "fake cuBLASLt", "scale pointers differ from the heuristic's")
 
     def _validate(self, desc, a, b, c, d):
         desc, a, b, c, d = (self.objects[x] for x in (desc, a, b, c, d))
@@ -173,6 +189,9 @@ class FakeCublasLt:
             x.value or 0 for x in args)
         assert handle in self.objects and algo
         self._validate(desc, a_layout, b_layout, c_layout, d_layout)
+        algo_words = (ctypes.c_uint64 * 8).from_address(algo)
+        if algo_words[1] != self._scaling_mask(desc):
+            return 15  # CUBLAS_STATUS_NOT_SUPPORTED, as the real library answers
         if size:
             assert workspace, "workspace size without a workspace"
             view_at(workspace, (size,), (1,), np.uint8)[...] = 0xCD  # prove it is writable

@@ -222,3 +222,28 @@ def test_host_operands_without_outputs_return_one_array(fake, epilog):
     with Matmul(a, b, options={"result_type": "float64"}, execution="cuda") as mm:
         mm.plan()
         assert isinstance(mm.execute(), np.ndarray)
+
+
+@pytest.mark.parametrize("epilog", [None, "RELU", "BIAS"])
+def test_float8_bf16_result_scales_set_before_the_heuristic(fake, epilog):
+    """An algorithm found before the scale pointers were set would not run (see the fake)."""
+    rng = np.random.default_rng()
+    a, b_rows, bias = random(rng, (32, 16), "float8_e4m3fn"), random(rng, (48, 16), "float8_e5m2"), random(rng, (48,), "bfloat16")
+    inputs = {"bias": bias} if epilog == "BIAS" else None
+    options = {"result_type": "bfloat16"}
+    cpu = matmul(a, b_rows.T, epilog=epilog, epilog_inputs=inputs, quantization_scales={"a": 0.5, "b": 1.5}, options=options,
+                 execution="cpu")
+    device_inputs = {"bias": to_device(bias)} if inputs else None
+    b = to_device(b_rows).__class__(*_transposed(to_device(b_rows)))
+    for _ in range(2):  # a plan-cache miss, then a hit
+        scales = {"a": to_device(np.array([0.5], np.float32)), "b": 1.5}
+        _check(matmul(to_device(a), b, epilog=epilog, epilog_inputs=device_inputs, quantization_scales=scales, options=options),
+               cpu, "bfloat16")
+    with Matmul(to_device(a), b, quantization_scales={"a": 0.5, "b": 1.5}, options=options) as mm:
+        mm.plan(epilog=epilog, epilog_inputs=device_inputs)
+        _check(mm.execute(), cpu, "bfloat16")
+        mm.reset_operands(quantization_scales={"b": 3.0})  # an update keeps a's scale
+        _check(mm.execute(), matmul(a, b_rows.T, epilog=epilog, epilog_inputs=inputs, quantization_scales={"a": 0.5, "b": 3.0},
+                                    options=options, execution="cpu"), "bfloat16")
+    unscaled = matmul(a, b_rows.T, epilog=epilog, epilog_inputs=inputs, options=options, execution="cpu")
+    _check(matmul(to_device(a), b, epilog=epilog, epilog_inputs=device_inputs, options=options), unscaled, "bfloat16")
