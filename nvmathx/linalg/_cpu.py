@@ -14,14 +14,19 @@ from .._core.dtypes import numpy_dtype
 from ._epilogs import reference_epilog
 from ._problem import MatmulProblem, cpu_compute_dtype
 
-__all__ = ["cpu_matmul", "to_dtype"]
+__all__ = ["cpu_matmul", "to_dtype", "FLOAT8_MAX"]
+
+
+# Largest finite float8 values. Not np.finfo: numpy 2.3 rejects ml_dtypes types there ("not inexact").
+FLOAT8_MAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
 
 
 def to_dtype(values, dtype_name: str) -> np.ndarray:
-    """Round ``values`` to ``dtype_name`` (float8 saturates instead of overflowing to NaN)."""
+    """Round ``values`` (a float32/float64 array) to ``dtype_name`` (float8 saturates instead of
+    overflowing to NaN)."""
     dtype = numpy_dtype(dtype_name)
-    if dtype_name.startswith("float8"):
-        limit = float(np.finfo(dtype).max)
+    limit = FLOAT8_MAX.get(dtype_name)
+    if limit is not None:
         values = np.clip(values, -limit, limit)
     return np.asarray(values).astype(dtype)
 

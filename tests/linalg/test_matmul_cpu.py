@@ -129,3 +129,27 @@ def test_torch_cpu_tensors_give_torch_results():
     assert isinstance(result, torch.Tensor) and result.dtype == torch.bfloat16
     expected = (a.float() @ b.float()).numpy()
     assert relative_error(result.float().numpy(), expected) < 1e-2
+
+
+def test_float8_result_saturates_without_finfo(monkeypatch):
+    """numpy 2.3 + ml_dtypes 0.6 reject np.finfo on float8: the CPU reference must not need it."""
+    import ml_dtypes
+
+    real_finfo = np.finfo
+
+    def strict_finfo(dtype):
+        if np.dtype(dtype) in (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)):
+            raise ValueError(f"data type {dtype!r} not inexact")
+        return real_finfo(dtype)
+
+    monkeypatch.setattr(np, "finfo", strict_finfo)
+    rng = np.random.default_rng()
+    a = rng.standard_normal((16, 32)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((16, 32)).astype(ml_dtypes.float8_e4m3fn).T
+    for dtype_name, limit in (("float8_e4m3fn", 448.0), ("float8_e5m2", 57344.0)):
+        result, aux = matmul(a, b, quantization_scales={"a": 1.0, "b": 1.0, "d": 1e6},
+                             options={"result_type": dtype_name, "result_amax": True}, execution="cpu")
+        wide = result.astype(np.float64)
+        assert np.all(np.isfinite(wide)) and np.abs(wide).max() == limit  # saturated, not NaN
+        expected = np.abs(a.astype(np.float64) @ b.astype(np.float64)).max()
+        np.testing.assert_allclose(float(aux["result_amax"]), expected, rtol=1e-5)
