@@ -1,7 +1,8 @@
 """``FFT``: a cuFFTDx device function for Numba kernels, described on the host.
 
-Construction validates the descriptor with libmathdx's trait queries (milliseconds, no code
-generation) and fixes every trait. Code is generated when a kernel that calls ``execute`` is
+Construction asks libmathdx whether cuFFTDx implements the descriptor (``cufftdxIsSupported``),
+then reads every trait (milliseconds, no code generation); blocks that no launch on the target
+could run (too many threads or too much shared memory) are refused too. Code is generated when a kernel that calls ``execute`` is
 compiled, once per call form (registers + shared scratch, or data in shared memory), and is read
 from the on-disk cache when an earlier process generated it.
 """
