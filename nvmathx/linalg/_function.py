@@ -24,40 +24,51 @@ plan_cache = PlanCache("matmul", max_size=128, max_memory_bytes=1 << 30)
 # -- keys ----------------------------------------------------------------------------------------
 
 
-def _alignment(ptr: int) -> int:
-    return min(ptr & -ptr, 256) if ptr else 256
+# Pointer alignment up to 256 bytes, inline (a hot path): the lowest set bit when one of the low
+# eight bits is set, else 256 (a null pointer counts as 256, as the planner treats it).
 
 
-def _torch_signature(x, argument):
+def _torch_signature(x):
     ptr = x.data_ptr()
-    return ("torch", x.shape, x.stride(), x.dtype, x.get_device(), _alignment(ptr)), ptr
+    return ("torch", x.shape, x.stride(), x.dtype, x.get_device(), ptr & 255 and ptr & -ptr or 256), ptr
 
 
-def _cupy_signature(x, argument):
+def _cupy_signature(x):
     ptr = x.data.ptr
-    return ("cupy", x.shape, x.strides, x.dtype, x.device.id, _alignment(ptr)), ptr
+    return ("cupy", x.shape, x.strides, x.dtype, x.device.id, ptr & 255 and ptr & -ptr or 256), ptr
 
 
-def _numpy_signature(x, argument):
+def _numpy_signature(x):
     ptr = x.ctypes.data
-    return ("numpy", x.shape, x.strides, x.dtype, -1, _alignment(ptr)), ptr
+    return ("numpy", x.shape, x.strides, x.dtype, -1, ptr & 255 and ptr & -ptr or 256), ptr
 
 
-def _generic_signature(x, argument):
-    operand = wrap_operand(x, argument)
-    return (operand.package, operand.shape, operand.strides, operand.dtype, operand.device_id, _alignment(operand.ptr)), operand.ptr
+def _adapter_signature(adapter):
+    """Any other library, through its adapter's own signature and pointer."""
+    signature, pointer, name = adapter.signature, adapter.pointer, adapter.name
+
+    def signature_of(x):
+        ptr = pointer(x)
+        return (name, *signature(x), ptr & 255 and ptr & -ptr or 256), ptr  # (shape, strides, dtype, device)
+
+    return signature_of
 
 
 _SIGNATURES = {"torch": _torch_signature, "cupy": _cupy_signature, "numpy": _numpy_signature}
 _signature_by_type: dict = {}
 
 
+def _signature_function(x, argument):
+    """The signature function of ``x``'s type (found once per type)."""
+    adapter = adapter_for(x, argument)
+    function = _signature_by_type[type(x)] = _SIGNATURES.get(adapter.name) or _adapter_signature(adapter)
+    return function
+
+
 def _signature(x, argument):
     """(hashable description, pointer) of an array: library, shape, strides, dtype, device, alignment."""
-    function = _signature_by_type.get(type(x))
-    if function is None:
-        function = _signature_by_type[type(x)] = _SIGNATURES.get(adapter_for(x, argument).name, _generic_signature)
-    return function(x, argument)
+    function = _signature_by_type.get(type(x)) or _signature_function(x, argument)
+    return function(x)
 
 
 def matmul_plan_key(a, b, c=None, *, epilog=None, epilog_inputs=None, quantization_scales=None, options=None,
@@ -73,8 +84,9 @@ def matmul_plan_key(a, b, c=None, *, epilog=None, epilog_inputs=None, quantizati
 
 
 def _key(a, b, c, epilog, epilog_inputs, scales, options, preferences, execution):
-    sig_a, ptr_a = _signature(a, "a")
-    sig_b, ptr_b = _signature(b, "b")
+    signatures = _signature_by_type
+    sig_a, ptr_a = (signatures.get(type(a)) or _signature_function(a, "a"))(a)
+    sig_b, ptr_b = (signatures.get(type(b)) or _signature_function(b, "b"))(b)
     pointers = {"a": ptr_a, "b": ptr_b}
     sig_c = None
     if c is not None:
