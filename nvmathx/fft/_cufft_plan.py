@@ -16,7 +16,7 @@ from .._bindings import cufft
 from .._core.errors import InvalidStateError
 from .._core.memory import Workspace
 from . import _kernels
-from ._layout import INPUT, OUTPUT, SCRATCH, CopyStep, FFTPass, LayoutPlan
+from ._layout import INPUT, OUTPUT, SCRATCH, SCRATCH_REAL, CopyStep, FFTPass, LayoutPlan
 
 __all__ = ["CufftPlan", "precision_dtypes"]
 
@@ -45,10 +45,10 @@ def _span_elements(shape, strides) -> int:
 
 
 def _memset_async(pointer: int, nbytes: int, stream_handle: int) -> None:
-    """Zero ``nbytes`` at ``pointer`` on a stream (cuMemsetD8Async, with the driver's typed error)."""
-    from .._bindings import cuda_driver
+    """Zero ``nbytes`` at ``pointer`` on a stream."""
+    from .._bindings.cuda_driver import memset_async
 
-    cuda_driver._call("cuMemsetD8Async", pointer, 0, nbytes, stream_handle)
+    memset_async(pointer, 0, nbytes, stream_handle)
 
 
 class _Pass:
@@ -103,7 +103,8 @@ class CufftPlan:
         self.input_dtype = np.dtype(input_dtype)
         self.output_dtype = real if layout.fft_type == "C2R" else complex_
         self.scratch_dtype = complex_ if layout.scratch_is_complex else real
-        self._dtypes = {INPUT: self.input_dtype, OUTPUT: self.output_dtype, SCRATCH: self.scratch_dtype}
+        self._dtypes = {INPUT: self.input_dtype, OUTPUT: self.output_dtype, SCRATCH: self.scratch_dtype,
+                        SCRATCH_REAL: real}
         self._passes = []
         with ExitStack() as undo:  # a failed plan destroys the handles it made
             for step in layout.steps:
@@ -168,7 +169,8 @@ class CufftPlan:
 
     def _run_steps(self, source, target, direction, factor, conj):
         stream = self._stream
-        pointers = {INPUT: source, OUTPUT: target, SCRATCH: self._scratch_ptr}
+        scratch = self._scratch_ptr
+        pointers = {INPUT: source, OUTPUT: target, SCRATCH: scratch, SCRATCH_REAL: scratch}
         conj_input = conj and self.layout.fft_type == "C2R"
         passes = iter(self._passes)
         for step in self.layout.steps:
@@ -198,7 +200,7 @@ class CufftPlan:
                          step.target_strides, source_dtype, target_dtype, factor, conj, stream, self.device_id)
 
     def _buffer_bytes(self, name) -> int:
-        if name == SCRATCH:
+        if name in (SCRATCH, SCRATCH_REAL):
             return self.scratch_bytes
         return self._output_elements * self.output_dtype.itemsize
 

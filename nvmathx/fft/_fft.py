@@ -14,7 +14,7 @@ from .._core.streams import resolve_stream
 from .._core.tensor import copy_to_host, stage_to_device, wrap_operand
 from ._arguments import normalize_axes
 from ._fastpath import materialize
-from ._gpu import GpuTransform, check_dtype, plan_key
+from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._options import FFTOptions, normalize_direction
@@ -89,8 +89,9 @@ class FFT:
         self._current_stream = self._device.adapter.current_stream
         self._last_handle = None
         self._holder = None
+        self._aligned = real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize)
         self.key = plan_key(self.fft_type, self._device.shape, self._device.strides, self._device.dtype, self.axes,
-                            self.lengths, self._device_id, self._device.package, False)
+                            self.lengths, self._device_id, self._device.package, False, self._aligned)
 
     # -- planning ---------------------------------------------------------------------------------------
 
@@ -109,7 +110,8 @@ class FFT:
             self._transform = self._transform or _CpuPlan()
             return
         transform = GpuTransform(self._device, self.fft_type, self.axes, self.lengths,
-                                 memory_resource=self.options.memory_resource, inplace=self.options.inplace)
+                                 memory_resource=self.options.memory_resource, inplace=self.options.inplace,
+                                 input_aligned=self._aligned)
         steps = len(transform.layout.steps) if transform.plan is not None else 0
         self._logger.info("FFT planned: %s over axes %s, lengths %s, %d step(s), %d bytes of work area and scratch",
                           self.fft_type, self.axes, self.lengths, steps, transform.memory_bytes)
@@ -203,6 +205,14 @@ class FFT:
             return
         # A host operand of the same layout stages to the same device layout the plan was made for.
         self._device = operand if operand.device_id >= 0 else stage_to_device(operand, self._device_id, self._stream)
+        if self._aligned and not real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize):
+            # cuFFT cannot read this operand directly: re-plan with a first copy (which reads any operand).
+            self._aligned = False
+            self.key = self.key[:-1] + (False,)
+            if self._transform is not None:
+                self._transform.free()
+                self._transform = None
+                self.plan()
 
     # -- lifetime ---------------------------------------------------------------------------------------
 

@@ -68,13 +68,16 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
     if conj:  # hfft / ihfft scale the opposite direction, as scipy does
         checked_norm = swap_direction(checked_norm)
     overwrite = bool(overwrite_x) and fft_type == C2R and not conj
-    key = plan_key(fft_type, shape, strides, dtype, resolved_axes, lengths, device_id, package, overwrite)
+    # cuFFT reads a real operand only from an address aligned to the complex element.
+    aligned = fft_type != R2C or not pointer % (2 * dtype.itemsize)
+    key = plan_key(fft_type, shape, strides, dtype, resolved_axes, lengths, device_id, package, overwrite, aligned)
     if plan is not None:
         transform = _check_plan(plan, key)
     else:
         transform = plan_cache.get(device_id, key)
         if transform is None:
-            transform = GpuTransform(wrap_operand(x, "x"), fft_type, resolved_axes, lengths, overwrite=overwrite)
+            transform = GpuTransform(wrap_operand(x, "x"), fft_type, resolved_axes, lengths, overwrite=overwrite,
+                                     input_aligned=aligned)
             plan_cache.put(device_id, key, transform)
     stream = resolve_stream(None, device_id, adapter.current_stream)
     factor = 1.0 if checked_norm == "backward" and direction < 0 else scale_factor(checked_norm, direction, lengths)

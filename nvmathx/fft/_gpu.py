@@ -12,7 +12,7 @@ from ._cufft_plan import CufftPlan, precision_dtypes
 from ._kernels import can_copy
 from ._layout import C2C, C2R, R2C, output_shape, plan_layout, result_strides
 
-__all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype"]
+__all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
 
 _REAL = ("float16", "bfloat16", "float32", "float64")
 _COMPLEX = ("complex64", "complex128")
@@ -21,7 +21,8 @@ _COMPLEX = ("complex64", "complex128")
 _DTYPE_NAMES: dict = {}  # numpy's dtype.name is a slow property; names are looked up once per dtype
 
 
-def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package="", overwrite=False) -> tuple:
+def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package="", overwrite=False,
+             aligned=True) -> tuple:
     """The plan-cache key of a transform: a pure, hashable function of the problem.
 
     Unlike CuPy's cache key, it includes the operand's strides: two operands of one shape but
@@ -40,11 +41,20 @@ def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package=
         The operand's array library (results are allocated by it, which fixes their layout).
     overwrite : bool
         Whether a C2R transform may overwrite its operand.
+    aligned : bool
+        :func:`real_input_aligned` of the operand (an R2C plan for a misaligned pointer copies first).
     """
     name = _DTYPE_NAMES.get(dtype)
     if name is None:
         name = _DTYPE_NAMES[dtype] = numpy_dtype(dtype).name
-    return (fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package, overwrite)
+    return (fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package, overwrite,
+            aligned)
+
+
+def real_input_aligned(fft_type, pointer: int, itemsize: int) -> bool:
+    """Whether cuFFT can read an operand at ``pointer`` directly: its R2C reads reals only from an
+    address aligned to the complex element (twice the real size); other types are always fine."""
+    return fft_type != R2C or pointer % (2 * itemsize) == 0
 
 
 def check_dtype(fft_type: str, dtype, argument: str = "x") -> None:
@@ -91,10 +101,13 @@ class GpuTransform:
         C2C: the result overwrites the operand.
     overwrite : bool
         C2R: the operand may be overwritten.
+    input_aligned : bool
+        R2C: the operands' pointers are aligned to the complex element (see :func:`real_input_aligned`);
+        otherwise they are copied before cuFFT reads them.
     """
 
     def __init__(self, operand: Operand, fft_type, axes, lengths, *, memory_resource=None, inplace=False,
-                 overwrite=False):
+                 overwrite=False, input_aligned=True):
         check_dtype(fft_type, operand.dtype)
         self.fft_type = fft_type
         self.device_id = operand.device_id
@@ -116,7 +129,8 @@ class GpuTransform:
         if self.empty:
             return
         self.layout = plan_layout(fft_type, tuple(axes), tuple(lengths), operand.shape, operand.strides, strides,
-                                  inplace=inplace, overwrite_input=overwrite, copy_input=copy_input)
+                                  inplace=inplace, overwrite_input=overwrite, copy_input=copy_input,
+                                  input_aligned=input_aligned)
         self.plan = CufftPlan(self.layout, operand.dtype, self.device_id, memory_resource, inplace=inplace)
         self.memory_bytes = self.plan.memory_bytes
 

@@ -9,7 +9,10 @@ of steps:
 - :class:`CopyStep`: a strided copy into a dense buffer (with zero fill when padding);
 - :class:`FFTPass`: one cuFFT plan, executed once per outer-loop offset;
 
-applied in order. Multi-dimensional DFTs are separable, so a C2C transform may run as several
+applied in order. cuFFT's real transforms also need the real side's pointer aligned to the
+complex element (cupy/cupy#9229): an R2C pass never reads, nor a C2R pass writes, at an odd real
+offset; such layouts (and a misaligned operand) go through a scratch buffer whose real axis is
+innermost and of even extent. Multi-dimensional DFTs are separable, so a C2C transform may run as several
 passes over subsets of its axes; R2C runs its real pass first, C2R last. Every step is described
 by shapes and element strides only, so this module is tested on a machine without a GPU, including
 by executing the steps with numpy (``tests/fft/test_layout.py``).
@@ -25,6 +28,10 @@ __all__ = [
     "C2C",
     "R2C",
     "C2R",
+    "INPUT",
+    "OUTPUT",
+    "SCRATCH",
+    "SCRATCH_REAL",
     "CopyStep",
     "FFTPass",
     "LayoutPlan",
@@ -40,6 +47,7 @@ C2C, R2C, C2R = "C2C", "R2C", "C2R"
 MAX_RANK = 3  # cuFFT plans transform at most three axes
 
 INPUT, OUTPUT, SCRATCH = "input", "output", "scratch"
+SCRATCH_REAL = "scratch_real"  # the complex scratch buffer read as reals (in-place C2R writes it)
 
 
 @dataclass(frozen=True)
@@ -291,7 +299,7 @@ def _c2c_passes(axes, direction, buffer, extents, strides, lengths, first_source
 
 
 def plan_layout(fft_type, axes, lengths, input_shape, input_strides, out_strides, *, inplace=False,
-                overwrite_input=False, copy_input=False) -> LayoutPlan:
+                overwrite_input=False, copy_input=False, input_aligned=True) -> LayoutPlan:
     """Decompose a transform into cuFFT passes and copies.
 
     Parameters
@@ -312,6 +320,9 @@ def plan_layout(fft_type, axes, lengths, input_shape, input_strides, out_strides
         C2R only: the operand may be used as scratch (cuFFT's C2R overwrites its input).
     copy_input : bool
         Read the operand with a copy first whatever its layout (the copy converts its dtype).
+    input_aligned : bool
+        R2C: whether the operand's pointer is aligned to the complex element (cuFFT reads a real
+        operand directly only then).
 
     Returns
     -------
@@ -339,7 +350,8 @@ def plan_layout(fft_type, axes, lengths, input_shape, input_strides, out_strides
         axes = tuple(a for a in axes[:-1] if lengths_by_axis[a] > 1)
         planner = _plan_r2c_one if fft_type == R2C else _plan_c2r_one
     steps, scratch = planner(axes, lengths_by_axis, needed, region, in_strides, out_shape, out_strides, order,
-                             padded, padded or copy_input, overwrite_input)
+                             padded, padded or copy_input or (fft_type == R2C and not input_aligned),
+                             overwrite_input)
     scratch_shape, scratch_strides = scratch if scratch else (None, None)
     return LayoutPlan(fft_type, region, tuple(input_strides), out_shape, out_strides, scratch_shape,
                       scratch_strides, fft_type != R2C, tuple(steps))
@@ -361,13 +373,33 @@ def _plan_c2c(axes, lengths, needed, region, in_strides, out_shape, out_strides,
     return steps + _c2c_passes(axes, None, OUTPUT, out_shape, out_strides, lengths), None
 
 
+def _even_real_offsets(step: FFTPass, strides) -> bool:
+    """Whether every loop offset of ``step`` on its real side (``strides``) keeps cuFFT's alignment."""
+    return all(stride % 2 == 0 for extent, stride in zip(step.loop_shape, strides) if extent > 1)
+
+
+def _real_innermost_strides(shape, order, last, pad=True) -> tuple:
+    """Dense strides in ``order`` with axis ``last`` moved innermost (and padded to an even extent):
+    every other axis then has an even stride, so loop offsets stay aligned."""
+    extents = list(shape)
+    if pad:
+        extents[last] += extents[last] % 2
+    strides = dense_strides(extents, [a for a in order if a != last] + [last])
+    return strides
+
+
 def _plan_r2c(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, must_copy, _overwrite):
     last = axes[-1]
     steps, source, src = [], INPUT, (needed, in_strides)
     picked = None if must_copy else _pick_pass(axes, last, src, (out_shape, out_strides))
+    if picked is not None:
+        first = _make_pass(R2C, -1, picked[0], INPUT, OUTPUT, src, (out_shape, out_strides), picked[1], picked[2],
+                           lengths)
+        if not _even_real_offsets(first, first.loop_source_strides):
+            picked = None
     scratch = None
-    if picked is None:  # copy the real operand into a dense scratch buffer first
-        scratch = (needed, dense_strides(needed, order))
+    if picked is None:  # copy the real operand into an aligned scratch buffer first
+        scratch = (needed, _real_innermost_strides(needed, order, last))
         steps.append(_copy(INPUT, SCRATCH, region, in_strides, scratch[1], padded))
         source, src = SCRATCH, scratch
         picked = _pick_pass(axes, last, src, (out_shape, out_strides))
@@ -388,10 +420,30 @@ def _plan_c2r(axes, lengths, needed, region, in_strides, out_shape, out_strides,
         steps.append(_copy(INPUT, SCRATCH, region, in_strides, scratch[1], padded))
         source, src = SCRATCH, scratch
     order_, src_embed, tgt_embed = _pick_pass(axes, last, src, (out_shape, out_strides))
+    final = _make_pass(C2R, +1, order_, source, OUTPUT, src, (out_shape, out_strides), src_embed, tgt_embed, lengths)
+    if not _even_real_offsets(final, final.loop_target_strides):
+        return _plan_c2r_aligned(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded)
     rest = [a for a in axes if a not in order_]
     steps += _c2c_passes(rest, +1, source, src[0], src[1], lengths)
-    steps.append(_make_pass(C2R, +1, order_, source, OUTPUT, src, (out_shape, out_strides), src_embed,
-                            tgt_embed, lengths))
+    steps.append(final)
+    return steps, scratch
+
+
+def _plan_c2r_aligned(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded):
+    """C2R whose result loops would land at odd real offsets: run it in place in a scratch buffer
+    (complex, real axis innermost; read as reals its other strides double, so stay even), then copy
+    the real values out."""
+    last = axes[-1]
+    complex_strides = _real_innermost_strides(needed, order, last, pad=False)
+    real_strides = tuple(1 if axis == last else 2 * stride for axis, stride in enumerate(complex_strides))
+    scratch = (needed, complex_strides)
+    steps = [_copy(INPUT, SCRATCH, region, in_strides, complex_strides, padded)]
+    src, tgt = (needed, complex_strides), (out_shape, real_strides)
+    order_, src_embed, tgt_embed = _pick_pass(axes, last, src, tgt)
+    rest = [a for a in axes if a not in order_]
+    steps += _c2c_passes(rest, +1, SCRATCH, needed, complex_strides, lengths)
+    steps.append(_make_pass(C2R, +1, order_, SCRATCH, SCRATCH_REAL, src, tgt, src_embed, tgt_embed, lengths))
+    steps.append(_copy(SCRATCH_REAL, OUTPUT, out_shape, real_strides, out_strides, False))
     return steps, scratch
 
 

@@ -62,6 +62,8 @@ def run_plan(plan, flat_input, input_base, direction, real_dtype=np.float64, inp
     if plan.scratch_shape is not None:
         dtype = complex_dtype if plan.scratch_is_complex else real_dtype
         buffers["scratch"] = (np.full(_span(plan.scratch_shape, plan.scratch_strides), np.nan, dtype), 0)
+        if plan.scratch_is_complex:
+            buffers["scratch_real"] = (buffers["scratch"][0].view(real_dtype), 0)
     for step in plan.steps:
         if isinstance(step, CopyStep):
             target, tbase = buffers[step.target]

@@ -97,6 +97,10 @@ class FakeCufft:
         kind = _CUFFT_DTYPES[int(fft_type)][0]
 
         def run(handle, source, target, direction=None):
+            # cuFFT's real transforms need the real side aligned to the complex element.
+            real_pointer = {"R2C": source, "C2R": target}.get(kind)
+            if real_pointer is not None and real_pointer % np.dtype(_CUFFT_DTYPES[int(fft_type)][2 if kind == "R2C" else 1]).itemsize:
+                return 4  # CUFFT_INVALID_VALUE
             self._run(handle, source, target, direction)
             return 0
 

@@ -263,3 +263,43 @@ def test_hypothesis_functions_on_the_stand_in(monkeypatch):
         check()
     finally:
         nfft.plan_cache.clear()
+
+
+def _misaligned(array, resource=None):
+    """A DeviceArray holding ``array`` one element past an aligned address."""
+    from nvmathx._core.device_array import DeviceArray
+
+    from ._fake_device import view_at
+
+    array = np.ascontiguousarray(array)
+    resource = resource or FakeMemoryResource()
+    buffer = resource.allocate((array.size + 1) * array.itemsize)
+    pointer = buffer.handle + array.itemsize
+    strides = tuple(s // array.itemsize for s in array.strides)
+    view_at(pointer, array.shape, strides, array.dtype)[...] = array
+    return DeviceArray(buffer, pointer, array.shape, strides, array.dtype, 0, None)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_real_transforms_keep_cufft_alignment(fake, dtype):
+    # The stand-in refuses, as cuFFT does, a real side not aligned to the complex element.
+    rng = np.random.default_rng()
+    x = rng.standard_normal((3, 5, 3)).astype(dtype)  # batches at odd real offsets along axis 0
+    _close(to_host(nfft.rfft(to_device(x), axis=1)), scipy.fft.rfft(x, axis=1), dtype)
+    z = scipy.fft.rfft(x, axis=1)
+    _close(to_host(nfft.irfft(to_device(z), n=5, axis=1)), scipy.fft.irfft(z, n=5, axis=1), dtype)
+    _close(to_host(nfft.rfft(_misaligned(x))), scipy.fft.rfft(x), dtype)
+    transposed = rng.standard_normal((2, 2, 2)).astype(dtype).transpose(0, 2, 1)  # the GPU run's falsifying case
+    _close(to_host(nfft.rfftn(to_device(transposed), axes=(0,))), scipy.fft.rfftn(transposed, axes=(0,)), dtype)
+
+
+def test_stateful_rfft_replans_for_a_misaligned_operand(fake):
+    rng = np.random.default_rng()
+    x, y = rng.standard_normal((2, 4, 6))
+    with nfft.FFT(to_device(x)) as f:
+        f.plan()
+        _close(to_host(f.execute()), scipy.fft.rfftn(x), np.float64)
+        f.reset_operand(_misaligned(y))
+        _close(to_host(f.execute()), scipy.fft.rfftn(y), np.float64)
+        f.reset_operand(to_device(x))
+        _close(to_host(f.execute()), scipy.fft.rfftn(x), np.float64)

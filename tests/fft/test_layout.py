@@ -55,6 +55,7 @@ def check(fft_type, view, flat, axes, lengths=None, direction=-1, out_strides=No
         if isinstance(step, FFTPass):
             assert 1 <= len(step.n) <= 3
             assert step.istride > 0 and step.ostride > 0 and step.idist > 0 and step.odist > 0
+            assert_aligned(step)
     if not (overwrite or inplace):
         before = flat.copy()
     result = run_plan(plan, flat, element_offset(view, flat), direction, inplace=inplace)
@@ -63,6 +64,14 @@ def check(fft_type, view, flat, axes, lengths=None, direction=-1, out_strides=No
     if not (overwrite or inplace):
         np.testing.assert_array_equal(flat, before)  # the operand is never written
     return plan
+
+
+def assert_aligned(step):
+    """cuFFT's real transforms read (R2C) or write (C2R) reals only at even offsets from an aligned base."""
+    if step.fft_type == R2C:
+        assert all(s % 2 == 0 for e, s in zip(step.loop_shape, step.loop_source_strides) if e > 1), step
+    if step.fft_type == C2R:
+        assert all(s % 2 == 0 for e, s in zip(step.loop_shape, step.loop_target_strides) if e > 1), step
 
 
 def _flat(size, dtype, rng):
@@ -297,3 +306,29 @@ def test_copy_input_forces_a_first_copy(rng):
     assert not plan.copies_input
     plan = plan_layout(C2C, (0, 1), (8, 8), (8, 8), (8, 1), (8, 1), copy_input=True)
     assert plan.copies_input and not plan.steps[0].zero_fill
+
+
+def test_r2c_loops_never_read_at_odd_real_offsets(rng):
+    # The first GPU run's falsifying case: rfftn over axis 0 of a (2, 2, 2) view transposed (0, 2, 1),
+    # into a C-ordered result (as cupy allocates): batch axes that do not nest loop at odd offsets.
+    flat = _flat(8, np.float64, rng)
+    view = flat.reshape(2, 2, 2).transpose(0, 2, 1)
+    plan = check(R2C, view, flat, (0,), out_strides=(4, 2, 1))
+    assert isinstance(plan.steps[0], CopyStep) and plan.steps[0].target == "scratch"
+    # An odd real length between batch axes: the batch loop of a direct pass would step 15 reals.
+    flat = _flat(45, np.float64, rng)
+    plan = check(R2C, flat.reshape(3, 5, 3), flat, (1,))
+    assert isinstance(plan.steps[0], CopyStep)
+
+
+def test_r2c_misaligned_operand_copies_first():
+    plan = plan_layout(R2C, (1,), (8,), (4, 8), (8, 1), (5, 1), input_aligned=False)
+    assert isinstance(plan.steps[0], CopyStep) and plan.steps[0].source == "input"
+    assert plan_layout(R2C, (1,), (8,), (4, 8), (8, 1), (5, 1)).simple
+
+
+def test_c2r_with_odd_output_loops_runs_in_place_in_scratch(rng):
+    flat = _flat(27, np.complex128, rng)
+    plan = check(C2R, flat.reshape(3, 3, 3), flat, (1,), lengths=(5,))
+    kinds = [(type(step).__name__, step.source, step.target) for step in plan.steps]
+    assert ("FFTPass", "scratch", "scratch_real") in kinds and kinds[-1] == ("CopyStep", "scratch_real", "output")
