@@ -220,10 +220,9 @@ def test_cupy_torch_and_jax_operands():
     assert _relative_error(np.asarray(result), expected) < 1e-12
 
 
-def test_custom_memory_resource_sees_the_work_area():
-    torch = _torch()
+def _recording_resource():
     from cuda.bindings import driver
-    from cuda.core import Buffer, Device, MemoryResource
+    from cuda.core import Buffer, MemoryResource
 
     class Recording(MemoryResource):
         def __init__(self):
@@ -250,16 +249,52 @@ def test_custom_memory_resource_sees_the_work_area():
         def device_id(self):
             return 0
 
+    return Recording()
+
+
+def test_custom_memory_resource_sees_the_work_area():
+    torch = _torch()
+    from cuda.core import Device
+
     Device(0).set_current()
-    resource = Recording()
     rng = np.random.default_rng()
-    x = torch.from_numpy(rng.standard_normal((4, 6, 8, 1021)) + 0j).cuda()  # a prime length needs a work area
-    with nfft.FFT(x, options={"memory_resource": resource}) as f:
+    # Large primes (Bluestein) and long multi-pass 1-D sizes need a cuFFT work area; cuFFT decides
+    # which, so the first candidate it reports a nonzero work area for is used.
+    for shape in ((2, 1_000_003), (8, 65537), (1 << 24,), (4, 6, 8, 1021)):
+        x = torch.from_numpy(rng.standard_normal(shape) + 0j).cuda()
+        resource = _recording_resource()
+        f = nfft.FFT(x, axes=[len(shape) - 1], options={"memory_resource": resource})
         f.plan()
+        work_bytes = f._transform.plan.workspace_bytes
+        if work_bytes > 0:
+            break
+        f.free()
+    else:
+        pytest.fail("cuFFT reported no work area for any candidate size")
+    with f:
         result = f.execute()
         torch.cuda.synchronize()
-    assert resource.sizes and max(resource.sizes) > 1
-    assert _relative_error(result.cpu().numpy(), np.fft.fftn(x.cpu().numpy())) < 1e-12
+    assert resource.sizes and max(resource.sizes) >= work_bytes
+    expected = np.fft.fft(x.cpu().numpy(), axis=-1)
+    assert _relative_error(result.cpu().numpy(), expected) < 1e-11
+
+
+def test_custom_memory_resource_sees_the_scratch_buffer():
+    torch = _torch()
+    from cuda.core import Device
+
+    Device(0).set_current()
+    x = torch.from_numpy(np.random.default_rng().standard_normal((3, 5, 3))).cuda()
+    resource = _recording_resource()
+    # R2C along the middle, odd axis: a direct pass would read batches at odd real offsets, which
+    # cuFFT refuses, so the operand is first copied into an aligned scratch buffer.
+    with nfft.FFT(x, axes=[1], options={"memory_resource": resource}) as f:
+        f.plan()
+        scratch_bytes = f._transform.plan.scratch_bytes
+        result = f.execute()
+        torch.cuda.synchronize()
+    assert scratch_bytes > 0 and scratch_bytes in resource.sizes
+    assert _relative_error(result.cpu().numpy(), np.fft.rfft(x.cpu().numpy(), axis=1)) < 1e-12
 
 
 def test_green_context_stream():
