@@ -27,7 +27,8 @@ _TESTS = [
 
 
 def _run(arguments):
-    env = dict(os.environ, NVMATHX_MATHDX_PATH=OTHER, PYTHONPATH=_ROOT)
+    path = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, NVMATHX_MATHDX_PATH=OTHER, PYTHONPATH=path)
     env.pop("NVMATHX_TEST_OTHER_MATHDX")
     return subprocess.run([sys.executable, *arguments], cwd=_ROOT, env=env, capture_output=True, text=True, timeout=900)
 
