@@ -247,3 +247,31 @@ def test_float8_bf16_result_scales_set_before_the_heuristic(fake, epilog):
                                     options=options, execution="cpu"), "bfloat16")
     unscaled = matmul(a, b_rows.T, epilog=epilog, epilog_inputs=inputs, options=options, execution="cpu")
     _check(matmul(to_device(a), b, epilog=epilog, epilog_inputs=device_inputs, options=options), unscaled, "bfloat16")
+
+
+def test_autotune_order_margin_and_failures(fake, monkeypatch):
+    """Fastest first; the heuristic's first stays ahead of a candidate within 1%; a failing one goes last."""
+    from nvmathx._bindings import cublaslt as lt
+
+    from . import _fake_cublaslt
+
+    rng = np.random.default_rng()
+    with Matmul(to_device(random(rng, (8, 4))), to_device(random(rng, (4, 8)))) as mm:
+        first, second, third = mm.plan()
+        plan = mm._runner.plan
+        costs = {first: 1.0, second: 0.995, third: None}
+        launch = plan.run
+
+        def run():
+            cost = costs[plan.algorithm]
+            if cost is None:
+                raise lt.CublasLtError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmul", "")
+            _fake_cublaslt._FakeEvent.clock += cost
+            launch()
+
+        monkeypatch.setattr(plan, "run", run)
+        timings = mm.autotune(iterations=4)
+        assert [alg for _, alg in timings] == [first, second, third] == mm.algorithms
+        assert timings[-1][0] == float("inf") and timings[0][0] > timings[1][0]
+        costs[second] = 0.9
+        assert [alg for _, alg in mm.autotune(iterations=4)] == [second, first, third]
