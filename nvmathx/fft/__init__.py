@@ -5,6 +5,14 @@ or CUDA Array Interface array) run on cuFFT, over any axes and strides, with res
 operand's own library. The function forms cache their cuFFT plans per device in
 :data:`plan_cache`.
 
+Precision follows scipy.fft: float32/complex64 compute in single precision and float64/complex128
+in double; float16 and bfloat16 are computed in single precision (complex64 results, no
+half-precision cuFFT plans); bool and integer operands are converted to float64, as scipy.fft
+converts them. Other dtypes (float128, strings, objects) raise
+:class:`~nvmathx.UnsupportedOperandError` naming the argument. A GPU R2C transform reads its real
+operand directly only from an address aligned to the complex element (a cuFFT rule); a misaligned
+view is copied first.
+
 The module is itself a scipy.fft backend::
 
     import scipy.fft, nvmathx.fft

@@ -30,10 +30,11 @@ _CUFFT_TYPES = {
 def precision_dtypes(dtype) -> tuple:
     """("single" | "double", real dtype, complex dtype) that cuFFT computes an operand of ``dtype`` in.
 
-    float16 and bfloat16 are computed in single precision, as scipy.fft does on the CPU.
+    float16 and bfloat16 are computed in single precision, integers and bool in double precision, as
+    scipy.fft does on the CPU.
     """
-    name = np.dtype(dtype).name
-    if name in ("float64", "complex128"):
+    dtype = np.dtype(dtype)
+    if dtype.name in ("float64", "complex128") or dtype.kind in "biu":
         return "double", np.dtype(np.float64), np.dtype(np.complex128)
     return "single", np.dtype(np.float32), np.dtype(np.complex64)
 

@@ -47,7 +47,8 @@ OptionsError
 OperandError
     When ``plan`` was made for another problem.
 UnsupportedOperandError
-    For an object that is not an array, or a dtype the GPU path does not take.
+    For an object that is not an array, or a dtype neither bool, integer, floating nor complex of
+    at most 64 bits per part (e.g. float128, strings, objects).
 
 See Also
 --------
@@ -58,8 +59,9 @@ Notes
 GPU plans are cached per device in :data:`nvmathx.fft.plan_cache`, keyed by
 :func:`nvmathx.fft.plan_key` (shape, strides, dtype, axes, lengths, device, library), so a
 repeated call costs one cuFFT execution. Any axes and strides are accepted; layouts that cuFFT
-cannot address directly are run as several cuFFT passes or after a copy. float16 and bfloat16
-operands are computed in single precision, as scipy.fft does. With ``norm`` other than the one that
+cannot address directly are run as several cuFFT passes or after a copy. As in scipy.fft,
+float16 and bfloat16 operands are computed in single precision (complex64 results) and bool and
+integer operands in double precision (complex128/float64 results), converted on the GPU. With ``norm`` other than the one that
 leaves this direction unscaled, the scale is folded into a copy the transform makes anyway, else
 applied by one extra elementwise pass over the result.
 

@@ -47,7 +47,9 @@ class FFT:
     Transforms are unnormalised in both directions, as in cuFFT: ``execute("inverse")`` after
     ``execute("forward")`` gives ``N`` times the operand. The C2R result's last transformed axis
     has ``2 * (m - 1)`` points (``last_axis_parity="odd"``: ``2 * m - 1``). The operand is never
-    written unless ``options.inplace`` asks for it.
+    written unless ``options.inplace`` asks for it. As in scipy.fft, float16 and bfloat16 operands
+    are computed in single precision and bool and integer operands in double precision (a real
+    operand defaults to R2C); other dtypes raise UnsupportedOperandError.
 
     Examples
     --------

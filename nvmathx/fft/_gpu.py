@@ -9,7 +9,7 @@ from .._core.dtypes import numpy_dtype
 from .._core.errors import UnsupportedOperandError
 from .._core.tensor import Operand, adapter_for, allocate_like, c_strides
 from ._cufft_plan import CufftPlan, precision_dtypes
-from ._kernels import can_copy
+from ._kernels import INTEGER_C_TYPES, can_copy
 from ._layout import C2C, C2R, R2C, output_shape, plan_layout, result_strides
 
 __all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
@@ -60,18 +60,18 @@ def real_input_aligned(fft_type, pointer: int, itemsize: int) -> bool:
 def check_dtype(fft_type: str, dtype, argument: str = "x") -> None:
     """Raise UnsupportedOperandError when a GPU transform of ``fft_type`` cannot take ``dtype``."""
     name = np.dtype(dtype).name
-    if fft_type == R2C and name not in _REAL:
+    if fft_type == R2C and name not in _REAL and name not in INTEGER_C_TYPES:
         raise UnsupportedOperandError(argument, f"a real-to-complex transform needs a real operand (got {name})")
-    if name not in _REAL + _COMPLEX:
+    if name not in _REAL + _COMPLEX and name not in INTEGER_C_TYPES:
         raise UnsupportedOperandError(
-            argument, f"dtype {name} is not supported on the GPU; expected float16, bfloat16, float32, float64, "
-                      "complex64 or complex128 (cast integer operands first)"
+            argument, f"dtype {name} is not supported on the GPU; expected bool, an integer type, float16, "
+                      "bfloat16, float32, float64, complex64 or complex128"
         )
 
 
 def result_dtype(fft_type: str, dtype) -> np.dtype:
     """The result's dtype: complex of the compute precision, real for C2R (float16/bfloat16 compute
-    in single precision, as scipy.fft does)."""
+    in single precision, integers and bool in double precision, as scipy.fft does)."""
     _, real, complex_ = precision_dtypes(dtype)
     return real if fft_type == C2R else complex_
 

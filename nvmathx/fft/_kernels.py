@@ -4,7 +4,8 @@
   modes that cuFFT does not apply.
 - ``copy_nd``: a strided copy of up to eight dimensions with the same factor, for operands cuFFT
   cannot read in place (padding, negative or zero strides, C2R inputs that must survive); it also
-  widens real to complex and float16/bfloat16 to float32, as scipy.fft promotes them, and takes
+  widens real to complex, float16/bfloat16 to float32 and integers/bool to float64, as scipy.fft
+  promotes them, and takes
   the real part where a one-point C2R transform needs it.
 
 Both are launched through cuda.core on the caller's stream, so they are captured in CUDA graphs.
@@ -16,7 +17,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["MAX_COPY_DIMS", "KERNEL_SOURCE", "can_copy", "compile_kernels", "scale", "copy_nd", "collapse"]
+__all__ = ["INTEGER_C_TYPES", "MAX_COPY_DIMS", "KERNEL_SOURCE", "can_copy", "compile_kernels", "scale", "copy_nd", "collapse"]
 
 MAX_COPY_DIMS = 8
 _BLOCK = 256
@@ -38,6 +39,7 @@ template <> struct convert<float> {
 template <> struct convert<double> {
     __device__ static double from(double v) { return v; }
     __device__ static double from(double2 v) { return v.x; }
+    template <typename I> __device__ static double from(I v) { return (double)v; }  // integers and bool
 };
 template <> struct convert<float2> {
     __device__ static float2 from(float2 v) { return v; }
@@ -48,6 +50,7 @@ template <> struct convert<float2> {
 template <> struct convert<double2> {
     __device__ static double2 from(double2 v) { return v; }
     __device__ static double2 from(double v) { return make_double2(v, 0.0); }
+    template <typename I> __device__ static double2 from(I v) { return make_double2((double)v, 0.0); }
 };
 
 __device__ inline float  apply(float v, float f, int)     { return v * f; }
@@ -92,10 +95,15 @@ __global__ void copy_nd(const S* src, T* dst, long long count, R factor, int con
 }
 """
 
+# Integer and bool operands are converted to float64, as scipy.fft does.
+INTEGER_C_TYPES = {
+    "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+    "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "unsigned long long",
+}
 # numpy dtype name -> C element type; the real type and numpy scalar of the factor follow the target.
 _C_TYPES = {
     "float16": "half_t", "bfloat16": "bf16_t", "float32": "float", "float64": "double",
-    "complex64": "float2", "complex128": "double2",
+    "complex64": "float2", "complex128": "double2", **INTEGER_C_TYPES,
 }
 _REAL = {"float": ("float", np.float32), "float2": ("float", np.float32), "float4": ("float", np.float32),
          "double": ("double", np.float64), "double2": ("double", np.float64)}
@@ -104,7 +112,7 @@ _COPIES = (
     ("float32", "float32"), ("float64", "float64"), ("complex64", "complex64"), ("complex128", "complex128"),
     ("float32", "complex64"), ("float64", "complex128"), ("float16", "float32"), ("float16", "complex64"),
     ("bfloat16", "float32"), ("bfloat16", "complex64"), ("complex64", "float32"), ("complex128", "float64"),
-)
+) + tuple((name, target) for name in INTEGER_C_TYPES for target in ("float64", "complex128"))
 _SCALED = ("float32", "float64", "complex64", "complex128")
 
 

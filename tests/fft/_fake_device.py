@@ -127,8 +127,11 @@ def _c_dtype(name):
         import ml_dtypes
 
         return np.dtype(ml_dtypes.bfloat16)
+    from nvmathx.fft._kernels import INTEGER_C_TYPES
+
+    integers = {c_type: np.dtype(numpy_name) for numpy_name, c_type in INTEGER_C_TYPES.items()}
     return np.dtype({"half_t": np.float16, "float": np.float32, "double": np.float64, "float2": np.complex64,
-                     "double2": np.complex128}[name])
+                     "double2": np.complex128, **integers}[name])
 
 
 def fake_launch(stream, device_id, name, count, *args):

@@ -114,10 +114,22 @@ def test_half_precision_inputs_are_widened(fake):
 
 
 def test_unsupported_dtypes(fake):
-    with pytest.raises(UnsupportedOperandError, match="int32"):
-        nfft.fft(to_device(np.arange(8, dtype=np.int32)))
+    with pytest.raises(UnsupportedOperandError, match="float128") as info:
+        nfft.fft(to_device(np.arange(8, dtype=np.longdouble)))
+    assert info.value.argument == "x"
     with pytest.raises(UnsupportedOperandError, match="real"):
         nfft.rfft(to_device(np.ones(8, np.complex64)))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64])
+def test_integer_and_bool_operands_compute_in_double_like_scipy(fake, dtype):
+    rng = np.random.default_rng()
+    x = rng.integers(0, 2 if dtype is np.bool_ else 100, (4, 10)).astype(dtype)
+    for name in ("fft", "rfft", "irfft", "hfft", "ihfft", "fftn", "rfftn"):
+        expected = getattr(scipy.fft, name)(x)
+        result = getattr(nfft, name)(to_device(x))
+        assert result.dtype == expected.dtype, name
+        _close(to_host(result), expected, np.float64)
 
 
 def test_overwrite_x_lets_c2r_use_the_operand(fake):

@@ -220,6 +220,20 @@ def test_cupy_torch_and_jax_operands():
     assert _relative_error(np.asarray(result), expected) < 1e-12
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int32", "int64", "uint8"])
+def test_integer_and_bool_operands_like_scipy(dtype):
+    torch = _torch()
+    rng = np.random.default_rng()
+    x = rng.integers(0, 2 if dtype == "bool" else 100, (6, 20)).astype(dtype)
+    for name in ("fft", "rfft", "irfft", "fftn", "ihfft"):
+        expected = _reference(name, x)
+        result = getattr(nfft, name)(torch.from_numpy(x).cuda())
+        assert result.cpu().numpy().dtype == expected.dtype, name
+        assert _relative_error(result.cpu().numpy(), expected) < 1e-12, name
+    cp = _cupy()
+    assert _relative_error(cp.asnumpy(nfft.rfftn(cp.asarray(x))), _reference("rfftn", x)) < 1e-12
+
+
 def _recording_resource():
     from cuda.bindings import driver
     from cuda.core import Buffer, MemoryResource
