@@ -46,8 +46,6 @@ def ffts():
 
 def _launch(fft, kernel_factory, x, out_shape, out_dtype):
     from numba import cuda
-    from numba.cuda import typeof
-
     from nvmathx.device_api import set_max_dynamic_shared_memory
 
     kernel = cuda.jit(kernel_factory(fft))
@@ -59,7 +57,7 @@ def _launch(fft, kernel_factory, x, out_shape, out_dtype):
         shared_form = kernel_factory is _kernels.block_c2c_shared
         smem = fft.shared_api_memory_size if shared_form else fft.shared_memory_size
         if smem > 48 * 1024:
-            kernel.compile((typeof(x_d), typeof(y_d)))
+            kernel.compile((kernel.typeof_pyval(x_d), kernel.typeof_pyval(y_d)))
             set_max_dynamic_shared_memory(kernel, smem)
         kernel[math.ceil(x.shape[0] / fft.ffts_per_block), fft.block_dim, 0, smem](x_d, y_d)
     cuda.synchronize()
