@@ -27,6 +27,7 @@ _GELU_SHAPES = ((4096, 4096, 4096), (8192, 2048, 8192), (16384, 4096, 1024))
 # The stateful APIs of nvmathx and nvmath-python both autotune in the large cases (setup, untimed):
 # each runs the algorithm its own timing picked among the heuristic's candidates.
 _AUTOTUNE_ITERATIONS = 5
+_AUTOTUNE_CANDIDATES = 32
 
 
 def _module(name: str):
@@ -56,7 +57,10 @@ def _nvmathx_stateful(a, b, autotune=False, **kwargs):
 
     plan_keys = {"epilog", "epilog_inputs"}
     mm = Matmul(a, b, **{k: v for k, v in kwargs.items() if k not in plan_keys})
-    mm.plan(**{k: v for k, v in kwargs.items() if k in plan_keys})
+    plan = {k: v for k, v in kwargs.items() if k in plan_keys}
+    if autotune:  # a wider search than the default 8 candidates, as a user tuning a hot GEMM would
+        plan["preferences"] = {"limit": _AUTOTUNE_CANDIDATES}
+    mm.plan(**plan)
     if autotune:
         mm.autotune(iterations=_AUTOTUNE_ITERATIONS)
     return mm
