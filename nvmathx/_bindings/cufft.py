@@ -29,6 +29,7 @@ __all__ = [
     "make_plan_many64",
     "xt_make_plan_many",
     "set_work_area",
+    "raw_exec_function",
     "set_stream",
     "exec_function",
     "execute",
@@ -227,6 +228,17 @@ def exec_function(fft_type) -> tuple:
     """
     name = _EXEC_NAMES[Type(fft_type)]
     return _lib()[name], name in ("cufftExecC2C", "cufftExecZ2Z"), name
+
+
+def raw_exec_function(fft_type) -> tuple:
+    """Like :func:`exec_function`, but the function has no ``argtypes``: the caller passes ctypes
+    objects (``c_int`` plan and direction, ``c_void_p`` pointers), which skips ctypes' per-call
+    argument conversion on the hot path. Its signature is the table's."""
+    name = _EXEC_NAMES[Type(fft_type)]
+    _lib()  # the signature table is loaded (and the library found) first
+    function = load_library("cufft").cdll[name]  # indexing makes a new object; the table's keeps its argtypes
+    function.restype = _int
+    return function, name in ("cufftExecC2C", "cufftExecZ2Z"), name
 
 
 def execute(plan: int, fft_type, source: int, target: int, direction: int = FORWARD) -> None:

@@ -8,6 +8,7 @@ ctypes call with arguments prepared at plan time.
 
 from __future__ import annotations
 
+import ctypes
 from contextlib import ExitStack
 
 import numpy as np
@@ -25,6 +26,10 @@ _CUFFT_TYPES = {
     ("R2C", "single"): cufft.Type.R2C, ("R2C", "double"): cufft.Type.D2Z,
     ("C2R", "single"): cufft.Type.C2R, ("C2R", "double"): cufft.Type.Z2D,
 }
+
+
+_void_p = ctypes.c_void_p
+_DIRECTIONS = {cufft.FORWARD: ctypes.c_int(cufft.FORWARD), cufft.INVERSE: ctypes.c_int(cufft.INVERSE)}
 
 
 def precision_dtypes(dtype) -> tuple:
@@ -130,7 +135,8 @@ class CufftPlan:
         self.simple = layout.simple
         if self.simple:
             only = self._passes[0]
-            self._fast = (only.function, only.handle, only.takes_direction, only.name)
+            function, takes_direction, name = cufft.raw_exec_function(_CUFFT_TYPES[only.step.fft_type, self.precision])
+            self._fast = (function, ctypes.c_int(only.handle), takes_direction, name)
         self.valid = True
 
     # -- streams ------------------------------------------------------------------------------------
@@ -161,8 +167,12 @@ class CufftPlan:
         if stream.handle != self._stream_handle:
             self.bind_stream(stream)
         if self.simple and factor == 1.0 and not conj:
+            # Prepared ctypes objects and a function without argtypes: no per-call conversion.
             function, handle, takes_direction, name = self._fast
-            status = function(handle, source, target, direction) if takes_direction else function(handle, source, target)
+            if takes_direction:
+                status = function(handle, _void_p(source), _void_p(target), _DIRECTIONS[direction])
+            else:
+                status = function(handle, _void_p(source), _void_p(target))
             if status:
                 cufft.check(status, name)
             return

@@ -9,17 +9,9 @@ from __future__ import annotations
 
 from .._core.tensor import wrap_operand
 
-__all__ = ["describe", "materialize"]
+__all__ = ["describe"]
 
 _torch_adapters: dict = {}  # tensor type -> its adapter, once one such tensor has been wrapped
-
-
-def materialize(x):
-    """``x`` with torch's lazy conjugation and negation applied: their memory holds the values
-    before the flag, so reading it directly would give a silently wrong transform."""
-    if type(x).__module__.partition(".")[0] == "torch" and hasattr(x, "is_conj") and (x.is_conj() or x.is_neg()):
-        return x.resolve_conj().resolve_neg()
-    return x
 
 
 def describe(x) -> tuple:
@@ -29,12 +21,11 @@ def describe(x) -> tuple:
     if adapter is not None:
         device_id = x.get_device()
         if device_id >= 0:
-            if x.is_conj() or x.is_neg():
+            if x.is_conj() or x.is_neg():  # as wrap_operand does: the memory holds the unflagged values
                 x = x.resolve_conj().resolve_neg()
             return x, x.data_ptr(), x.shape, x.stride(), x.dtype, device_id, "torch", adapter
-    x = materialize(x)
     operand = wrap_operand(x, "x", array_like=True)
     if operand.package == "torch":
-        _torch_adapters[type(x)] = operand.adapter
+        _torch_adapters[type(operand.obj)] = operand.adapter
     return (operand.obj, operand.ptr, operand.shape, operand.strides, operand.dtype, operand.device_id,
             operand.package, operand.adapter)

@@ -13,7 +13,6 @@ from .._core.options import check_or_create_options
 from .._core.streams import resolve_stream
 from .._core.tensor import copy_to_host, stage_to_device, wrap_operand
 from ._arguments import normalize_axes
-from ._fastpath import materialize
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
@@ -66,7 +65,7 @@ class FFT:
     def __init__(self, x: ArrayLike, *, axes: Sequence[int] | None = None, options: OptionsLike = None,
                  execution: ExecutionLike = None, stream: StreamLike = None):
         self.options = options = check_or_create_options(FFTOptions, options, "options")
-        operand = wrap_operand(materialize(x), "x")
+        operand = wrap_operand(x, "x")
         self._execution = normalize_execution(execution, operand.device_id)
         self.fft_type = _fft_type(options, operand.dtype)
         self.axes = normalize_axes(operand.ndim, range(operand.ndim) if axes is None else axes)
@@ -89,6 +88,7 @@ class FFT:
         self._stream = resolve_stream(stream, self._device_id, operand.adapter.current_stream)
         self._device = operand if operand.device_id >= 0 else stage_to_device(operand, self._device_id, self._stream)
         self._current_stream = self._device.adapter.current_stream
+        self._blocking = options.blocking is True  # read once: execute() is the hot path
         self._last_handle = None
         self._holder = None
         self._aligned = real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize)
@@ -144,17 +144,19 @@ class FFT:
         if self._on_cpu:
             return self._execute_cpu(sign)
         if stream is None:
-            handle = self._current_stream(self._device_id) if self._current_stream is not None else None
-            if handle is None or handle != self._last_handle:
-                self._holder = resolve_stream(None, self._device_id, self._current_stream)
-                self._last_handle = handle
+            # The library's current stream (None without one): resolved again only when it changes.
+            handle = self._current_stream(self._device_id)
             holder = self._holder
+            if holder is None or handle != self._last_handle:
+                holder = self._holder = resolve_stream(None, self._device_id, self._current_stream)
+                self._last_handle = handle
         else:
             holder = resolve_stream(stream, self._device_id)
-        result = transform.execute(self._device.ptr, self._device.obj, holder, sign)
-        if self._device is not self._user:
+        device = self._device
+        result = transform.execute(device.ptr, device.obj, holder, sign)
+        if device is not self._user:
             return copy_to_host(_as_operand(result), self._user, holder)
-        if self.options.blocking is True:
+        if self._blocking:
             from .._bindings.cuda_driver import stream_synchronize
 
             stream_synchronize(holder.handle)
@@ -194,7 +196,7 @@ class FFT:
             After ``free()``.
         """
         self._check_valid()
-        operand = wrap_operand(materialize(x), "x")
+        operand = wrap_operand(x, "x")
         old = self._user
         for what, new, expected in (("shape", tuple(operand.shape), tuple(old.shape)),
                                     ("strides", tuple(operand.strides), tuple(old.strides)),

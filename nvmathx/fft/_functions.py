@@ -29,7 +29,9 @@ plan_cache = PlanCache("nvmathx.fft", max_size=64, max_memory_bytes=None)
 """The per-device LRU cache of cuFFT plans used by the functions (``info()``, ``clear()``,
 ``set_limits(max_size=, max_memory_bytes=)``)."""
 
+_RESOLVED_LIMIT = 4096
 _resolved: dict = {}  # (ndim-shape, s, axes, form, c2r) -> (lengths, axes): argument parsing is pure
+_calls: dict = {}  # the whole pure part of a device call (see _prepare), keyed by the call's arguments
 
 
 def _resolve(shape, s, axes, form, fft_type):
@@ -52,25 +54,46 @@ def _resolve(shape, s, axes, form, fft_type):
             raise OptionsError("n" if form == 1 else "s", f"invalid number of data points ({lengths[-1]}) specified")
     if any(length < 1 for length in lengths):
         raise OptionsError("x", f"invalid number of data points ({min(lengths)}) along a transformed axis")
-    if key is not None and len(_resolved) < 4096:
+    if key is not None and len(_resolved) < _RESOLVED_LIMIT:
         _resolved[key] = (lengths, axes_)
     return lengths, axes_
 
 
-def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan, conj=False):
-    x, pointer, shape, strides, dtype, device_id, package, adapter = describe(x)
-    checked_norm = "backward" if norm is None else check_norm(norm)
+def _prepare(fft_type, form, direction, shape, strides, dtype, device_id, package, s, axes, norm, overwrite_x,
+             conj, aligned):
+    """(plan key, axes, lengths, overwrite, scale factor) of a device call: a pure function of its
+    arguments, memoised by the caller."""
+    checked_norm = check_norm(norm)
     lengths, resolved_axes = _resolve(shape, s, axes, form, fft_type)
-    if device_id < 0:
-        if plan is not None:
-            _check_cpu_plan(plan, shape)
-        return run_on_cpu(name, x, s, axes, norm, overwrite_x, workers=workers)
     if conj:  # hfft / ihfft scale the opposite direction, as scipy does
         checked_norm = swap_direction(checked_norm)
     overwrite = bool(overwrite_x) and fft_type == C2R and not conj
+    key = plan_key(fft_type, shape, strides, dtype, resolved_axes, lengths, device_id, package, overwrite, aligned)
+    factor = scale_factor(checked_norm, direction, lengths)
+    return key, resolved_axes, lengths, overwrite, factor
+
+
+def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan, conj=False):
+    x, pointer, shape, strides, dtype, device_id, package, adapter = describe(x)
+    if device_id < 0:
+        check_norm(norm)
+        _resolve(shape, s, axes, form, fft_type)
+        if plan is not None:
+            _check_cpu_plan(plan, shape)
+        return run_on_cpu(name, x, s, axes, norm, overwrite_x, workers=workers)
     # cuFFT reads a real operand only from an address aligned to the complex element.
     aligned = fft_type != R2C or not pointer % (2 * dtype.itemsize)
-    key = plan_key(fft_type, shape, strides, dtype, resolved_axes, lengths, device_id, package, overwrite, aligned)
+    try:
+        call = (fft_type, form, direction, shape, strides, dtype, device_id, s, axes, norm, overwrite_x, conj, aligned)
+        prepared = _calls.get(call)
+    except TypeError:  # lists as s/axes: not hashable
+        call = prepared = None
+    if prepared is None:
+        prepared = _prepare(fft_type, form, direction, shape, strides, dtype, device_id, package, s, axes, norm,
+                            overwrite_x, conj, aligned)
+        if call is not None and len(_calls) < _RESOLVED_LIMIT:
+            _calls[call] = prepared
+    key, resolved_axes, lengths, overwrite, factor = prepared
     if plan is not None:
         transform = _check_plan(plan, key)
     else:
@@ -80,7 +103,6 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
                                      input_aligned=aligned)
             plan_cache.put(device_id, key, transform)
     stream = resolve_stream(None, device_id, adapter.current_stream)
-    factor = 1.0 if checked_norm == "backward" and direction < 0 else scale_factor(checked_norm, direction, lengths)
     return transform.execute(pointer, x, stream, direction, factor, conj)
 
 
@@ -104,95 +126,80 @@ def _check_cpu_plan(plan, shape):
         raise OperandError("plan", f"the plan was made for shape {plan.operand_shape}, not {tuple(shape)}")
 
 
-def _c2c(name, form, direction, x, s, axes, norm, overwrite_x, workers, plan):
-    """Complex-to-complex, forward (``direction`` -1) or inverse (+1)."""
-    return _transform(C2C, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan)
-
-
-def _r2c(name, form, x, s, axes, norm, overwrite_x, workers, plan, conj=False):
-    """Real-to-complex (forward); ``conj`` conjugates the result (ihfft)."""
-    return _transform(R2C, name, form, -1, x, s, axes, norm, overwrite_x, workers, plan, conj)
-
-
-def _c2r(name, form, x, s, axes, norm, overwrite_x, workers, plan, conj=False):
-    """Complex-to-real (inverse); ``conj`` conjugates the operand first (hfft)."""
-    return _transform(C2R, name, form, +1, x, s, axes, norm, overwrite_x, workers, plan, conj)
-
-
 # --------------------------------------------------------------------------------------------------
 # Public functions: scipy.fft's signatures.
 
 
 def fft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2c("fft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan)
+    return _transform(C2C, "fft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan)
 
 
 def ifft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2c("ifft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan)
+    return _transform(C2C, "ifft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan)
 
 
 def fft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2c("fft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan)
+    return _transform(C2C, "fft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 def ifft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2c("ifft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan)
+    return _transform(C2C, "ifft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 def fftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2c("fftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan)
+    return _transform(C2C, "fftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 def ifftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2c("ifftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan)
+    return _transform(C2C, "ifftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 def rfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _r2c("rfft", 1, x, n, axis, norm, overwrite_x, workers, plan)
+    return _transform(R2C, "rfft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan)
 
 
 def rfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _r2c("rfft2", 2, x, s, axes, norm, overwrite_x, workers, plan)
+    return _transform(R2C, "rfft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 def rfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _r2c("rfftn", 3, x, s, axes, norm, overwrite_x, workers, plan)
+    return _transform(R2C, "rfftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2r("irfft", 1, x, n, axis, norm, overwrite_x, workers, plan)
+    return _transform(C2R, "irfft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan)
 
 
 def irfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2r("irfft2", 2, x, s, axes, norm, overwrite_x, workers, plan)
+    return _transform(C2R, "irfft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 def irfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2r("irfftn", 3, x, s, axes, norm, overwrite_x, workers, plan)
+    return _transform(C2R, "irfftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 def hfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2r("hfft", 1, x, n, axis, norm, overwrite_x, workers, plan, conj=True)
+    return _transform(C2R, "hfft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan, True)
 
 
 def ihfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _r2c("ihfft", 1, x, n, axis, norm, overwrite_x, workers, plan, conj=True)
+    return _transform(R2C, "ihfft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan, True)
 
 
 def hfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2r("hfft2", 2, x, s, axes, norm, overwrite_x, workers, plan, conj=True)
+    return _transform(C2R, "hfft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan, True)
 
 
 def ihfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _r2c("ihfft2", 2, x, s, axes, norm, overwrite_x, workers, plan, conj=True)
+    return _transform(R2C, "ihfft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan, True)
 
 
 def hfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _c2r("hfftn", 3, x, s, axes, norm, overwrite_x, workers, plan, conj=True)
+    return _transform(C2R, "hfftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan, True)
 
 
 def ihfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _r2c("ihfftn", 3, x, s, axes, norm, overwrite_x, workers, plan, conj=True)
+    return _transform(R2C, "ihfftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan, True)
 
 
 from ._docs import document  # noqa: E402  (docstrings are filled in from one template)

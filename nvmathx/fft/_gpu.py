@@ -143,7 +143,7 @@ class GpuTransform:
         from .._core.streams import resolve_stream
 
         stream = resolve_stream(None, self.device_id, operand.adapter.current_stream)
-        obj, _ = self._allocate(stream)
+        obj, _ = self._allocate(stream, operand.obj)
         return adapter_for(obj).view(obj, "result").strides
 
     def execute(self, pointer: int, operand_obj, stream, direction: int, factor: float = 1.0, conj: bool = False):
@@ -152,7 +152,7 @@ class GpuTransform:
         if self.inplace:
             result, target = operand_obj, pointer
         else:
-            result, target = self._allocate(stream)
+            result, target = self._allocate(stream, operand_obj)
         if self.plan is not None:
             self.plan.run(pointer, target, direction, stream, factor, conj)
         return result
@@ -165,24 +165,33 @@ class GpuTransform:
 
 
 def _bind_allocator(operand: Operand, shape, dtype, strides):
-    """A function ``allocate(stream) -> (array, pointer)`` for results of one shape and layout, in
-    the operand's library (torch gets a direct call to its allocator)."""
+    """A function ``allocate(stream, like) -> (array, pointer)`` for results of one shape and layout,
+    in the operand's library (torch gets a direct call to its allocator; ``like`` is the operand of
+    this call, whose layout the result may copy)."""
     device_id = operand.device_id
     if operand.package == "torch":
         adapter = operand.adapter
         torch = adapter.torch
         torch_dtype = adapter.to_torch[np.dtype(dtype)]
         device = adapter.torch_device(device_id)
-        if strides == c_strides(shape):
+        if (tuple(shape) == tuple(operand.shape) and tuple(strides) == tuple(operand.strides)
+                and torch_dtype == adapter.to_torch[np.dtype(operand.dtype)]):
+            # The result is laid out like the (dense) operand: empty_like skips parsing dtype and device.
+            empty_like = torch.empty_like
+
+            def allocate(stream, like):
+                array = empty_like(like)
+                return array, array.data_ptr()
+        elif strides == c_strides(shape):
             empty = torch.empty
 
-            def allocate(stream):
+            def allocate(stream, like):
                 array = empty(shape, dtype=torch_dtype, device=device)
                 return array, array.data_ptr()
         else:
             empty_strided = torch.empty_strided
 
-            def allocate(stream):
+            def allocate(stream, like):
                 array = empty_strided(shape, strides, dtype=torch_dtype, device=device)
                 return array, array.data_ptr()
         return allocate
@@ -190,7 +199,7 @@ def _bind_allocator(operand: Operand, shape, dtype, strides):
     # A layout-only stand-in: a cached plan must not keep the caller's array alive.
     prototype = Operand(None, 0, operand.shape, operand.strides, operand.dtype, device_id, operand.adapter)
 
-    def allocate(stream):
+    def allocate(stream, like):
         result = allocate_like(prototype, shape, dtype, device_id, stream, strides=strides)
         return result.obj, result.ptr
 

@@ -1,5 +1,7 @@
 """The raw cuFFT bindings: a plan made, executed and destroyed without nvmathx.fft."""
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -44,12 +46,21 @@ def test_plan_exec_destroy():
         cufft.set_work_area(plan, workspace.data_ptr())
         cufft.set_stream(plan, torch.cuda.current_stream().cuda_stream)
         cufft.execute(plan, cufft.Type.C2C, x.data_ptr(), y.data_ptr(), cufft.FORWARD)
+        # The argtypes-free function of the hot path, given prepared ctypes objects.
+        raw, takes_direction, name = cufft.raw_exec_function(cufft.Type.C2C)
+        assert takes_direction and name == "cufftExecC2C"
+        z = torch.empty_like(x)
+        status = raw(ctypes.c_int(plan), ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(z.data_ptr()),
+                     ctypes.c_int(cufft.INVERSE))
+        cufft.check(status, name)
         torch.cuda.synchronize()
     finally:
         cufft.destroy(plan)
     reference = np.fft.fft(host.astype(np.complex128), axis=-1)
     error = np.linalg.norm(y.cpu().numpy() - reference) / np.linalg.norm(reference)
     assert error < 1e-6
+    inverse = np.fft.ifft(host.astype(np.complex128), axis=-1) * n
+    assert np.linalg.norm(z.cpu().numpy() - inverse) / np.linalg.norm(inverse) < 1e-6
 
 
 @pytest.mark.gpu

@@ -106,6 +106,17 @@ class FakeCufft:
 
         return run, kind == "C2C", f"fake {kind}"
 
+    def raw_exec_function(self, fft_type):
+        run, takes_direction, name = self.exec_function(fft_type)
+
+        def raw(handle, source, target, direction=None):
+            # The hot path passes prepared ctypes objects, as a function without argtypes needs.
+            assert isinstance(handle, ctypes.c_int) and isinstance(source, ctypes.c_void_p)
+            assert isinstance(target, ctypes.c_void_p) and (direction is None or isinstance(direction, ctypes.c_int))
+            return run(handle.value, source.value, target.value, None if direction is None else direction.value)
+
+        return raw, takes_direction, name
+
     def _run(self, handle, source, target, direction):
         assert handle in self.streams and handle in self.work_areas, "stream and work area are set first"
         n, inembed, istride, idist, onembed, ostride, odist, fft_type, batch = self.plans[handle]
@@ -181,7 +192,7 @@ def install(monkeypatch):
 
     fake = FakeCufft()
     for name in ("create", "destroy", "set_auto_allocation", "make_plan_many64", "set_work_area", "set_stream",
-                 "exec_function"):
+                 "exec_function", "raw_exec_function"):
         monkeypatch.setattr(cufft, name, getattr(fake, name))
     monkeypatch.setattr(_kernels, "_launch", fake_launch)
     monkeypatch.setattr(cuda_driver, "memcpy_async", lambda dst, src, n, stream: ctypes.memmove(dst, src, n))
