@@ -74,6 +74,8 @@ def _prepare(fft_type, form, direction, shape, strides, dtype, device_id, packag
 
 
 def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan, conj=False):
+    """Every public function: ``form`` is 1 (``n``/``axis``), 2 or 3 (``s``/``axes``, 2-D or n-D),
+    ``direction`` -1 forward or +1 inverse, ``conj`` the Hermitian variants (hfft*, ihfft*)."""
     x, pointer, shape, strides, dtype, device_id, package, adapter = describe(x)
     if device_id < 0:
         check_norm(norm)
