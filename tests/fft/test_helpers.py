@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 import nvmathx.fft as nfft
-from nvmathx import OptionsError
 
 
 @pytest.mark.parametrize("n", [1, 4, 5, 16])
