@@ -68,12 +68,17 @@ class PlanCache:
 
     def get(self, device_id: int, key):
         """The cached plan for ``key`` (now most recent), or None."""
-        cache = self._device(device_id)
-        plan = cache.plans.get(key)
+        try:  # the hit path is on every function-form call: keep it to a few lookups
+            cache = self._local.caches[device_id]
+        except (AttributeError, KeyError):
+            cache = self._device(device_id)
+        plans = cache.plans
+        plan = plans.get(key)
         if plan is None:
             cache.misses += 1
             return None
-        cache.plans.move_to_end(key)
+        if len(plans) > 1:
+            plans.move_to_end(key)
         cache.hits += 1
         return plan
 
