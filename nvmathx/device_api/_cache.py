@@ -1,9 +1,11 @@
-"""The on-disk cache of generated device code.
+"""The on-disk cache of generated device code and of linked kernel images.
 
 libmathdx keeps no cache and spends seconds of CPU per descriptor, so generated LTO-IR is kept on
 disk, one file per entry, named by a SHA-256 of the entry's key (descriptor, target, libmathdx and
-NVRTC versions). A file holds a small header (magic, a JSON record with the key, the symbol name and
-the payload's SHA-256) and then the payload. Writers write a temporary file in the same folder and
+NVRTC versions). Linking a kernel with that LTO-IR (nvJitLink, seconds per kernel) is cached the
+same way, as a second kind of entry holding the linked cubin (see ``_link_cache``). A file holds a
+small header (magic, a JSON record with the key, the payload's size and SHA-256, and the kind's own
+fields) and then the payload. Writers write a temporary file in the same folder and
 ``os.replace`` it into place, so a reader sees a whole entry or none, and two processes writing the
 same entry at once both succeed. An entry whose checksum or key does not match is treated as a miss
 and rewritten.
@@ -21,13 +23,30 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
-__all__ = ["CacheInfo", "CodeEntry", "cache_dir", "set_cache_dir", "cache_info", "clear_cache", "load", "store"]
+__all__ = [
+    "CacheInfo",
+    "CodeEntry",
+    "LinkedImage",
+    "cache_dir",
+    "set_cache_dir",
+    "cache_info",
+    "clear_cache",
+    "load",
+    "store",
+    "load_linked",
+    "store_linked",
+]
 
-_MAGIC = b"NVMATHX-DEVICE-CODE-1\n"
-_SUFFIX = ".ltoir-entry"
+# kind -> (magic, file suffix)
+_KINDS = {
+    "code": (b"NVMATHX-DEVICE-CODE-1\n", ".ltoir-entry"),
+    "linked": (b"NVMATHX-LINKED-IMAGE-1\n", ".cubin-entry"),
+}
+_SUFFIXES = tuple(suffix for _, suffix in _KINDS.values())
+_COUNTER_PREFIX = {"code": "", "linked": "link_"}
 
 _override: str | None = None
-_counters = {"hits": 0, "misses": 0, "corrupted": 0}
+_counters = {f"{prefix}{name}": 0 for prefix in _COUNTER_PREFIX.values() for name in ("hits", "misses", "corrupted")}
 _counter_lock = threading.Lock()
 
 
@@ -37,6 +56,14 @@ class CodeEntry:
 
     symbol: str
     code: bytes
+
+
+@dataclass(frozen=True)
+class LinkedImage:
+    """A kernel's linked cubin and the linker's info log."""
+
+    cubin: bytes
+    info_log: str
 
 
 @dataclass(frozen=True)
@@ -52,8 +79,10 @@ class CacheInfo:
     size_bytes : int
         Their total size.
     hits, misses, corrupted : int
-        Look-ups in this process that found a valid entry, found none, or found a damaged one
-        (which then counts as a miss as well).
+        Look-ups of generated code in this process that found a valid entry, found none, or found
+        a damaged one (which then counts as a miss as well).
+    link_hits, link_misses, link_corrupted : int
+        The same for linked kernel images.
     """
 
     directory: str
@@ -62,6 +91,9 @@ class CacheInfo:
     hits: int
     misses: int
     corrupted: int
+    link_hits: int = 0
+    link_misses: int = 0
+    link_corrupted: int = 0
 
 
 def set_cache_dir(path: str | os.PathLike | None) -> None:
@@ -83,46 +115,46 @@ def cache_dir() -> str:
     return os.path.join(root, "device")
 
 
-def entry_name(key: dict) -> str:
-    """The file name of the entry for ``key`` (a JSON-serialisable dict)."""
-    return hashlib.sha256(_canonical(key)).hexdigest() + _SUFFIX
+def entry_name(key: dict, kind: str = "code") -> str:
+    """The file name of the ``kind`` entry for ``key`` (a JSON-serialisable dict)."""
+    return hashlib.sha256(_canonical(key)).hexdigest() + _KINDS[kind][1]
 
 
 def _canonical(key: dict) -> bytes:
     return json.dumps(key, sort_keys=True, separators=(",", ":")).encode()
 
 
-def _count(name: str) -> None:
+def _count(kind: str, name: str) -> None:
     with _counter_lock:
-        _counters[name] += 1
+        _counters[_COUNTER_PREFIX[kind] + name] += 1
 
 
-def load(key: dict) -> CodeEntry | None:
-    """The entry stored for ``key``, or None when absent, unreadable or damaged."""
-    path = os.path.join(cache_dir(), entry_name(key))
+def _read(key: dict, kind: str) -> tuple[dict, bytes] | None:
+    """The header and payload of the ``kind`` entry for ``key``; None when absent or damaged."""
+    path = os.path.join(cache_dir(), entry_name(key, kind))
     try:
         with open(path, "rb") as file:
             blob = file.read()
     except OSError:
-        _count("misses")
+        _count(kind, "misses")
         return None
-    entry = _decode(blob, key)
-    if entry is None:
-        _count("corrupted")
-        _count("misses")
+    decoded = _decode(blob, key, _KINDS[kind][0])
+    if decoded is None:
+        _count(kind, "corrupted")
+        _count(kind, "misses")
         return None
-    _count("hits")
-    return entry
+    _count(kind, "hits")
+    return decoded
 
 
-def _decode(blob: bytes, key: dict) -> CodeEntry | None:
-    if not blob.startswith(_MAGIC):
+def _decode(blob: bytes, key: dict, magic: bytes) -> tuple[dict, bytes] | None:
+    if not blob.startswith(magic):
         return None
-    header_end = blob.find(b"\n", len(_MAGIC))
+    header_end = blob.find(b"\n", len(magic))
     if header_end < 0:
         return None
     try:
-        header = json.loads(blob[len(_MAGIC) : header_end])
+        header = json.loads(blob[len(magic) : header_end])
     except ValueError:
         return None
     payload = blob[header_end + 1 :]
@@ -130,27 +162,27 @@ def _decode(blob: bytes, key: dict) -> CodeEntry | None:
         return None
     if header.get("size") != len(payload) or header.get("sha256") != hashlib.sha256(payload).hexdigest():
         return None
-    symbol = header.get("symbol")
-    return CodeEntry(symbol, payload) if isinstance(symbol, str) else None
+    return header, payload
 
 
-def store(key: dict, entry: CodeEntry) -> str | None:
-    """Write ``entry`` for ``key`` atomically; returns the path, or None if the folder is not writable.
+def _write(key: dict, kind: str, fields: dict, payload: bytes) -> str | None:
+    """Write an entry atomically; returns the path, or None if the folder is not writable.
 
     A cache that cannot be written costs time, not correctness, so write failures are not raised.
     """
+    magic, suffix = _KINDS[kind]
     folder = cache_dir()
     header = {
+        **fields,
         "key": json.loads(_canonical(key)),
-        "symbol": entry.symbol,
-        "size": len(entry.code),
-        "sha256": hashlib.sha256(entry.code).hexdigest(),
+        "size": len(payload),
+        "sha256": hashlib.sha256(payload).hexdigest(),
     }
-    blob = _MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + entry.code
-    path = os.path.join(folder, entry_name(key))
+    blob = magic + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+    path = os.path.join(folder, entry_name(key, kind))
     try:
         os.makedirs(folder, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=_SUFFIX)
+        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=suffix)
         try:
             with os.fdopen(descriptor, "wb") as file:
                 file.write(blob)
@@ -161,6 +193,36 @@ def store(key: dict, entry: CodeEntry) -> str | None:
     except OSError:
         return None
     return path
+
+
+def load(key: dict) -> CodeEntry | None:
+    """The generated code stored for ``key``, or None when absent, unreadable or damaged."""
+    decoded = _read(key, "code")
+    if decoded is None:
+        return None
+    header, payload = decoded
+    symbol = header.get("symbol")
+    return CodeEntry(symbol, payload) if isinstance(symbol, str) else None
+
+
+def store(key: dict, entry: CodeEntry) -> str | None:
+    """Write generated code for ``key``; returns the path, or None if the folder is not writable."""
+    return _write(key, "code", {"symbol": entry.symbol}, entry.code)
+
+
+def load_linked(key: dict) -> LinkedImage | None:
+    """The linked image stored for ``key``, or None when absent, unreadable or damaged."""
+    decoded = _read(key, "linked")
+    if decoded is None:
+        return None
+    header, payload = decoded
+    info_log = header.get("info_log")
+    return LinkedImage(payload, info_log) if isinstance(info_log, str) and payload else None
+
+
+def store_linked(key: dict, image: LinkedImage) -> str | None:
+    """Write a linked image for ``key``; returns the path, or None if the folder is not writable."""
+    return _write(key, "linked", {"info_log": image.info_log}, image.cubin)
 
 
 def _remove_quietly(path: str) -> None:
@@ -175,11 +237,12 @@ def _entry_files(folder: str) -> list[str]:
         names = os.listdir(folder)
     except OSError:
         return []
-    return [os.path.join(folder, name) for name in names if name.endswith(_SUFFIX) and not name.startswith(".")]
+    return [os.path.join(folder, name) for name in names if name.endswith(_SUFFIXES) and not name.startswith(".")]
 
 
 def cache_info() -> CacheInfo:
-    """The code cache's folder, its entries and their size, and this process's hit/miss counts."""
+    """The cache's folder, its entries (code and linked images) and their size, and this process's
+    hit/miss counts."""
     folder = cache_dir()
     files = _entry_files(folder)
     size = 0
@@ -190,13 +253,14 @@ def cache_info() -> CacheInfo:
             pass
     with _counter_lock:
         counts = dict(_counters)
-    return CacheInfo(folder, len(files), size, counts["hits"], counts["misses"], counts["corrupted"])
+    return CacheInfo(folder, len(files), size, **counts)
 
 
 def clear_cache() -> int:
-    """Delete every entry in the code cache folder; returns how many were removed.
+    """Delete every entry (generated code and linked images) in the cache folder; returns how many
+    were removed.
 
-    Descriptors already built in this process keep the code they hold.
+    Descriptors and kernels already built in this process keep the code they hold.
     """
     removed = 0
     for path in _entry_files(cache_dir()):

@@ -19,6 +19,8 @@ from numba.cuda.datamodel.models import OpaqueModel
 from numba.cuda.extending import register_model
 from numba.cuda.typing.templates import AttributeTemplate, bound_function, signature
 
+from . import _link_cache
+
 __all__ = [
     "DescriptorType",
     "TypingError",
@@ -135,6 +137,7 @@ def data_pointer(context, builder, array_type, array_value):
 
 
 _linkables: dict[str, LTOIR] = {}
+_link_cache.install()  # kernels that link this code keep their linked image on disk
 
 
 def call_generated(context, builder, entry, arguments) -> None:
@@ -146,6 +149,7 @@ def call_generated(context, builder, entry, arguments) -> None:
     if linkable is None:
         # One object per symbol: numba keeps linking files in a set, so reuse deduplicates.
         linkable = _linkables[entry.symbol] = LTOIR(entry.code, name=f"{entry.symbol}.ltoir")
+        _link_cache.mark_nvmathx_code(linkable)
     context.active_code_library.add_linking_file(linkable)
     function_type = ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer()] * len(arguments))
     function = cgutils.get_or_insert_function(builder.module, function_type, entry.symbol)

@@ -7,7 +7,10 @@ Each factory returns a plain Python function, so a test can either ``cuda.compil
 from numba import cuda
 
 
-def block_c2c(fft):
+def block_c2c(fft, scale=1):
+    """Rows of ``x`` transformed into ``y``, times ``scale`` (a constant; 1 compiles to no multiply)."""
+    scaled = scale != 1
+
     def kernel(x, y):
         regs = cuda.local.array(fft.storage_size, dtype=fft.value_type, alignment=fft.alignment)
         shared = cuda.shared.array(0, dtype=fft.value_type, alignment=16)
@@ -20,7 +23,9 @@ def block_c2c(fft):
         fft.execute(regs, shared)
         for i in range(fft.elements_per_thread):
             index = cuda.threadIdx.x + i * fft.stride
-            if active and index < fft.size:
+            if active and index < fft.size and scaled:
+                y[row, index] = regs[i] * scale
+            elif active and index < fft.size:
                 y[row, index] = regs[i]
 
     return kernel
