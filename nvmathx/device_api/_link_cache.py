@@ -84,12 +84,18 @@ def linker_identity() -> dict | None:
     try:
         import cuda.core
         from cuda.core import Linker
-
-        with warnings.catch_warnings():  # the link itself warns about a missing nvJitLink
-            warnings.simplefilter("ignore")
-            backend = str(Linker.which_backend())
-    except Exception:  # no cuda.core, or one without which_backend
+    except Exception:
         return None
+    # cuda.core picks the backend from what is installed, which the versions below record, so a
+    # cuda.core without which_backend still gets a key that changes with the installation.
+    backend = "undetermined"
+    if hasattr(Linker, "which_backend"):
+        try:
+            with warnings.catch_warnings():  # the link itself warns about a missing nvJitLink
+                warnings.simplefilter("ignore")
+                backend = str(Linker.which_backend())
+        except Exception:
+            pass
     identity = {"backend": backend, "cuda_core": getattr(cuda.core, "__version__", "?")}
     try:
         from cuda.bindings import nvjitlink

@@ -102,3 +102,21 @@ def test_unwritable_folder_is_not_an_error(tmp_path, monkeypatch):
     blocker.write_text("not a folder")
     set_cache_dir(blocker)
     assert _cache.store(KEY, _entry()) is None
+
+
+def test_linked_images_are_a_second_kind_of_entry(folder):
+    image = _cache.LinkedImage(os.urandom(3000), "info log")
+    before = cache_info()
+    assert _cache.load_linked(KEY) is None
+    _cache.store_linked(KEY, image)
+    assert _cache.load(KEY) is None  # same key, other kind: no code entry
+    assert _cache.load_linked(KEY) == image
+    _cache.store(KEY, _entry())
+    info = cache_info()
+    assert info.entries == 2
+    assert (info.link_hits - before.link_hits, info.link_misses - before.link_misses) == (1, 1)
+    code_path = os.path.join(folder, _cache.entry_name(KEY))
+    os.replace(code_path, os.path.join(folder, _cache.entry_name(KEY, "linked")))
+    assert _cache.load_linked(KEY) is None  # a code entry under a linked image's name is refused
+    assert cache_info().link_corrupted == info.link_corrupted + 1
+    assert clear_cache() == 1 and cache_info().entries == 0
