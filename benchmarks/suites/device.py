@@ -5,8 +5,11 @@
   ``examples/device_fft_convolution.py``; 8 elements per thread, 2 FFTs per block), beside torch's
   ``fft -> multiply -> ifft``. TB/s counts one read and one write of the signals.
 - ``first_launch_warm_cache`` / ``first_launch_cold_cache``: wall seconds of a fresh interpreter
-  from start to the first finished launch of that kernel, with the code cache filled by an earlier
-  process, and with an empty ``NVMATHX_CACHE_DIR`` (libmathdx generates the code).
+  from start to the first finished launch of that kernel, with the cache (generated code and the
+  linked kernel image) filled by an earlier process, and with an empty ``NVMATHX_CACHE_DIR``
+  (libmathdx generates the code, nvJitLink links it).
+- ``first_launch_warm_cache_relink``: as ``first_launch_warm_cache`` with ``NVMATHX_LINK_CACHE=0``
+  (generated code from the cache, the kernel linked again).
 """
 
 from __future__ import annotations
@@ -85,18 +88,18 @@ def _fused_setups(ctx, batch, size):
     return {"nvmathx": nvmathx_kernel, "torch": torch_calls}
 
 
-def _first_launch(cache_root_for_call):
+def _first_launch(cache_root_for_call, **variables):
     def run():
-        environment = dict(os.environ, NVMATHX_CACHE_DIR=cache_root_for_call())
+        environment = dict(os.environ, NVMATHX_CACHE_DIR=cache_root_for_call(), **variables)
         subprocess.run([sys.executable, "-c", _FIRST_LAUNCH], check=True, env=environment, cwd=_REPO_ROOT)
 
     return run
 
 
-def _warm_setup():
+def _warm_setup(**variables):
     root = tempfile.mkdtemp(prefix="nvmathx-bench-warm-")
     _first_launch(lambda: root)()  # fills the cache; not timed
-    return _first_launch(lambda: root)
+    return _first_launch(lambda: root, **variables)
 
 
 def _cold_setup():
@@ -120,7 +123,15 @@ def cases(ctx):
             unit="s",
             setups={"nvmathx": _warm_setup},
             repeats=3,
-            note="fresh interpreter to the first finished launch; code cache filled by an earlier process",
+            note="fresh interpreter to the first finished launch; code and linked image cached earlier",
+        ),
+        Case(
+            name="first_launch_warm_cache_relink",
+            params={"batch": _BATCH, "size": _SIZE},
+            unit="s",
+            setups={"nvmathx": lambda: _warm_setup(NVMATHX_LINK_CACHE="0")},
+            repeats=2,
+            note="as first_launch_warm_cache, with NVMATHX_LINK_CACHE=0: the kernel is linked again",
         ),
         Case(
             name="first_launch_cold_cache",
