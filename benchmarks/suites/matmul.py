@@ -12,7 +12,9 @@
   ``torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=torch.bfloat16)``.
 
 In the GPU-time cases the stateful Matmul of nvmathx and of nvmath-python is planned and
-autotuned during setup (untimed), as a user of a stateful API would.
+autotuned during setup (untimed), as a user of a stateful API would. The ``nvmathx.heuristic``
+column runs nvmathx's plan without autotuning (cuBLASLt's first pick, as torch takes it), and
+setup prints which heuristic rank autotuning chose.
 """
 
 from __future__ import annotations
@@ -62,8 +64,18 @@ def _nvmathx_stateful(a, b, autotune=False, **kwargs):
         plan["preferences"] = {"limit": _AUTOTUNE_CANDIDATES}
     mm.plan(**plan)
     if autotune:
-        mm.autotune(iterations=_AUTOTUNE_ITERATIONS)
+        heuristic_order = mm.algorithms
+        timings = mm.autotune(iterations=_AUTOTUNE_ITERATIONS)
+        ms = {heuristic_order.index(algorithm): time for time, algorithm in timings}
+        chosen = heuristic_order.index(timings[0][1])
+        print(f"    nvmathx autotune: heuristic #{chosen} of {len(heuristic_order)} chosen, {ms[chosen]:.4f} ms/run "
+              f"(heuristic #0: {ms[0]:.4f})", flush=True)
     return mm
+
+
+def _heuristic_column(setup):
+    """The same nvmathx setup without autotuning."""
+    return lambda: setup(autotune=False)
 
 
 def _overhead_cases(ctx):
@@ -110,8 +122,8 @@ def _overhead_cases(ctx):
 def _gemm_case(ctx, dtype, label):
     n = 1024 if ctx.quick else 8192
 
-    def nvmathx_gemm():
-        return _nvmathx_stateful(_torch(ctx, (n, n), dtype), _torch(ctx, (n, n), dtype), autotune=True).execute
+    def nvmathx_gemm(autotune=True):
+        return _nvmathx_stateful(_torch(ctx, (n, n), dtype), _torch(ctx, (n, n), dtype), autotune=autotune).execute
 
     def torch_gemm():
         a, b = _torch(ctx, (n, n), dtype), _torch(ctx, (n, n), dtype)
@@ -120,7 +132,9 @@ def _gemm_case(ctx, dtype, label):
     def nvmath_gemm():
         return _nvmath_stateful(_torch(ctx, (n, n), dtype), _torch(ctx, (n, n), dtype), autotune=True).execute
 
-    return Case(f"gemm_{n}_{label}", "ms", {"nvmathx": nvmathx_gemm, "torch": torch_gemm, "nvmath-python": nvmath_gemm},
+    setups = {"nvmathx": nvmathx_gemm, "torch": torch_gemm, "nvmath-python": nvmath_gemm,
+              "nvmathx.heuristic": _heuristic_column(nvmathx_gemm)}
+    return Case(f"gemm_{n}_{label}", "ms", setups,
                 params={"m": n, "n": n, "k": n, "dtype": dtype}, derive=tflops(2 * n**3))
 
 
@@ -131,9 +145,9 @@ def _gelu_case(ctx, m, n, k):
     def operands():
         return _torch(ctx, (m, k), "bfloat16"), _torch(ctx, (k, n), "bfloat16"), _torch(ctx, (n,), "bfloat16")
 
-    def nvmathx_gelu():
+    def nvmathx_gelu(autotune=True):
         a, b, bias = operands()
-        return _nvmathx_stateful(a, b, autotune=True, epilog="GELU_BIAS", epilog_inputs={"bias": bias}).execute
+        return _nvmathx_stateful(a, b, autotune=autotune, epilog="GELU_BIAS", epilog_inputs={"bias": bias}).execute
 
     def torch_unfused():
         torch = _module("torch")
@@ -155,7 +169,7 @@ def _gelu_case(ctx, m, n, k):
         return mm.execute
 
     setups = {"nvmathx": nvmathx_gelu, "torch": torch_unfused, "torch.addmm_activation": torch_addmm_activation,
-              "nvmath-python": nvmath_gelu}
+              "nvmath-python": nvmath_gelu, "nvmathx.heuristic": _heuristic_column(nvmathx_gelu)}
     return Case(f"gelu_bias_{m}x{n}x{k}_bf16", "ms", setups, params={"m": m, "n": n, "k": k, "dtype": "bfloat16"},
                 derive=tflops(2 * m * n * k), note="gelu(a @ b + bias), tanh GELU; torch column unfused")
 
@@ -171,9 +185,9 @@ def _fp8_case(ctx):
         scale_b = torch.tensor(2.0, device=a.device)
         return a, b, scale_a, scale_b
 
-    def nvmathx_fp8():
+    def nvmathx_fp8(autotune=True):
         a, b, scale_a, scale_b = operands()
-        return _nvmathx_stateful(a, b, autotune=True, quantization_scales={"a": scale_a, "b": scale_b},
+        return _nvmathx_stateful(a, b, autotune=autotune, quantization_scales={"a": scale_a, "b": scale_b},
                                  options={"result_type": "bfloat16"}).execute
 
     def torch_fp8():
@@ -190,7 +204,9 @@ def _fp8_case(ctx):
         mm.autotune(iterations=_AUTOTUNE_ITERATIONS)
         return mm.execute
 
-    return Case(f"gemm_{n}_fp8e4m3", "ms", {"nvmathx": nvmathx_fp8, "torch": torch_fp8, "nvmath-python": nvmath_fp8},
+    setups = {"nvmathx": nvmathx_fp8, "torch": torch_fp8, "nvmath-python": nvmath_fp8,
+              "nvmathx.heuristic": _heuristic_column(nvmathx_fp8)}
+    return Case(f"gemm_{n}_fp8e4m3", "ms", setups,
                 params={"m": n, "n": n, "k": n, "dtype": "float8_e4m3fn", "result": "bfloat16"}, derive=tflops(2 * n**3),
                 note="torch column: torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=bfloat16)")
 

@@ -18,7 +18,7 @@ from ._options import COMPUTE_TYPES, MatmulOptions, MatmulPlanPreferences
 from ._problem import MatmulProblem
 from ._traits import LtTraits
 
-__all__ = ["MatmulAlgorithm", "LtPlan", "lt_handle"]
+__all__ = ["MatmulAlgorithm", "LtPlan", "lt_handle", "workspace_bytes_for", "EPILOG_WORKSPACE_PAD"]
 
 _D = lt.MatmulDescAttribute
 _L = lt.MatrixLayoutAttribute
@@ -75,6 +75,19 @@ class MatmulAlgorithm:
 
 def _algorithm(result: lt.HeuristicResult) -> MatmulAlgorithm:
     return MatmulAlgorithm(bytes(result.algo), int(result.workspaceSize), float(result.wavesCount))
+
+
+# nvmath-python allocates this much beyond the largest reported workspace when an epilog is fused
+# (a workaround for a cuBLASLt issue); so do we: 16 bytes cost nothing.
+EPILOG_WORKSPACE_PAD = 16
+
+
+def workspace_bytes_for(algorithms, epilog: bool) -> int:
+    """The workspace for a plan: the largest any candidate reported (so that autotuning and
+    ``execute(algorithm=...)`` may run any of them), plus :data:`EPILOG_WORKSPACE_PAD` with an
+    epilog; 0 when no candidate needs any."""
+    needed = max((algorithm.workspace_size for algorithm in algorithms), default=0)
+    return needed + EPILOG_WORKSPACE_PAD if needed and epilog else needed
 
 
 class LtPlan:
@@ -221,8 +234,7 @@ class LtPlan:
         """Allocate a workspace that fits every candidate (ordered on ``stream``), select the first
         algorithm and build the launch arguments."""
         self.algorithms = list(algorithms)
-        needed = max((algorithm.workspace_size for algorithm in self.algorithms), default=0)
-        self.workspace_ptr.value = self.workspace.ensure(needed, stream) or None
+        self._bind_workspace(stream)
         self.stream_ptr.value = stream.handle or None
         self.stream_handle = stream.handle
         self.select(self.algorithms[0])
@@ -240,8 +252,18 @@ class LtPlan:
             raise OperandError("algorithm", f"needs {algorithm.workspace_size} bytes of workspace, more than planned "
                                f"({self.workspace.nbytes}); pass one of the algorithms plan() returned")
         ctypes.memmove(self.algo_buffer, algorithm.algo, lt.ALGO_SIZE)
-        self.workspace_size.value = algorithm.workspace_size
         self.algorithm = algorithm
+
+    @property
+    def workspace_needed(self) -> int:
+        """Bytes of workspace to allocate: see :func:`workspace_bytes_for`."""
+        return workspace_bytes_for(self.algorithms, self.problem.epilog is not None)
+
+    def _bind_workspace(self, stream) -> None:
+        # Every call gets the whole workspace, whichever algorithm runs (as torch and nvmath-python
+        # do), not just the bytes the heuristic reported for that algorithm.
+        self.workspace_ptr.value = self.workspace.ensure(self.workspace_needed, stream) or None
+        self.workspace_size.value = self.workspace.nbytes if self.workspace_ptr.value else 0
 
     def use_stream(self, stream) -> None:
         """Run on ``stream`` (a StreamHolder) from now on, ordered after the workspace's last use."""
@@ -268,17 +290,17 @@ class LtPlan:
 
     @property
     def workspace_ready(self) -> bool:
-        return self.workspace.buffer is not None or not any(a.workspace_size for a in self.algorithms)
+        return self.workspace.buffer is not None or not self.workspace_needed
 
     def release_workspace(self) -> None:
         """Give the workspace back now; the next :meth:`reacquire_workspace` allocates it again."""
         self.workspace.release()
         self.workspace_ptr.value = None
+        self.workspace_size.value = 0
 
     def reacquire_workspace(self, stream) -> None:
         if self.workspace.buffer is None:
-            needed = max((algorithm.workspace_size for algorithm in self.algorithms), default=0)
-            self.workspace_ptr.value = self.workspace.ensure(needed, stream) or None
+            self._bind_workspace(stream)
 
     @property
     def workspace_bytes(self) -> int:

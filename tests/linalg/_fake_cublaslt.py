@@ -88,6 +88,7 @@ class FakeCublasLt:
         self.objects = {}
         self.next = 0x100
         self.launches = 0
+        self.last_launch = None  # (algorithm id, workspace pointer, workspace bytes) of the last cublasLtMatmul
 
     def _new(self, value):
         self.next += 0x10
@@ -203,6 +204,7 @@ class FakeCublasLt:
         for batch in range(layouts["d"][_L.BATCH_COUNT]):
             self._one(desc_info, batch, layouts, a, b, c, d, alpha_value, beta_value)
         self.launches += 1
+        self.last_launch = (int(algo_words[0]), workspace, size)
         return 0
 
     @staticmethod

@@ -1,0 +1,111 @@
+"""Autotune's choice and the workspace every call gets, on the host stand-in for cuBLASLt."""
+
+import gc
+
+import numpy as np
+import pytest
+
+from nvmathx.linalg import Matmul, plan_cache
+from nvmathx.linalg._autotune import final_runs, rank
+from nvmathx.linalg._cublaslt_plan import EPILOG_WORKSPACE_PAD, MatmulAlgorithm, workspace_bytes_for
+
+from ._fake_cublaslt import FakeMemoryResource, install, to_device
+from ._reference import random
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    fake_lt, resource = install(monkeypatch)
+    yield fake_lt, resource
+    plan_cache.clear()
+    gc.collect()
+
+
+def _algorithm(workspace):
+    return MatmulAlgorithm(bytes(64), workspace, 1.0)
+
+
+def test_workspace_bytes_for_is_the_largest_candidate_plus_a_pad_with_an_epilog():
+    algorithms = [_algorithm(0), _algorithm(4096), _algorithm(1024)]
+    assert workspace_bytes_for(algorithms, epilog=False) == 4096
+    assert workspace_bytes_for(algorithms, epilog=True) == 4096 + EPILOG_WORKSPACE_PAD
+    assert workspace_bytes_for([_algorithm(0)], epilog=True) == 0  # nothing needed, nothing padded
+
+
+@pytest.mark.parametrize("epilog", [None, "RELU"])
+def test_every_call_gets_the_whole_workspace(fake, epilog):
+    """cublasLtMatmul is given the whole allocated workspace whichever algorithm runs, as torch and
+    nvmath-python do, not only the bytes the heuristic reported for that algorithm."""
+    fake_lt, _ = fake
+    rng = np.random.default_rng()
+    resource = FakeMemoryResource()
+    expected = 2048 + (EPILOG_WORKSPACE_PAD if epilog else 0)
+    with Matmul(to_device(random(rng, (8, 5))), to_device(random(rng, (5, 6))), options={"memory_resource": resource}) as mm:
+        algorithms = mm.plan(epilog=epilog)
+        assert [alg.workspace_size for alg in algorithms] == [0, 1024, 2048]
+        assert [size for size, _ in resource.allocations] == [expected]
+        mm.execute()
+        algo_id, pointer, size = fake_lt.last_launch
+        assert (algo_id, size) == (1, expected) and pointer == resource.allocations[0][1].handle
+        mm.execute(algorithm=algorithms[1], release_workspace=True)
+        assert fake_lt.last_launch[0] == 2 and fake_lt.last_launch[2] == expected
+        mm.execute()  # the workspace comes back, at its full size
+        assert fake_lt.last_launch[0] == 1 and fake_lt.last_launch[2] == expected
+        assert [size for size, _ in resource.allocations].count(expected) == 2  # (results come from it too)
+
+
+def test_final_runs_fill_a_sustained_sample():
+    assert final_runs(5, 1.5) == 14  # about 20 ms of back-to-back runs
+    assert final_runs(5, 21.0) == 5  # never fewer than asked
+    assert final_runs(10, 1e-4) == 200  # bounded for tiny problems
+    assert final_runs(7, float("inf")) == 7
+
+
+def test_rank_credits_the_incumbent_with_the_margin():
+    assert rank({0: 1.0, 1: 0.995, 2: 1.2}) == [0, 1, 2]  # within 1%: the incumbent stays
+    assert rank({0: 1.0, 1: 0.98, 2: 0.5}) == [2, 1, 0]
+    assert rank({1: 0.98, 2: 0.98}) == [1, 2]  # ties keep index order
+
+
+def _cost_model(monkeypatch, plan, costs):
+    """Make each run of ``plan`` advance the fake event clock by ``costs[algorithm](streak)``,
+    where streak counts the runs since that algorithm was selected."""
+    from . import _fake_cublaslt
+
+    launch, state = plan.run, {"algorithm": None, "streak": 0}
+
+    def run():
+        if plan.algorithm is not state["algorithm"]:
+            state["algorithm"], state["streak"] = plan.algorithm, 0
+        state["streak"] += 1
+        _fake_cublaslt._FakeEvent.clock += costs[plan.algorithm](state["streak"])
+        launch()
+
+    monkeypatch.setattr(plan, "run", run)
+
+    def select(algorithm, _select=plan.select):
+        state["algorithm"] = None  # a new sample starts its streak again
+        _select(algorithm)
+
+    monkeypatch.setattr(plan, "select", select)
+
+
+def test_a_burst_winner_loses_the_sustained_final(fake, monkeypatch):
+    """A candidate fast only in short bursts (boost clocks) wins screening but not the final,
+    whose longer back-to-back samples decide; execute() then runs the final's winner."""
+    fake_lt, _ = fake
+    rng = np.random.default_rng()
+    with Matmul(to_device(random(rng, (8, 4))), to_device(random(rng, (4, 8)))) as mm:
+        first, bursty, slow = mm.plan()
+        plan = mm._runner.plan
+        costs = {first: lambda streak: 1.0, bursty: lambda streak: 0.8 if streak <= 4 else 1.5, slow: lambda streak: 2.0}
+        _cost_model(monkeypatch, plan, costs)
+        timings = mm.autotune(iterations=4)
+        assert [alg for _, alg in timings] == [first, bursty, slow] == mm.algorithms
+        assert timings[0][0] == pytest.approx(1.0, abs=0.02)  # the final's sustained time
+        assert timings[1][0] > 1.3
+        costs[bursty] = lambda streak: 0.9  # now faster however long it runs
+        timings = mm.autotune(iterations=4)
+        assert [alg for _, alg in timings] == [bursty, first, slow] == mm.algorithms
+        mm.execute()
+        assert fake_lt.last_launch[0] == 2  # the algorithm autotune chose is the one that runs
