@@ -87,7 +87,10 @@ class FFT:
         self._device_id = self._execution.device_id
         self._stream = resolve_stream(stream, self._device_id, operand.adapter.current_stream)
         self._device = operand if operand.device_id >= 0 else stage_to_device(operand, self._device_id, self._stream)
+        self._current_stream = self._device.adapter.current_stream
         self._blocking = options.blocking is True  # read once: execute() is the hot path
+        self._last_handle = None
+        self._holder = None
         self._aligned = real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize)
         self.key = plan_key(self.fft_type, self._device.shape, self._device.strides, self._device.dtype, self.axes,
                             self.lengths, self._device_id, self._device.package, False, self._aligned)
@@ -126,8 +129,7 @@ class FFT:
         direction : {"forward", "inverse", -1, +1}, optional
             Default: forward for C2C and R2C, inverse for C2R.
         stream : optional
-            Default: the stream given to the constructor, else the operand library's current stream
-            (torch, cupy) when the ``FFT`` was constructed, else the device's default stream.
+            Default: the operand library's current stream (torch, cupy), else the device's default.
 
         Raises
         ------
@@ -141,8 +143,15 @@ class FFT:
         sign = self._default_direction if direction is None else normalize_direction(direction, self.fft_type)
         if self._on_cpu:
             return self._execute_cpu(sign)
-        # The stream resolved at construction, as Matmul does: nothing to look up per call.
-        holder = self._stream if stream is None else resolve_stream(stream, self._device_id)
+        if stream is None:
+            # The library's current stream (None without one): resolved again only when it changes.
+            handle = self._current_stream(self._device_id)
+            holder = self._holder
+            if holder is None or handle != self._last_handle:
+                holder = self._holder = resolve_stream(None, self._device_id, self._current_stream)
+                self._last_handle = handle
+        else:
+            holder = resolve_stream(stream, self._device_id)
         device = self._device
         result = transform.execute(device.ptr, device.obj, holder, sign)
         if device is not self._user:
