@@ -107,9 +107,15 @@ class Matmul:
         self._operands = {"a": a_op, "b": b_op, "c": c_op}
         self._inputs = {}
         self._runner = self._problem = None
+        self._current_stream = None
         if not self._cpu:
             device_id = self._execution.device_id
-            self._stream = resolve_stream(stream, device_id, a_op.adapter.current_stream if a_op.device_id >= 0 else None)
+            # Without stream=, execute() follows the operand library's current stream (torch, cupy),
+            # so that work lands where the caller's framework would put it (a graph capture too).
+            follows = stream is None and a_op.device_id >= 0 and a_op.adapter.current_stream(device_id) is not None
+            self._current_stream = a_op.adapter.current_stream if follows else None
+            self._device_id = device_id
+            self._stream = resolve_stream(stream, device_id, self._current_stream)
             self._staged = a_op.device_id < 0
             self._operands = {name: stage(op, device_id, self._stream, self._options.memory_resource)
                               for name, op in self._operands.items()}
@@ -256,8 +262,10 @@ class Matmul:
         algorithm : MatmulAlgorithm, optional
             One of the planned algorithms (default: the first, i.e. the best after ``autotune()``).
         stream : stream-like, optional
-            Run on this stream instead of the one given at construction (ordered after this
-            plan's previous use of its workspace).
+            Run on this stream (ordered after this plan's previous use of its workspace). Default:
+            the stream given at construction; without one, the operand library's current stream
+            at the time of this call (torch, cupy; so ``torch.cuda.graph`` captures it), else the
+            device's default stream.
         release_workspace : bool
             Give the workspace back to its memory resource after this call.
 
@@ -267,7 +275,8 @@ class Matmul:
             The result, plus a dict of auxiliary outputs when the epilog (or ``result_amax``)
             produces some.
         """
-        if self._fast and algorithm is None and stream is None and not release_workspace:
+        if (self._fast and algorithm is None and stream is None and not release_workspace
+                and (self._current_stream is None or self._current_stream(self._device_id) == self._stream.handle)):
             result, ptr = self._alloc(self._stream)
             plan = self._lt
             plan.d_ptr.value = ptr
@@ -284,7 +293,12 @@ class Matmul:
                 raise OptionsError("stream" if stream is not None else "algorithm", "CPU execution takes none")
             return self._execute_cpu()
         runner, plan = self._runner, self._runner.plan
-        holder = resolve_stream(stream, self._execution.device_id) if stream is not None else self._stream
+        if stream is not None:
+            holder = resolve_stream(stream, self._execution.device_id)
+        elif self._current_stream is not None:
+            holder = self._stream = resolve_stream(None, self._execution.device_id, self._current_stream)
+        else:
+            holder = self._stream
         plan.reacquire_workspace(holder)
         plan.use_stream(holder)
         previous = plan.algorithm

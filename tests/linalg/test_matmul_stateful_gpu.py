@@ -113,12 +113,12 @@ def test_torch_graph_capture_and_replay(torch):
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # warm up both forms (and the plan cache) outside the capture
-        mm.execute(stream=side)
+        mm.execute()  # follows torch's current stream: `side`
         matmul(a, b)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        stateful = mm.execute(stream=torch.cuda.current_stream())
+        stateful = mm.execute()  # no stream=: the capture stream is torch's current stream
         function = matmul(a, b)
     a.copy_(torch.randn_like(a))
     graph.replay()
