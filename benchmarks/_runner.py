@@ -12,6 +12,11 @@ from ._context import Context
 from ._environment import collect_versions, describe_device, utc_now
 from ._timing import as_rotation, gpu_time_ms, host_us_per_call, wall_seconds
 
+# Every library's GPU timing starts after this much sustained work, so that none is measured while
+# the clocks ramp up from idle (seen on the H200: the first library timed in a case ran up to 15%
+# slower than the same kernel timed later).
+GPU_WARMUP_MS = 300.0
+
 __all__ = [
     "available_suites",
     "load_suite",
@@ -82,7 +87,7 @@ def measure(case: Case, target, ctx: Context) -> float:
     """Time ``target`` (a setup's result) in ``case.unit``."""
     functions = as_rotation(target)
     if case.unit == "ms":
-        options = {"warmup": case.warmup, "repeats": case.repeats}
+        options = {"warmup": case.warmup, "repeats": case.repeats, "warmup_ms": GPU_WARMUP_MS}
         options = {key: value for key, value in options.items() if value is not None}
         return gpu_time_ms(functions, stream=case.stream, device_id=ctx.device_id, **options)
     if case.unit == "us_per_call":

@@ -66,7 +66,8 @@ def _event_pairs_ms(stream, call, starts, ends, offset: int) -> list[float]:
     return [end - start for start, end in zip(starts, ends)]
 
 
-def gpu_time_ms(fn, *, warmup: int = 10, repeats: int = 50, stream=None, device_id: int = 0) -> float:
+def gpu_time_ms(fn, *, warmup: int = 10, repeats: int = 50, stream=None, device_id: int = 0,
+                warmup_ms: float = 0.0) -> float:
     """Median GPU time of one call, in milliseconds, from CUDA timing events.
 
     Parameters
@@ -75,6 +76,10 @@ def gpu_time_ms(fn, *, warmup: int = 10, repeats: int = 50, stream=None, device_
         Launches the work (asynchronously); a list is rotated over, one element per call.
     warmup : int
         Untimed calls first (after which the stream is synchronised).
+    warmup_ms : float
+        Keep making untimed calls until at least this much wall time has passed as well, so the
+        GPU's clocks have ramped up from idle before timing (otherwise whichever library is
+        timed first after a pause is measured at lower clocks).
     repeats : int
         Timed calls, each between its own pair of events; fewer when one call is slow enough
         that ``repeats`` would exceed about two seconds (never fewer than 3).
@@ -84,8 +89,14 @@ def gpu_time_ms(fn, *, warmup: int = 10, repeats: int = 50, stream=None, device_
     call = _caller(as_rotation(fn))
     stream = timing_stream(stream, device_id)
     stream.sync()
-    for index in range(max(warmup, 1)):
+    index = 0
+    deadline = time.perf_counter() + warmup_ms / 1e3
+    while index < max(warmup, 1) or time.perf_counter() < deadline:
         call(index)
+        index += 1
+        if index % 8 == 0:
+            stream.sync()  # keep the queue short, so that wall time tracks GPU time
+    warmup = index
     probe_start, probe_end = _timing_events(stream, 2)
     stream.record(probe_start)
     call(0)

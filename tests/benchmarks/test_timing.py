@@ -140,3 +140,19 @@ def test_as_rotation_rejects_non_callables(bad):
 def test_as_rotation_wraps_single_callable():
     function = lambda: None  # noqa: E731
     assert _timing.as_rotation(function) == [function]
+
+
+def test_gpu_time_ms_warms_up_for_a_minimum_wall_time(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(_timing.time, "perf_counter", clock)
+    stream = _FakeStream()
+    calls = []
+
+    def launch():
+        calls.append(1)
+        clock.now += 0.010  # each call takes 10 ms of wall time
+        stream.clock_ms += 10.0
+
+    gpu_time_ms(launch, warmup=2, repeats=3, stream=stream, warmup_ms=95.0)
+    # warm-up runs until 95 ms have passed (10 calls, more than warmup=2), then 1 probe, 3 timed
+    assert len(calls) == 10 + 1 + 3
