@@ -42,6 +42,26 @@ _MAX_FINAL_RUNS = 200
 _MARGIN = 0.01
 
 
+# Sustained work before any timing: GPU clocks ramp up from idle over a fraction of a second, and a
+# candidate timed during the ramp looks slower than it is (seen on the H200 for the first one).
+_SUSTAIN_S = 0.3
+
+
+def _sustain(plan, algorithm, core) -> None:
+    """Run ``algorithm`` back to back for about ``_SUSTAIN_S`` seconds of wall time."""
+    import time
+
+    plan.select(algorithm)
+    deadline = time.perf_counter() + _SUSTAIN_S
+    runs = 0
+    while time.perf_counter() < deadline:
+        plan.run()
+        runs += 1
+        if runs % 8 == 0:
+            core.sync()  # keep the queue short, so that wall time tracks GPU time
+    core.sync()
+
+
 def final_runs(iterations: int, screened_ms: float) -> int:
     """Runs per final sample: about ``_FINAL_SAMPLE_MS`` of work, never fewer than ``iterations``."""
     if not math.isfinite(screened_ms) or screened_ms <= 0:
@@ -57,7 +77,8 @@ def rank(times: dict[int, float], incumbent: int = 0) -> list[int]:
 def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tuple[float, object]]:
     """(ms per run, algorithm) for every candidate of ``runner.plan``, the chosen one first.
 
-    Screening: each sample flushes L2 and times ``iterations`` back-to-back runs; a candidate's
+    First the heuristic's first usable candidate runs back to back for about 0.3 s, so that no
+    timing is taken while the GPU's clocks ramp up. Screening: each sample flushes L2 and times ``iterations`` back-to-back runs; a candidate's
     time is the median of its samples. Final: the fastest few and the current first choice are
     timed again in longer sustained samples (see ``_FINAL_SAMPLE_MS``) and ordered by those times,
     the current first choice kept unless another is faster by more than 1%; their reported times
@@ -77,8 +98,9 @@ def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tupl
 
     def timed(indices, runs, rounds) -> dict[int, float]:
         samples = {index: [] for index in indices}
-        for _ in range(rounds):
-            for index in indices:
+        for round_ in range(rounds):
+            shift = round_ % max(len(indices), 1)  # no candidate is always timed first
+            for index in indices[shift:] + indices[:shift]:
                 if samples[index] is None:
                     continue
                 plan.select(plan.algorithms[index])
@@ -104,6 +126,8 @@ def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tupl
                 usable.append(index)
             except lt.CublasLtError:
                 pass
+        if usable:
+            _sustain(plan, plan.algorithms[usable[0]], core)
         times = {index: math.inf for index in range(count)}
         times.update(timed(usable, iterations, _SCREEN_ROUNDS))
         screened = rank({index: times[index] for index in usable})
