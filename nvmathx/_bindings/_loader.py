@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from .._core.errors import LibraryNotFoundError
 
-__all__ = ["LIBRARIES", "LoadedLibrary", "load_library", "library_report"]
+__all__ = ["LIBRARIES", "LoadedLibrary", "load_library", "library_report", "FunctionTable"]
 
 
 @dataclass(frozen=True)
@@ -139,3 +139,33 @@ def library_report() -> list[tuple[str, str, str]]:
         except LibraryNotFoundError as error:
             rows.append((name, "not found", f"pip install {error.pip_package}"))
     return rows
+
+
+class FunctionTable:
+    """A binding module's signature table, bound to its library on first use.
+
+    ``signatures`` maps each C symbol to ``(restype, argtypes)``. Calling the table loads the
+    library once (thread-safe) and returns ``{symbol: ctypes function}`` with those types set.
+    """
+
+    def __init__(self, library: str, signatures: dict):
+        self.library = library
+        self.signatures = signatures
+        self._functions = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> dict:
+        functions = self._functions
+        if functions is None:
+            with self._lock:
+                if self._functions is None:
+                    cdll = load_library(self.library).cdll
+                    bound = {}
+                    for name, (restype, argtypes) in self.signatures.items():
+                        function = getattr(cdll, name)
+                        function.restype = restype
+                        function.argtypes = argtypes
+                        bound[name] = function
+                    self._functions = bound
+                functions = self._functions
+        return functions

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import enum
-import threading
 
 from .._core.errors import CudaLibraryError
-from ._loader import load_library
+from ._loader import FunctionTable, load_library
 
 __all__ = [
     "CublasLtError",
@@ -253,24 +252,7 @@ _SIGNATURES = {
     "cublasLtMatmul": (_int, [_p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, ctypes.c_size_t, _p]),
 }
 
-_functions = None
-_lock = threading.Lock()
-
-
-def _lib():
-    global _functions
-    if _functions is None:
-        with _lock:
-            if _functions is None:
-                cdll = load_library("cublasLt").cdll
-                functions = {}
-                for name, (restype, argtypes) in _SIGNATURES.items():
-                    function = getattr(cdll, name)
-                    function.restype = restype
-                    function.argtypes = argtypes
-                    functions[name] = function
-                _functions = functions
-    return _functions
+_lib = FunctionTable("cublasLt", _SIGNATURES)
 
 
 def status_name(status: int) -> str:

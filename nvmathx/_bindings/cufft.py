@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import enum
-import threading
 
 from .._core.errors import CudaLibraryError
-from ._loader import load_library
+from ._loader import FunctionTable, load_library
 
 __all__ = [
     "CufftError",
@@ -128,24 +127,7 @@ _EXEC_NAMES = {
     Type.C2R: "cufftExecC2R", Type.Z2D: "cufftExecZ2D",
 }
 
-_functions = None
-_lock = threading.Lock()
-
-
-def _lib():
-    global _functions
-    if _functions is None:
-        with _lock:
-            if _functions is None:
-                cdll = load_library("cufft").cdll
-                functions = {}
-                for name, argtypes in _SIGNATURES.items():
-                    function = getattr(cdll, name)
-                    function.restype = _int
-                    function.argtypes = argtypes
-                    functions[name] = function
-                _functions = functions
-    return _functions
+_lib = FunctionTable("cufft", {name: (_int, argtypes) for name, argtypes in _SIGNATURES.items()})
 
 
 def status_name(status: int) -> str:

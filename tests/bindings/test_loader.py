@@ -82,3 +82,23 @@ def _find_any_shared_library():
                 if os.path.exists(path):
                     return path
     pytest.skip("no shared library to copy")
+
+
+def test_function_table_binds_once_with_types(fresh_loader, monkeypatch):
+    import ctypes
+    import ctypes.util
+
+    libm = ctypes.util.find_library("m")
+    if not libm:
+        pytest.skip("no libm")
+    fresh_loader._loaded["cufft"] = fresh_loader.LoadedLibrary("cufft", ctypes.CDLL(libm), libm, "test")
+    table = fresh_loader.FunctionTable("cufft", {"cos": (ctypes.c_double, [ctypes.c_double])})
+    functions = table()
+    assert functions["cos"](0.0) == 1.0  # restype and argtypes were applied
+    assert table() is functions
+
+
+def test_function_table_raises_typed_error_when_library_is_missing(fresh_loader, monkeypatch):
+    monkeypatch.setenv("NVMATHX_CUFFT_PATH", "/nonexistent/libcufft.so")
+    with pytest.raises(LibraryNotFoundError):
+        fresh_loader.FunctionTable("cufft", {})()
