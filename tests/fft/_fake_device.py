@@ -12,6 +12,7 @@ import types
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from helpers.fake_memory import FakeBuffer, FakeMemoryResource  # noqa: F401  (re-exported)
 from nvmathx._core.device_array import DeviceArray
 
 from ._emulate import _embedded_strides, _pass_extents, _transform
@@ -36,29 +37,6 @@ def view_at(pointer, shape, strides, dtype):
     return as_strided(flat[-low:], shape=tuple(shape), strides=[s * dtype.itemsize for s in strides])
 
 
-class FakeBuffer:
-    def __init__(self, nbytes):
-        self.memory = np.full(max(nbytes, 1), 0xAB, np.uint8)  # garbage, like fresh device memory
-        self.handle = self.memory.ctypes.data
-        self.closed = False
-
-    def close(self, stream=None):
-        self.closed = True
-
-
-class FakeMemoryResource:
-    """Records every allocation (the tests check that work areas come from a user's resource)."""
-
-    def __init__(self):
-        self.allocations = []
-
-    def allocate(self, nbytes, stream=None):
-        buffer = FakeBuffer(nbytes)
-        self.allocations.append((nbytes, buffer))
-        return buffer
-
-    def deallocate(self, *args):
-        pass
 
 
 class FakeCufft:

@@ -13,6 +13,7 @@ import ctypes
 
 import numpy as np
 
+from helpers.fake_memory import FakeBuffer, FakeMemoryResource  # noqa: F401  (re-exported)
 from nvmathx._bindings import cublaslt as lt
 from nvmathx._core.dtypes import numpy_dtype
 from nvmathx.linalg._cpu import FLOAT8_MAX
@@ -31,31 +32,6 @@ def view_at(pointer, shape, strides, dtype):
     return np.lib.stride_tricks.as_strided(flat, tuple(shape), tuple(s * dtype.itemsize for s in strides)).view(dtype)
 
 
-class FakeBuffer:
-    """Host memory standing in for a device allocation (filled with garbage, as fresh memory is)."""
-
-    def __init__(self, nbytes):
-        self.memory = np.full(max(int(nbytes), 1) + 256, 0xAB, np.uint8)
-        self.handle = self.memory.ctypes.data + (-self.memory.ctypes.data % 256)  # 256-byte aligned, like cudaMalloc
-        self.closed = False
-
-    def close(self, stream=None):
-        self.closed = True
-
-
-class FakeMemoryResource:
-    """Records every allocation's size."""
-
-    def __init__(self):
-        self.allocations = []
-
-    def allocate(self, nbytes, stream=None):
-        buffer = FakeBuffer(nbytes)
-        self.allocations.append((nbytes, buffer))
-        return buffer
-
-    def deallocate(self, *args, **kwargs):
-        pass
 
 
 def to_device(array):

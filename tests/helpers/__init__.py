@@ -1,0 +1,1 @@
+"""Code shared by tests (never imported from conftest.py)."""
