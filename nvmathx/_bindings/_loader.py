@@ -144,13 +144,16 @@ def library_report() -> list[tuple[str, str, str]]:
 class FunctionTable:
     """A binding module's signature table, bound to its library on first use.
 
-    ``signatures`` maps each C symbol to ``(restype, argtypes)``. Calling the table loads the
-    library once (thread-safe) and returns ``{symbol: ctypes function}`` with those types set.
+    ``signatures`` maps each C symbol to ``(restype, argtypes)``, or ``(restype, argtypes,
+    required)`` where ``required=False`` marks a symbol only some releases export (it is left out
+    of the table where missing). Calling the table runs ``before_load`` (if given), loads the library
+    once (thread-safe) and returns ``{symbol: ctypes function}`` with those types set.
     """
 
-    def __init__(self, library: str, signatures: dict):
+    def __init__(self, library: str, signatures: dict, before_load=None):
         self.library = library
         self.signatures = signatures
+        self.before_load = before_load
         self._functions = None
         self._lock = threading.Lock()
 
@@ -159,10 +162,14 @@ class FunctionTable:
         if functions is None:
             with self._lock:
                 if self._functions is None:
+                    if self.before_load is not None:
+                        self.before_load()
                     cdll = load_library(self.library).cdll
                     bound = {}
-                    for name, (restype, argtypes) in self.signatures.items():
-                        function = getattr(cdll, name)
+                    for name, (restype, argtypes, *required) in self.signatures.items():
+                        function = getattr(cdll, name) if required in ([], [True]) else getattr(cdll, name, None)
+                        if function is None:
+                            continue
                         function.restype = restype
                         function.argtypes = argtypes
                         bound[name] = function

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import ctypes
 import enum
-import threading
 
 from .._core.errors import CudaLibraryError, LibraryNotFoundError
-from ._loader import load_library
+from ._loader import FunctionTable, load_library
 
 __all__ = [
     "MathdxError",
@@ -257,26 +256,6 @@ _SIGNATURES = {
     "nvrtcVersion": (_int, [_intp, _intp], False),
 }
 
-_lib = None
-_lib_lock = threading.Lock()
-
-
-def _library() -> ctypes.CDLL:
-    global _lib
-    if _lib is None:
-        with _lib_lock:
-            if _lib is None:
-                _preload_nvrtc()
-                cdll = load_library("mathdx").cdll
-                for name, (restype, argtypes, required) in _SIGNATURES.items():
-                    function = getattr(cdll, name, None) if not required else getattr(cdll, name)
-                    if function is not None:
-                        function.restype = restype
-                        function.argtypes = argtypes
-                _lib = cdll
-    return _lib
-
-
 def _preload_nvrtc() -> None:
     """Load the NVRTC libmathdx links against first, so that a libmathdx outside the NVRTC wheel's
     folder (``NVMATHX_MATHDX_PATH``, a system copy) finds it; libmathdx reports it if none loads."""
@@ -286,9 +265,12 @@ def _preload_nvrtc() -> None:
         pass
 
 
+_functions = FunctionTable("mathdx", _SIGNATURES, before_load=_preload_nvrtc)
+
+
 def has_function(name: str) -> bool:
     """Whether the loaded libmathdx exports ``name`` (for functions only newer releases have)."""
-    return getattr(_library(), name, None) is not None
+    return name in _functions()
 
 
 def _status_name(status: int) -> str:
@@ -299,15 +281,15 @@ def _status_name(status: int) -> str:
 
 
 def _last_error_detail() -> str:
-    lib = _library()
-    if not has_function("commondxGetLastErrorStr"):
+    lib = _functions()
+    if "commondxGetLastErrorStr" not in lib or "commondxGetLastErrorStrSize" not in lib:
         return ""
     size = ctypes.c_size_t()
-    if lib.commondxGetLastErrorStrSize(ctypes.byref(size)) != 0 or size.value == 0:
+    if lib["commondxGetLastErrorStrSize"](ctypes.byref(size)) != 0 or size.value == 0:
         return ""
     buffer = ctypes.create_string_buffer(size.value)
     code = ctypes.c_int()
-    if lib.commondxGetLastErrorStr(ctypes.byref(code), size, buffer) != 0:
+    if lib["commondxGetLastErrorStr"](ctypes.byref(code), size, buffer) != 0:
         return ""
     return buffer.value.decode(errors="replace").strip()
 
@@ -318,7 +300,7 @@ def _check(status: int, function: str) -> None:
 
 
 def _call(name: str, *args) -> None:
-    _check(getattr(_library(), name)(*args), name)
+    _check(_functions()[name](*args), name)
 
 
 def version() -> tuple[int, int, int]:
@@ -342,7 +324,7 @@ def nvrtc_version() -> tuple[int, int]:
     if not has_function("nvrtcVersion"):
         return (0, 0)
     major, minor = ctypes.c_int(), ctypes.c_int()
-    if _library().nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) != 0:
+    if _functions()["nvrtcVersion"](ctypes.byref(major), ctypes.byref(minor)) != 0:
         return (0, 0)
     return major.value, minor.value
 
@@ -445,7 +427,6 @@ def generate_ltoir(descriptor: _Descriptor, sm: int, arch_specific: bool, nvrtc_
     ``arch_specific`` asks for the ``sm_XXa`` target (what numba-cuda compiles for on Hopper and
     later): ``COMMONDX_OPTION_TARGET_SM`` given as the pair ``[sm, 1]``.
     """
-    lib = _library()
     code = ctypes.c_longlong()
     _call("commondxCreateCode", ctypes.byref(code))
     try:
@@ -463,4 +444,4 @@ def generate_ltoir(descriptor: _Descriptor, sm: int, arch_specific: bool, nvrtc_
         _call("commondxGetCodeLTOIR", code.value, size, buffer)
         return buffer.raw[: size.value]
     finally:
-        _check(lib.commondxDestroyCode(code.value), "commondxDestroyCode")
+        _check(_functions()["commondxDestroyCode"](code.value), "commondxDestroyCode")

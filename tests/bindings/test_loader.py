@@ -102,3 +102,25 @@ def test_function_table_raises_typed_error_when_library_is_missing(fresh_loader,
     monkeypatch.setenv("NVMATHX_CUFFT_PATH", "/nonexistent/libcufft.so")
     with pytest.raises(LibraryNotFoundError):
         fresh_loader.FunctionTable("cufft", {})()
+
+
+def test_function_table_leaves_out_missing_optional_symbols_and_runs_before_load(fresh_loader):
+    import ctypes
+    import ctypes.util
+
+    libm = ctypes.util.find_library("m")
+    if not libm:
+        pytest.skip("no libm")
+    fresh_loader._loaded["mathdx"] = fresh_loader.LoadedLibrary("mathdx", ctypes.CDLL(libm), libm, "test")
+    calls = []
+    table = fresh_loader.FunctionTable(
+        "mathdx",
+        {"cos": (ctypes.c_double, [ctypes.c_double], True), "no_such_symbol": (ctypes.c_int, [], False)},
+        before_load=lambda: calls.append("before"),
+    )
+    functions = table()
+    assert set(functions) == {"cos"} and functions["cos"](0.0) == 1.0
+    assert calls == ["before"]
+    missing_required = fresh_loader.FunctionTable("mathdx", {"no_such_symbol": (ctypes.c_int, [], True)})
+    with pytest.raises(AttributeError):
+        missing_required()
