@@ -10,20 +10,7 @@ import numpy as np
 
 from .errors import UnsupportedOperandError
 
-__all__ = ["SUPPORTED_DTYPE_NAMES", "dtype_name", "numpy_dtype", "is_complex", "real_dtype", "complex_dtype"]
-
-SUPPORTED_DTYPE_NAMES = (
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-    "float8_e4m3fn",
-    "float8_e5m2",
-    "int8",
-    "int32",
-)
+__all__ = ["dtype_name", "numpy_dtype"]
 
 _ML_DTYPES_NAMES = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 _ALIASES = {"float8_e4m3": "float8_e4m3fn", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2", "bf16": "bfloat16"}
@@ -56,19 +43,3 @@ def numpy_dtype(name_or_dtype) -> np.dtype:
 def dtype_name(dtype) -> str:
     """The canonical name of a dtype (``"float32"``, ``"bfloat16"``, ``"float8_e4m3fn"``)."""
     return numpy_dtype(dtype).name
-
-
-def is_complex(dtype) -> bool:
-    return numpy_dtype(dtype).kind == "c"
-
-
-def real_dtype(dtype) -> np.dtype:
-    """complex64 -> float32, complex128 -> float64; real dtypes map to themselves."""
-    dtype = numpy_dtype(dtype)
-    return {"complex64": np.dtype(np.float32), "complex128": np.dtype(np.float64)}.get(dtype.name, dtype)
-
-
-def complex_dtype(dtype) -> np.dtype:
-    """float32 -> complex64, float64 -> complex128; complex dtypes map to themselves."""
-    dtype = numpy_dtype(dtype)
-    return {"float32": np.dtype(np.complex64), "float64": np.dtype(np.complex128)}.get(dtype.name, dtype)

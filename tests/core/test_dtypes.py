@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from nvmathx._core.dtypes import complex_dtype, dtype_name, is_complex, numpy_dtype, real_dtype
+from nvmathx._core.dtypes import dtype_name, numpy_dtype
 from nvmathx._core.errors import UnsupportedOperandError
 
 
@@ -33,10 +33,3 @@ def test_torch_dtype_objects_map_by_name():
 def test_unknown_dtype_is_typed_error():
     with pytest.raises(UnsupportedOperandError, match="^dtype:"):
         numpy_dtype("float7")
-
-
-def test_real_and_complex_partners():
-    assert real_dtype(np.complex64) == np.float32
-    assert complex_dtype(np.float64) == np.complex128
-    assert is_complex("complex128") and not is_complex("float32")
-    assert real_dtype("float16") == np.float16
