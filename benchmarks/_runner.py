@@ -10,7 +10,7 @@ import pkgutil
 from ._case import KNOWN_PEERS, Case, Skip
 from ._context import Context
 from ._environment import collect_versions, describe_device, utc_now
-from ._timing import as_rotation, gpu_time_ms, host_us_per_call, wall_seconds
+from ._timing import as_rotation, gpu_time_ms, host_us_per_call, host_us_per_call_interleaved, wall_seconds
 
 # Every library's GPU timing starts after this much sustained work, so that none is measured while
 # the clocks ramp up from idle (seen on the H200: the first library timed in a case ran up to 15%
@@ -122,17 +122,62 @@ def _time_library(case: Case, library: str, ctx: Context, record: dict) -> None:
     finally:
         del target
         gc.collect()
+    _record_time(case, library, time, record)
+
+
+def _record_time(case: Case, library: str, time: float, record: dict) -> None:
     record["times"][library] = _significant(time)
     if case.derive is not None and time > 0:
         record.setdefault("derived", {})[library] = _significant(case.derive(time))
         record["derived_unit"] = getattr(case.derive, "unit", "")
 
 
+def _time_interleaved(case: Case, libraries, ctx: Context, record: dict) -> None:
+    """Per-call host costs: every library set up first, then their timed loops interleaved (see
+    :func:`host_us_per_call_interleaved`), so that host drift cannot favour one column."""
+    targets = {}
+    for library in libraries:
+        try:
+            target = case.setups[library]()
+            for function in as_rotation(target):
+                function()  # a library that fails is reported, not timed
+            targets[library] = target
+        except Skip as reason:
+            record.setdefault("skipped", {})[library] = str(reason)
+        except Exception as error:
+            record["times"][library] = None
+            record.setdefault("errors", {})[library] = _message(error)
+    if not targets:
+        return
+    options = {"iterations": case.iterations, "loops": case.loops}
+    options = {key: value for key, value in options.items() if value is not None}
+    try:
+        times = host_us_per_call_interleaved(targets, sync=ctx.sync if ctx.has_gpu else None, **options)
+    except Exception as error:
+        for library in targets:
+            record["times"][library] = None
+            record.setdefault("errors", {})[library] = _message(error)
+        return
+    finally:
+        targets = None
+        gc.collect()
+    for library in libraries:
+        if library in times:
+            _record_time(case, library, times[library], record)
+
+
 def run_case(case: Case, ctx: Context) -> dict:
-    """Time every library of ``case`` that can run; a failure becomes ``null`` plus a message."""
+    """Time every library of ``case`` that can run; a failure becomes ``null`` plus a message.
+
+    GPU and wall-clock cases time one library after another; per-call host costs interleave the
+    libraries' loops."""
     record = {"name": case.name, "params": dict(case.params), "unit": case.unit, "times": {}}
-    for library in libraries_to_run(case, ctx.peers):
-        _time_library(case, library, ctx, record)
+    libraries = libraries_to_run(case, ctx.peers)
+    if case.unit == "us_per_call":
+        _time_interleaved(case, libraries, ctx, record)
+    else:
+        for library in libraries:
+            _time_library(case, library, ctx, record)
     if case.note:
         record["note"] = case.note
     return record

@@ -6,7 +6,8 @@ import statistics
 import time
 from typing import Callable, Sequence
 
-__all__ = ["gpu_time_ms", "host_us_per_call", "wall_seconds", "as_rotation", "timing_stream"]
+__all__ = ["gpu_time_ms", "host_us_per_call", "host_us_per_call_interleaved", "wall_seconds", "as_rotation",
+           "timing_stream"]
 
 # One timed measurement should not take much longer than this, whatever the defaults ask for.
 _BUDGET_S = 2.0
@@ -140,6 +141,44 @@ def host_us_per_call(fn, *, iterations: int = 2000, loops: int = 5, sync=None) -
     iterations = max(10, min(iterations, int(_BUDGET_S / max(loops, 1) / max(per_call, 1e-9))))
     samples = [_loop_seconds(call, iterations, sync) for _ in range(max(loops, 1))]
     return statistics.median(samples) / iterations * 1e6
+
+
+def host_us_per_call_interleaved(targets: dict, *, iterations: int = 2000, loops: int = 5, sync=None,
+                                 min_warmup_s: float = 0.2) -> dict:
+    """:func:`host_us_per_call` for several libraries at once, their loops interleaved.
+
+    Each round times one loop of every library, in an order that rotates from round to round, so
+    that a drift of the host's speed (clock boost, another process) falls on all of them alike
+    instead of on whichever was timed first. Every library first runs untimed for at least
+    ``min_warmup_s`` seconds.
+
+    Parameters
+    ----------
+    targets : dict
+        Library name -> callable or list of callables (see :func:`as_rotation`).
+
+    Returns
+    -------
+    dict
+        Library name -> median microseconds per call.
+    """
+    calls = {name: _caller(as_rotation(target)) for name, target in targets.items()}
+    counts = {}
+    for name, call in calls.items():
+        done, start = 0, time.perf_counter()
+        while done < 10 or time.perf_counter() - start < min_warmup_s:
+            _loop_seconds(call, 10, sync)
+            done += 10
+        per_call = (time.perf_counter() - start) / done
+        budget_per_loop = _BUDGET_S / max(loops, 1) / max(len(calls), 1)
+        counts[name] = max(10, min(iterations, int(budget_per_loop / max(per_call, 1e-9))))
+    samples = {name: [] for name in calls}
+    names = list(calls)
+    for round_index in range(max(loops, 1)):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(_loop_seconds(calls[name], counts[name], sync) / counts[name])
+    return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
 
 
 def wall_seconds(fn, *, repeats: int = 3, warmup: int = 0) -> float:

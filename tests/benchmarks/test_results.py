@@ -115,3 +115,12 @@ def test_format_table_has_a_row_per_case_and_shows_errors(result):
     assert lines[1].split()[:2] == ["sleep_calls", "s"] and lines[1].split()[4] == "error"
     assert lines[2].split()[3] == "-"  # host_loop has no torch column
     assert any("planner exploded" in line for line in lines)
+
+
+def test_per_call_cases_report_failures_per_library():
+    case = Case(name="loop", unit="us_per_call", gpu=False, iterations=20, loops=2,
+                setups={"nvmathx": lambda: (lambda: None), "torch": lambda: (lambda: 1 / 0), "cupy": _skipping})
+    result = run_cases("fake", [case], Context(peers=("torch", "cupy"), has_gpu=False), progress=lambda line: None)
+    record = result["cases"][0]
+    assert record["times"]["nvmathx"] > 0 and record["times"]["torch"] is None
+    assert "ZeroDivisionError" in record["errors"]["torch"] and "cupy" in record["skipped"]

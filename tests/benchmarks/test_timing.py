@@ -156,3 +156,40 @@ def test_gpu_time_ms_warms_up_for_a_minimum_wall_time(monkeypatch):
     gpu_time_ms(launch, warmup=2, repeats=3, stream=stream, warmup_ms=95.0)
     # warm-up runs until 95 ms have passed (10 calls, more than warmup=2), then 1 probe, 3 timed
     assert len(calls) == 10 + 1 + 3
+
+
+def test_interleaved_host_timing_rotates_order_and_takes_each_median(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(_timing.time, "perf_counter", clock)
+    order = []
+
+    def costing(name, seconds):
+        def call():
+            order.append(name)
+            clock.now += seconds
+        return call
+
+    times = _timing.host_us_per_call_interleaved(
+        {"a": costing("a", 1e-5), "b": [costing("b", 3e-5), costing("b", 3e-5)]},
+        iterations=50, loops=3, min_warmup_s=0.001)
+    assert times == {"a": pytest.approx(10.0), "b": pytest.approx(30.0)}
+    # After warm-up: rounds of one loop each, the starting library rotating (a b, b a, a b).
+    timed = order[-300:]
+    firsts = [timed[0], timed[100], timed[200]]
+    assert firsts == ["a", "b", "a"]
+
+
+def test_interleaved_host_timing_spreads_drift_over_all_libraries(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(_timing.time, "perf_counter", clock)
+    state = {"slowdown": 1.0}
+
+    def call():
+        clock.now += 1e-5 * state["slowdown"]
+
+    def sync():
+        state["slowdown"] *= 1.01  # the host speeds change after every loop
+
+    times = _timing.host_us_per_call_interleaved({"a": call, "b": call}, iterations=100, loops=5, sync=sync,
+                                                  min_warmup_s=0.0)
+    assert times["a"] == pytest.approx(times["b"], rel=0.02)
