@@ -86,7 +86,9 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
     # cuFFT reads a real operand only from an address aligned to the complex element.
     aligned = fft_type != R2C or not pointer % (2 * dtype.itemsize)
     try:
-        call = (fft_type, form, direction, shape, strides, dtype, device_id, s, axes, norm, overwrite_x, conj, aligned)
+        # The package is part of it: the cached plan allocates results in the operand's library.
+        call = (fft_type, form, direction, shape, strides, dtype, device_id, package, s, axes, norm, overwrite_x, conj,
+                aligned)
         prepared = _calls.get(call)
     except TypeError:  # lists as s/axes: not hashable
         call = prepared = None

@@ -7,6 +7,7 @@ import scipy.fft
 
 import nvmathx.fft as nfft
 from nvmathx import InvalidStateError, OperandError, UnsupportedOperandError
+from nvmathx._core.device_array import DeviceArray
 
 from ._fake_device import FakeMemoryResource, install, to_device, to_host
 
@@ -315,3 +316,28 @@ def test_stateful_rfft_replans_for_a_misaligned_operand(fake):
         _close(to_host(f.execute()), scipy.fft.rfftn(y), np.float64)
         f.reset_operand(to_device(x))
         _close(to_host(f.execute()), scipy.fft.rfftn(x), np.float64)
+
+
+def test_results_come_back_in_each_callers_library(fake, monkeypatch):
+    """Two libraries' operands of one layout share a cuFFT plan but not a result allocator."""
+    from nvmathx._core import tensor
+
+    class OtherArray(DeviceArray):  # a second "array library" over the same fake device memory
+        pass
+
+    class OtherAdapter(tensor._NvmathxAdapter):
+        name = "otherlib"
+
+        def empty(self, shape, dtype, device_id, stream, strides=None, memory_resource=None):
+            array = super().empty(shape, dtype, device_id, stream, strides, memory_resource)
+            return OtherArray(array, array.ptr, array.shape, array.strides, array.dtype, device_id, None)
+
+    monkeypatch.setitem(tensor._ADAPTER_CLASSES, "otherlib", OtherAdapter)
+    monkeypatch.setitem(tensor._adapter_by_type, OtherArray, tensor._adapter_named("otherlib"))
+    rng = np.random.default_rng()
+    x = _operand("fft", (4, 32), np.complex128, rng)
+    ours = to_device(x)
+    other = OtherArray(ours, ours.ptr, ours.shape, ours.strides, ours.dtype, 0, None)
+    first, second = nfft.fft(ours), nfft.fft(other)
+    assert type(first) is DeviceArray and type(second) is OtherArray
+    _close(to_host(second), scipy.fft.fft(x), np.complex128)
