@@ -1,5 +1,5 @@
-"""Autotuning: time every candidate algorithm on the real operands, then re-time the fastest few
-in sustained runs and keep the winner of that second, independent measurement."""
+"""Autotuning: time every candidate algorithm on the real operands in sustained, interleaved
+samples and order the candidates by those times."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .._core.device import ensure_device
 from .._core.memory import allocate
 from ._runner import GpuRunner
 
-__all__ = ["autotune_algorithms", "final_runs", "rank"]
+__all__ = ["autotune_algorithms", "sample_runs", "rank"]
 
 
 def _flusher(device_id: int, stream, memory_resource):
@@ -28,18 +28,13 @@ def _flusher(device_id: int, stream, memory_resource):
     return flush, buffer
 
 
-_SCREEN_ROUNDS = 3  # samples per candidate, taken round-robin so that clock and thermal drift hit all alike
-# The fastest screened candidates (and the current first choice) are timed again: the minimum over
-# many noisy timings favours whichever was lucky, so the choice comes from fresh samples.
-_FINALISTS = 3
-_FINAL_ROUNDS = 5
-# A final sample runs back-to-back for about this long: long enough for power-limited clocks to
-# settle, as they do in a workload (a short burst runs at boost clocks and ranks kernels otherwise).
-_FINAL_SAMPLE_MS = 20.0
-_MAX_FINAL_RUNS = 200
-# The current first choice (the heuristic's, before any autotune) stays first unless another is
-# faster by more than this fraction.
-_MARGIN = 0.01
+# Samples per candidate, taken round-robin (the order rotating) so that clock and thermal drift hit
+# all alike; a candidate's time is the median of its samples.
+_ROUNDS = 5
+# A sample runs back-to-back for about this long: long enough for power-limited clocks to settle, as
+# they do in a workload (a short burst runs at boost clocks and ranks kernels otherwise).
+_SAMPLE_MS = 20.0
+_MAX_SAMPLE_RUNS = 200
 
 
 # Sustained work before any timing: GPU clocks ramp up from idle over a fraction of a second, and a
@@ -62,29 +57,29 @@ def _sustain(plan, algorithm, core) -> None:
     core.sync()
 
 
-def final_runs(iterations: int, screened_ms: float) -> int:
-    """Runs per final sample: about ``_FINAL_SAMPLE_MS`` of work, never fewer than ``iterations``."""
-    if not math.isfinite(screened_ms) or screened_ms <= 0:
+def sample_runs(iterations: int, probe_ms: float) -> int:
+    """Runs per sample: about ``_SAMPLE_MS`` of work, never fewer than ``iterations``."""
+    if not math.isfinite(probe_ms) or probe_ms <= 0:
         return iterations
-    return max(iterations, min(_MAX_FINAL_RUNS, math.ceil(_FINAL_SAMPLE_MS / screened_ms)))
+    return max(iterations, min(_MAX_SAMPLE_RUNS, math.ceil(_SAMPLE_MS / probe_ms)))
 
 
-def rank(times: dict[int, float], incumbent: int = 0) -> list[int]:
-    """Indices sorted by time, ``incumbent`` credited with the noise margin (ties keep index order)."""
-    return sorted(times, key=lambda i: (times[i] * (1 - _MARGIN) if i == incumbent else times[i], i))
+def rank(times: dict[int, float]) -> list[int]:
+    """Indices sorted by time; ties keep index order (the heuristic's preference)."""
+    return sorted(times, key=lambda i: (times[i], i))
 
 
 def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tuple[float, object]]:
-    """(ms per run, algorithm) for every candidate of ``runner.plan``, the chosen one first.
+    """(ms per run, algorithm) for every candidate of ``runner.plan``, fastest first.
 
-    First the heuristic's first usable candidate runs back to back for about 0.3 s, so that no
-    timing is taken while the GPU's clocks ramp up. Screening: each sample flushes L2 and times ``iterations`` back-to-back runs; a candidate's
-    time is the median of its samples. Final: the fastest few and the current first choice are
-    timed again in longer sustained samples (see ``_FINAL_SAMPLE_MS``) and ordered by those times,
-    the current first choice kept unless another is faster by more than 1%; their reported times
-    are the final ones. The others follow in screening order; an algorithm that fails to run is
-    placed last. The product is written to scratch buffers: the caller's arrays (``c``
-    included) are never written.
+    The list is sorted by the reported times (ties keep the heuristic's order); an algorithm that
+    fails to run is reported with ``inf`` and placed last. First the heuristic's first usable
+    candidate runs back to back for about 0.3 s, so that no timing is taken while the GPU's clocks
+    ramp up; a probe of ``iterations`` runs per candidate sizes the samples. Then every candidate
+    is timed in ``_ROUNDS`` samples, each flushing L2 and running back to back for about
+    ``_SAMPLE_MS`` (at least ``iterations`` runs), the candidates interleaved in a rotating order;
+    a candidate's time is the median of its samples. The product is written to scratch buffers:
+    the caller's arrays (``c`` included) are never written.
     """
     from cuda.core import EventOptions
 
@@ -94,7 +89,7 @@ def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tupl
     flush, flush_buffer = _flusher(plan.device_id, stream, plan.options.memory_resource)
     scratch, ptr, _outputs = runner.scratch(stream)
     plan.d_ptr.value = ptr
-    count = len(plan.algorithms)
+    times = {index: math.inf for index in range(len(plan.algorithms))}
 
     def timed(indices, runs, rounds) -> dict[int, float]:
         samples = {index: [] for index in indices}
@@ -128,20 +123,12 @@ def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tupl
                 pass
         if usable:
             _sustain(plan, plan.algorithms[usable[0]], core)
-        times = {index: math.inf for index in range(count)}
-        times.update(timed(usable, iterations, _SCREEN_ROUNDS))
-        screened = rank({index: times[index] for index in usable})
-        finalists = screened[:_FINALISTS] + ([0] if 0 in usable and 0 not in screened[:_FINALISTS] else [])
-        if len(finalists) > 1:
-            runs = final_runs(iterations, min(times[index] for index in finalists))
-            times.update(timed(finalists, runs, _FINAL_ROUNDS))
-        else:
-            finalists = screened[:1]
+            probe = timed(usable, iterations, 1)
+            usable = [index for index in usable if math.isfinite(probe[index])]
+            runs = sample_runs(iterations, min(probe.values()))
+            times.update(timed(usable, runs, _ROUNDS))
     finally:
         core.sync()
         flush_buffer.close(core)
         del scratch
-    kept = [index for index in finalists if math.isfinite(times[index])]
-    rest = [index for index in range(count) if index not in kept]
-    order = rank({index: times[index] for index in kept}) + sorted(rest, key=lambda i: (times[i], i))
-    return [(times[index], plan.algorithms[index]) for index in order]
+    return [(times[index], plan.algorithms[index]) for index in rank(times)]

@@ -230,12 +230,15 @@ class Matmul:
     def autotune(self, iterations: int = 10) -> list:
         """Time every candidate on the actual operands and reorder them, fastest first.
 
-        Every candidate is timed in ``iterations``-run samples; the fastest few and the current
-        first choice are then timed again in longer back-to-back samples (sustained clocks, as in
-        a workload), which decide the order: the current first stays unless another is faster by
-        more than 1%. The product is written to scratch buffers: ``c`` and earlier results are
-        never touched. Returns ``[(milliseconds per run, algorithm), ...]`` (empty for CPU
-        execution).
+        After 0.3 s of sustained work (so that no timing sees the clocks ramping up), every
+        candidate is timed in five samples that flush L2 and then run it back to back for about
+        20 ms (at least ``iterations`` runs; sustained clocks, as in a workload), the candidates
+        interleaved in a rotating order; its time is the median sample. The product is written to
+        scratch buffers: ``c`` and earlier results are never touched.
+
+        Returns ``[(milliseconds per run, algorithm), ...]`` sorted by time, the order that
+        :attr:`algorithms` and ``execute()`` use from now on; a candidate that fails to run is
+        reported with ``inf``, last. Empty for CPU execution.
         """
         self._check_state(_PLANNED)
         check_positive_int(iterations, "iterations")
