@@ -10,11 +10,12 @@ import pkgutil
 from ._case import KNOWN_PEERS, Case, Skip
 from ._context import Context
 from ._environment import collect_versions, describe_device, utc_now
-from ._timing import as_rotation, gpu_time_ms, host_us_per_call, host_us_per_call_interleaved, wall_seconds
+from ._timing import (as_rotation, gpu_time_ms, gpu_time_ms_interleaved, host_us_per_call,
+                      host_us_per_call_interleaved, wall_seconds)
 
-# Every library's GPU timing starts after this much sustained work, so that none is measured while
-# the clocks ramp up from idle (seen on the H200: the first library timed in a case ran up to 15%
-# slower than the same kernel timed later).
+# GPU timing starts after this much sustained work, so that nothing is measured while the clocks
+# ramp up from idle (seen on the H200: the first library timed in a case ran up to 15% slower than
+# the same kernel timed later).
 GPU_WARMUP_MS = 300.0
 
 __all__ = [
@@ -132,9 +133,21 @@ def _record_time(case: Case, library: str, time: float, record: dict) -> None:
         record["derived_unit"] = getattr(case.derive, "unit", "")
 
 
+def _measure_together(case: Case, targets: dict, ctx: Context) -> dict:
+    """Library -> time of every target in ``targets``, measured interleaved."""
+    if case.unit == "ms":
+        options = {"warmup": case.warmup, "repeats": case.repeats, "warmup_ms": GPU_WARMUP_MS}
+        options = {key: value for key, value in options.items() if value is not None}
+        return gpu_time_ms_interleaved(targets, stream=case.stream, device_id=ctx.device_id, **options)
+    options = {"iterations": case.iterations, "loops": case.loops}
+    options = {key: value for key, value in options.items() if value is not None}
+    return host_us_per_call_interleaved(targets, sync=ctx.sync if ctx.has_gpu else None, **options)
+
+
 def _time_interleaved(case: Case, libraries, ctx: Context, record: dict) -> None:
-    """Per-call host costs: every library set up first, then their timed loops interleaved (see
-    :func:`host_us_per_call_interleaved`), so that host drift cannot favour one column."""
+    """GPU times and per-call host costs: every library set up first, then their timed calls
+    interleaved (see :func:`gpu_time_ms_interleaved`, :func:`host_us_per_call_interleaved`), so
+    that drift of the GPU's clocks or the host's speed cannot favour one column."""
     targets = {}
     for library in libraries:
         try:
@@ -149,10 +162,8 @@ def _time_interleaved(case: Case, libraries, ctx: Context, record: dict) -> None
             record.setdefault("errors", {})[library] = _message(error)
     if not targets:
         return
-    options = {"iterations": case.iterations, "loops": case.loops}
-    options = {key: value for key, value in options.items() if value is not None}
     try:
-        times = host_us_per_call_interleaved(targets, sync=ctx.sync if ctx.has_gpu else None, **options)
+        times = _measure_together(case, targets, ctx)
     except Exception as error:
         for library in targets:
             record["times"][library] = None
@@ -169,11 +180,11 @@ def _time_interleaved(case: Case, libraries, ctx: Context, record: dict) -> None
 def run_case(case: Case, ctx: Context) -> dict:
     """Time every library of ``case`` that can run; a failure becomes ``null`` plus a message.
 
-    GPU and wall-clock cases time one library after another; per-call host costs interleave the
-    libraries' loops."""
+    GPU-time and per-call cases set every library up first and interleave their timed calls;
+    wall-clock cases (whole processes) time one library after another."""
     record = {"name": case.name, "params": dict(case.params), "unit": case.unit, "times": {}}
     libraries = libraries_to_run(case, ctx.peers)
-    if case.unit == "us_per_call":
+    if case.unit in ("ms", "us_per_call"):
         _time_interleaved(case, libraries, ctx, record)
     else:
         for library in libraries:

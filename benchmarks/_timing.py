@@ -6,8 +6,8 @@ import statistics
 import time
 from typing import Callable, Sequence
 
-__all__ = ["gpu_time_ms", "host_us_per_call", "host_us_per_call_interleaved", "wall_seconds", "as_rotation",
-           "timing_stream"]
+__all__ = ["gpu_time_ms", "gpu_time_ms_interleaved", "host_us_per_call", "host_us_per_call_interleaved",
+           "wall_seconds", "as_rotation", "timing_stream"]
 
 # One timed measurement should not take much longer than this, whatever the defaults ask for.
 _BUDGET_S = 2.0
@@ -109,6 +109,69 @@ def gpu_time_ms(fn, *, warmup: int = 10, repeats: int = 50, stream=None, device_
     ends = _timing_events(stream, repeats)
     stream.sync()
     return statistics.median(_event_pairs_ms(stream, call, starts, ends, warmup))
+
+
+def gpu_time_ms_interleaved(targets: dict, *, warmup: int = 10, repeats: int = 50, rounds: int = 5, stream=None,
+                            device_id: int = 0, warmup_ms: float = 0.0) -> dict:
+    """:func:`gpu_time_ms` for several libraries at once, their timed calls interleaved.
+
+    Every library is warmed up (``warmup`` calls each), then all of them run in turn for at least
+    ``warmup_ms`` more, so that the clocks have ramped up. The timed calls come in ``rounds``
+    rounds; each round times a share of every library's calls, the order rotating from round to
+    round, so that a drift of the GPU's clocks (power or thermal limits, another tenant) falls on
+    all libraries alike instead of on whichever was timed first or last. Each call sits between
+    its own pair of events; a library's time is the median over all its calls.
+
+    Parameters
+    ----------
+    targets : dict
+        Library name -> callable or list of callables (see :func:`as_rotation`).
+
+    Returns
+    -------
+    dict
+        Library name -> median milliseconds per call.
+    """
+    calls = {name: _caller(as_rotation(target)) for name, target in targets.items()}
+    names = list(calls)
+    stream = timing_stream(stream, device_id)
+    stream.sync()
+    index = {name: 0 for name in names}
+
+    def run(name, count):
+        call = calls[name]
+        for _ in range(count):
+            call(index[name])
+            index[name] += 1
+
+    for name in names:
+        run(name, max(warmup, 1))
+        stream.sync()
+    deadline = time.perf_counter() + warmup_ms / 1e3
+    while time.perf_counter() < deadline:
+        for name in names:
+            run(name, 4)
+            stream.sync()  # keep the queue short, so that wall time tracks GPU time
+    counts = {}
+    for name in names:
+        probe_start, probe_end = _timing_events(stream, 2)
+        stream.record(probe_start)
+        run(name, 1)
+        stream.record(probe_end)
+        probe_end.sync()
+        probe_ms = max(probe_end - probe_start, 1e-6)
+        total = max(3, min(repeats, int(_BUDGET_S * 1e3 / probe_ms)))
+        counts[name] = max(1, -(-total // max(rounds, 1)))
+    samples = {name: [] for name in names}
+    for round_index in range(max(rounds, 1)):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            starts = _timing_events(stream, counts[name])
+            ends = _timing_events(stream, counts[name])
+            stream.sync()
+            samples[name] += _event_pairs_ms(stream, calls[name], starts, ends, index[name])
+            index[name] += counts[name]
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _loop_seconds(call, iterations: int, sync) -> float:

@@ -193,3 +193,35 @@ def test_interleaved_host_timing_spreads_drift_over_all_libraries(monkeypatch):
     times = _timing.host_us_per_call_interleaved({"a": call, "b": call}, iterations=100, loops=5, sync=sync,
                                                   min_warmup_s=0.0)
     assert times["a"] == pytest.approx(times["b"], rel=0.02)
+
+
+def test_gpu_interleaved_rotates_rounds_and_spreads_clock_drift():
+    stream = _FakeStream()
+    order = []
+    state = {"slowdown": 1.0}
+
+    def library(name, ms):
+        def launch():
+            order.append(name)
+            stream.clock_ms += ms * state["slowdown"]
+            state["slowdown"] *= 1.002  # the GPU slows down steadily (heat, power limit)
+        return launch
+
+    times = _timing.gpu_time_ms_interleaved({"a": library("a", 1.0), "b": library("b", 1.0)}, warmup=2, repeats=10,
+                                            rounds=5, stream=stream)
+    assert times["a"] == pytest.approx(times["b"], rel=0.01)
+    timed = order[-20:]  # 5 rounds of 2 calls per library
+    assert [timed[i] for i in range(0, 20, 4)] == ["a", "b", "a", "b", "a"]
+
+
+def test_gpu_interleaved_reports_each_librarys_median():
+    stream = _FakeStream()
+
+    def costing(ms):
+        def launch():
+            stream.clock_ms += ms
+        return launch
+
+    times = _timing.gpu_time_ms_interleaved({"fast": costing(0.5), "slow": [costing(2.0), costing(2.0)]}, warmup=1,
+                                            repeats=6, rounds=3, stream=stream)
+    assert times == {"fast": pytest.approx(0.5), "slow": pytest.approx(2.0)}
