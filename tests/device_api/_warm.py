@@ -10,6 +10,10 @@ from multiprocessing import get_context
 
 def warm(objects_and_forms):
     """``objects_and_forms``: (FFT or Matmul, call form or None) pairs; fills the shared cache."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Under pytest-xdist the workers already share the tests (and the cores): a pool per
+        # worker would generate every descriptor once per worker, many times over.
+        return
     from nvmathx.device_api import cache_dir
     from nvmathx.device_api._codegen import generate_into
 
