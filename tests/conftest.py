@@ -1,8 +1,13 @@
 """Test configuration: the `gpu` marker skips cleanly on machines without an NVIDIA GPU."""
 
 import functools
+import os
 
 import pytest
+
+# jax takes 75% of the GPU's memory in the first process that uses it; under pytest-xdist that
+# starves every other worker (cuBLAS and cuFFT then fail to create handles and plans).
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 @functools.lru_cache(maxsize=None)

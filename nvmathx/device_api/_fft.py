@@ -283,6 +283,15 @@ class FFT:
         return self._dtypes[0].itemsize
 
     @property
+    def max_threads_per_block(self) -> int | None:
+        """Threads in ``block_dim`` (None for Thread execution). Pass it to
+        ``numba.cuda.jit(launch_bounds=...)``: the compiler then keeps registers within what a block
+        of that size can hold, which large transforms need (16384 points in float64 uses 512 threads
+        of 32 complex values each; without launch bounds the launch can fail with
+        CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)."""
+        return int(np.prod(self.block_dim)) if self.block_dim is not None else None
+
+    @property
     def shared_api_memory_size(self) -> int:
         """Dynamic shared memory for ``execute(shared)``: the scratch, or all transforms if larger."""
         data = self.ffts_per_block * self.size * self._dtypes[0].itemsize

@@ -20,7 +20,7 @@ _ATTRIBUTES = (
     "size", "value_type", "input_type", "output_type", "storage_size", "stride", "elements_per_thread",
     "ffts_per_block", "block_dim", "shared_memory_size", "shared_api_memory_size", "input_length",
     "output_length", "input_elements_per_thread", "output_elements_per_thread", "implicit_type_batching",
-    "alignment",
+    "alignment", "max_threads_per_block",
 )  # fmt: skip
 
 

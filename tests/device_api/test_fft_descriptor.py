@@ -38,6 +38,7 @@ def test_block_traits_are_consistent(size, precision):
     assert fft.input_length == fft.output_length == size
     assert fft.value_dtype == np.result_type(precision, np.complex64)
     assert fft.alignment == fft.value_dtype.itemsize
+    assert fft.max_threads_per_block == fft.block_dim[0] * fft.block_dim[1] * fft.block_dim[2] <= 1024
     assert (fft.elements_per_thread, fft.ffts_per_block) in fft.valid_knobs() or fft.ffts_per_block >= 1
 
 
@@ -56,6 +57,7 @@ def test_thread_execution_traits(size):
     fft = FFT(size, np.float32, direction="forward", execution="Thread", sm=H100)
     assert fft.storage_size >= size and fft.stride == 1
     assert fft.block_dim is None and fft.shared_memory_size == 0 and fft.ffts_per_block == 1
+    assert fft.max_threads_per_block is None
     assert fft.valid_knobs() == [(size, 1)]
 
 

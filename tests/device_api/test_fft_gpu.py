@@ -48,7 +48,8 @@ def _launch(fft, kernel_factory, x, out_shape, out_dtype):
     from numba import cuda
     from nvmathx.device_api import set_max_dynamic_shared_memory
 
-    kernel = cuda.jit(kernel_factory(fft))
+    # Launch bounds keep the registers within the block's share (16384 points in float64 needs it).
+    kernel = cuda.jit(kernel_factory(fft), launch_bounds=fft.max_threads_per_block)
     x_d = cuda.to_device(x)
     y_d = cuda.device_array(out_shape, dtype=out_dtype)
     if fft.execution == "Thread":
