@@ -113,17 +113,22 @@ def _time_library(case: Case, library: str, ctx: Context, record: dict) -> None:
     try:
         target = case.setups[library]()
         time = measure(case, target, ctx)
-    except Skip as reason:
-        record.setdefault("skipped", {})[library] = str(reason)
-        return
     except Exception as error:  # one library failing must not stop the others
-        record["times"][library] = None
-        record.setdefault("errors", {})[library] = _message(error)
+        _record_failure(library, error, record)
         return
     finally:
         del target
         gc.collect()
     _record_time(case, library, time, record)
+
+
+def _record_failure(library: str, error: Exception, record: dict) -> None:
+    """A Skip goes under ``skipped``; any other error makes the time ``null`` with its message."""
+    if isinstance(error, Skip):
+        record.setdefault("skipped", {})[library] = str(error)
+        return
+    record["times"][library] = None
+    record.setdefault("errors", {})[library] = _message(error)
 
 
 def _record_time(case: Case, library: str, time: float, record: dict) -> None:
@@ -155,19 +160,15 @@ def _time_interleaved(case: Case, libraries, ctx: Context, record: dict) -> None
             for function in as_rotation(target):
                 function()  # a library that fails is reported, not timed
             targets[library] = target
-        except Skip as reason:
-            record.setdefault("skipped", {})[library] = str(reason)
         except Exception as error:
-            record["times"][library] = None
-            record.setdefault("errors", {})[library] = _message(error)
+            _record_failure(library, error, record)
     if not targets:
         return
     try:
         times = _measure_together(case, targets, ctx)
     except Exception as error:
         for library in targets:
-            record["times"][library] = None
-            record.setdefault("errors", {})[library] = _message(error)
+            _record_failure(library, error, record)
         return
     finally:
         targets = None

@@ -67,6 +67,21 @@ def _event_pairs_ms(stream, call, starts, ends, offset: int) -> list[float]:
     return [end - start for start, end in zip(starts, ends)]
 
 
+def _probe_ms(stream, launch) -> float:
+    """GPU time of one ``launch()`` between a pair of events (at least 1 ns)."""
+    start, end = _timing_events(stream, 2)
+    stream.record(start)
+    launch()
+    stream.record(end)
+    end.sync()
+    return max(end - start, 1e-6)
+
+
+def _affordable_repeats(probe_ms: float, repeats: int) -> int:
+    """``repeats``, fewer when calls of ``probe_ms`` would take more than the budget (never fewer than 3)."""
+    return max(3, min(repeats, int(_BUDGET_S * 1e3 / probe_ms)))
+
+
 def gpu_time_ms(fn, *, warmup: int = 10, repeats: int = 50, stream=None, device_id: int = 0,
                 warmup_ms: float = 0.0) -> float:
     """Median GPU time of one call, in milliseconds, from CUDA timing events.
@@ -98,13 +113,7 @@ def gpu_time_ms(fn, *, warmup: int = 10, repeats: int = 50, stream=None, device_
         if index % 8 == 0:
             stream.sync()  # keep the queue short, so that wall time tracks GPU time
     warmup = index
-    probe_start, probe_end = _timing_events(stream, 2)
-    stream.record(probe_start)
-    call(0)
-    stream.record(probe_end)
-    probe_end.sync()
-    probe_ms = max(probe_end - probe_start, 1e-6)
-    repeats = max(3, min(repeats, int(_BUDGET_S * 1e3 / probe_ms)))
+    repeats = _affordable_repeats(_probe_ms(stream, lambda: call(0)), repeats)
     starts = _timing_events(stream, repeats)
     ends = _timing_events(stream, repeats)
     stream.sync()
@@ -154,13 +163,7 @@ def gpu_time_ms_interleaved(targets: dict, *, warmup: int = 10, repeats: int = 5
             stream.sync()  # keep the queue short, so that wall time tracks GPU time
     counts = {}
     for name in names:
-        probe_start, probe_end = _timing_events(stream, 2)
-        stream.record(probe_start)
-        run(name, 1)
-        stream.record(probe_end)
-        probe_end.sync()
-        probe_ms = max(probe_end - probe_start, 1e-6)
-        total = max(3, min(repeats, int(_BUDGET_S * 1e3 / probe_ms)))
+        total = _affordable_repeats(_probe_ms(stream, lambda: run(name, 1)), repeats)
         counts[name] = max(1, -(-total // max(rounds, 1)))
     samples = {name: [] for name in names}
     for round_index in range(max(rounds, 1)):
