@@ -67,9 +67,11 @@ def _event_pairs_ms(stream, call, starts, ends, offset: int) -> list[float]:
     return [end - start for start, end in zip(starts, ends)]
 
 
-def _round_order(names: list, round_index: int) -> list:
-    """``names`` rotated by ``round_index``: no library is always timed first."""
-    shift = round_index % len(names)
+def _round_order(names: list, round_index: int, rounds: int) -> list:
+    """``names`` rotated so that over ``rounds`` rounds every library starts at evenly spread
+    positions: none is always timed first, nor always early in a long list."""
+    step = max(1, -(-len(names) // max(rounds, 1)))
+    shift = (round_index * step) % len(names)
     return names[shift:] + names[:shift]
 
 
@@ -173,7 +175,7 @@ def gpu_time_ms_interleaved(targets: dict, *, warmup: int = 10, repeats: int = 5
         counts[name] = max(1, -(-total // max(rounds, 1)))
     samples = {name: [] for name in names}
     for round_index in range(max(rounds, 1)):
-        for name in _round_order(names, round_index):
+        for name in _round_order(names, round_index, rounds):
             starts = _timing_events(stream, counts[name])
             ends = _timing_events(stream, counts[name])
             stream.sync()
@@ -246,7 +248,7 @@ def host_us_per_call_interleaved(targets: dict, *, iterations: int = 2000, loops
     samples = {name: [] for name in calls}
     names = list(calls)
     for round_index in range(max(loops, 1)):
-        for name in _round_order(names, round_index):
+        for name in _round_order(names, round_index, loops):
             samples[name].append(_loop_seconds(calls[name], counts[name], sync) / counts[name])
     return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
 

@@ -6,14 +6,16 @@
 - ``gemm_8192_{bf16,f16,f32}``: GPU time of 8192^3 products (default compute types, no TF32).
 - ``gelu_bias_MxNxK_bf16``: ``gelu(a @ b + bias)`` (tanh GELU, bias per output feature): nvmathx's
   GELU_BIAS epilog; torch unfused (``torch`` column) and ``torch._addmm_activation`` (extra
-  column ``torch.addmm_activation``); nvmath-python's GELU_BIAS epilog (its bias is per row of
+  column ``torch.addmm_activation``); ``a @ b`` alone (``torch.gemm_only``: no bias, no GELU, the
+  floor for any fused version); nvmath-python's GELU_BIAS epilog (its bias is per row of
   its column-major result: the same work).
 - ``gemm_8192_fp8e4m3``: float8 e4m3 with per-tensor scales, bfloat16 result, beside
   ``torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=torch.bfloat16)``.
 
 In the GPU-time cases the ``nvmathx`` column runs a planned stateful Matmul as ``plan()`` leaves
-it (cuBLASLt's first pick, as torch takes it); ``nvmathx.autotuned`` runs the same after
-``autotune()`` during setup (untimed), and setup prints which heuristic rank autotuning chose.
+it (cuBLASLt's first pick, as torch takes it); ``nvmathx.autotuned`` runs the same planned with
+``limit=32`` and ``expand_custom_options=True`` (not for float32) after ``autotune()`` during
+setup (untimed), and setup prints which candidate autotuning chose.
 nvmath-python's Matmul is planned and autotuned, as a user of its stateful API would. (In the
 run of 2026-12-02 these two columns were named ``nvmathx.heuristic`` and ``nvmathx``: autotune
 chose algorithms that ran slower than the heuristic's first pick; see CHANGELOG, known issues.)
@@ -55,22 +57,25 @@ def _nvmath_stateful(a, b, autotune=False, **plan):
     return mm
 
 
-def _nvmathx_stateful(a, b, autotune=False, **kwargs):
-    """A planned (and optionally autotuned) nvmathx Matmul; ``kwargs`` go to the constructor or plan()."""
+def _nvmathx_stateful(a, b, autotune=False, expand=True, **kwargs):
+    """A planned (and optionally autotuned) nvmathx Matmul; ``kwargs`` go to the constructor or plan().
+
+    Autotuning times the heuristic's candidates and, with ``expand``, their custom-option variants
+    (``MatmulPlanPreferences.expand_custom_options``)."""
     from nvmathx.linalg import Matmul
 
     plan_keys = {"epilog", "epilog_inputs"}
     mm = Matmul(a, b, **{k: v for k, v in kwargs.items() if k not in plan_keys})
     plan = {k: v for k, v in kwargs.items() if k in plan_keys}
     if autotune:  # a wider search than the default 8 candidates, as a user tuning a hot GEMM would
-        plan["preferences"] = {"limit": _AUTOTUNE_CANDIDATES}
+        plan["preferences"] = {"limit": _AUTOTUNE_CANDIDATES, "expand_custom_options": expand}
     mm.plan(**plan)
     if autotune:
-        heuristic_order = mm.algorithms
+        planned_order = mm.algorithms  # the heuristic's candidates, then their custom-option variants
         timings = mm.autotune(iterations=_AUTOTUNE_ITERATIONS)
-        ms = {heuristic_order.index(algorithm): time for time, algorithm in timings}
-        chosen = heuristic_order.index(timings[0][1])
-        print(f"    nvmathx autotune: heuristic #{chosen} of {len(heuristic_order)} chosen, {ms[chosen]:.4f} ms/run "
+        ms = {planned_order.index(algorithm): time for time, algorithm in timings}
+        chosen = planned_order.index(timings[0][1])
+        print(f"    nvmathx autotune: candidate #{chosen} of {len(planned_order)} chosen, {ms[chosen]:.4f} ms/run "
               f"(heuristic #0: {ms[0]:.4f})", flush=True)
     return mm
 
@@ -125,7 +130,9 @@ def _gemm_case(ctx, dtype, label):
     n = 1024 if ctx.quick else 8192
 
     def nvmathx_gemm(autotune=True):
-        return _nvmathx_stateful(_torch(ctx, (n, n), dtype), _torch(ctx, (n, n), dtype), autotune=autotune).execute
+        # float32 runs 21 ms a product: eight times the candidates would take minutes to autotune
+        return _nvmathx_stateful(_torch(ctx, (n, n), dtype), _torch(ctx, (n, n), dtype), autotune=autotune,
+                                 expand=dtype != "float32").execute
 
     def torch_gemm():
         a, b = _torch(ctx, (n, n), dtype), _torch(ctx, (n, n), dtype)
@@ -157,6 +164,10 @@ def _gelu_case(ctx, m, n, k):
         gelu = torch.nn.functional.gelu
         return lambda: gelu(a @ b + bias, approximate="tanh")
 
+    def torch_gemm_only():
+        a, b, _ = operands()
+        return lambda: a @ b
+
     def torch_addmm_activation():
         torch = _module("torch")
         a, b, bias = operands()
@@ -171,7 +182,7 @@ def _gelu_case(ctx, m, n, k):
         return mm.execute
 
     setups = {"nvmathx": _heuristic_column(nvmathx_gelu), "torch": torch_unfused, "torch.addmm_activation": torch_addmm_activation,
-              "nvmath-python": nvmath_gelu, "nvmathx.autotuned": nvmathx_gelu}
+              "torch.gemm_only": torch_gemm_only, "nvmath-python": nvmath_gelu, "nvmathx.autotuned": nvmathx_gelu}
     return Case(f"gelu_bias_{m}x{n}x{k}_bf16", "ms", setups, params={"m": m, "n": n, "k": k, "dtype": "bfloat16"},
                 derive=tflops(2 * m * n * k), note="gelu(a @ b + bias), tanh GELU; torch column unfused")
 

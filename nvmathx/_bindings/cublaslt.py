@@ -41,6 +41,8 @@ __all__ = [
     "preference_set",
     "algo_get_heuristic",
     "algo_check",
+    "algo_custom_option_max",
+    "algo_with_custom_option",
     "matmul",
     "matmul_function",
 ]
@@ -248,6 +250,8 @@ _SIGNATURES = {
     "cublasLtMatmulPreferenceSetAttribute": (_int, [_p, _int, _p, ctypes.c_size_t]),
     "cublasLtMatmulAlgoGetHeuristic": (_int, [_p, _p, _p, _p, _p, _p, _p, _int, _p, ctypes.POINTER(_int)]),
     "cublasLtMatmulAlgoCheck": (_int, [_p, _p, _p, _p, _p, _p, _p, _p]),
+    "cublasLtMatmulAlgoCapGetAttribute": (_int, [_p, _int, _p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    "cublasLtMatmulAlgoConfigSetAttribute": (_int, [_p, _int, _p, ctypes.c_size_t]),
     # handle, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace, size, stream
     "cublasLtMatmul": (_int, [_p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, ctypes.c_size_t, _p]),
 }
@@ -347,12 +351,40 @@ def algo_get_heuristic(handle, desc, a, b, c, d, preference, requested: int) -> 
     return [results[i] for i in range(returned.value) if results[i].state == 0]
 
 
+def _algo_buffer(algo: bytes):
+    """A cublasLtMatmulAlgo_t in host memory holding a copy of ``algo``."""
+    return ctypes.create_string_buffer(bytes(algo), ALGO_SIZE)
+
+
 def algo_check(handle, desc, a, b, c, d, algo: bytes) -> HeuristicResult:
     """Check that an algorithm runs this problem; the result carries its workspace size."""
-    buffer = ctypes.create_string_buffer(bytes(algo), ALGO_SIZE)
+    buffer = _algo_buffer(algo)
     result = HeuristicResult()
     _call("cublasLtMatmulAlgoCheck", handle, desc, a, b, c, d, buffer, ctypes.byref(result))
     return result
+
+
+# cublasLtMatmulAlgoCapAttributes_t / cublasLtMatmulAlgoConfigAttributes_t members used here
+_CAP_CUSTOM_OPTION_MAX = 7  # int32_t: custom options run from 0 to this, inclusive
+_CONFIG_CUSTOM_OPTION = 5  # uint32_t
+
+
+def algo_custom_option_max(algo: bytes) -> int:
+    """CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX of an algorithm: it accepts custom options 0 to this."""
+    buffer = _algo_buffer(algo)
+    value, written = ctypes.c_int32(0), ctypes.c_size_t(0)
+    _call("cublasLtMatmulAlgoCapGetAttribute", buffer, _CAP_CUSTOM_OPTION_MAX, ctypes.byref(value),
+          ctypes.sizeof(value), ctypes.byref(written))
+    return int(value.value)
+
+
+def algo_with_custom_option(algo: bytes, option: int) -> bytes:
+    """A copy of an algorithm with CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION set to ``option``."""
+    buffer = _algo_buffer(algo)
+    value = ctypes.c_uint32(option)
+    _call("cublasLtMatmulAlgoConfigSetAttribute", buffer, _CONFIG_CUSTOM_OPTION, ctypes.byref(value),
+          ctypes.sizeof(value), detail=f"custom option {option}")
+    return buffer.raw[:ALGO_SIZE]
 
 
 def matmul(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc, algo, workspace, workspace_size, stream) -> None:

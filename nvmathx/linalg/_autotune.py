@@ -93,8 +93,9 @@ def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tupl
 
     def timed(indices, runs, rounds) -> dict[int, float]:
         samples = {index: [] for index in indices}
+        step = -(-len(indices) // rounds)  # spread each candidate's position over the rounds
         for round_ in range(rounds):
-            shift = round_ % max(len(indices), 1)  # no candidate is always timed first
+            shift = (round_ * step) % max(len(indices), 1)
             for index in indices[shift:] + indices[:shift]:
                 if samples[index] is None:
                     continue

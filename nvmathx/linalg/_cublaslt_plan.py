@@ -18,7 +18,8 @@ from ._options import COMPUTE_TYPES, MatmulOptions, MatmulPlanPreferences
 from ._problem import MatmulProblem
 from ._traits import LtTraits
 
-__all__ = ["MatmulAlgorithm", "LtPlan", "lt_handle", "workspace_bytes_for", "EPILOG_WORKSPACE_PAD"]
+__all__ = ["MatmulAlgorithm", "LtPlan", "lt_handle", "workspace_bytes_for", "custom_option_variants",
+           "EPILOG_WORKSPACE_PAD"]
 
 _D = lt.MatmulDescAttribute
 _L = lt.MatrixLayoutAttribute
@@ -88,6 +89,27 @@ def workspace_bytes_for(algorithms, epilog: bool) -> int:
     epilog; 0 when no candidate needs any."""
     needed = max((algorithm.workspace_size for algorithm in algorithms), default=0)
     return needed + EPILOG_WORKSPACE_PAD if needed and epilog else needed
+
+
+def custom_option_variants(algorithms, option_max, with_option, check) -> list:
+    """Every algorithm of ``algorithms`` with each other custom option it accepts, in the order of
+    ``algorithms`` then of the options; duplicates and the variants ``check`` rejects are left out.
+
+    ``option_max(algo)`` is an algorithm's largest custom option, ``with_option(algo, option)`` its
+    bytes with that option, and ``check(algo)`` the checked :class:`MatmulAlgorithm` or None.
+    """
+    seen = {algorithm.algo for algorithm in algorithms}
+    variants = []
+    for algorithm in algorithms:
+        for option in range(option_max(algorithm.algo) + 1):
+            algo = with_option(algorithm.algo, option)
+            if algo in seen:
+                continue
+            seen.add(algo)
+            checked = check(algo)
+            if checked is not None:
+                variants.append(checked)
+    return variants
 
 
 class LtPlan:
@@ -205,7 +227,23 @@ class LtPlan:
         if not results:
             raise lt.CublasLtError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmulAlgoGetHeuristic",
                                    f"no algorithm for {self.describe()}")
-        return [_algorithm(result) for result in results]
+        algorithms = [_algorithm(result) for result in results]
+        if preferences.expand_custom_options:
+            algorithms += custom_option_variants(algorithms, lt.algo_custom_option_max, lt.algo_with_custom_option,
+                                                 self._checked_or_none)
+        return algorithms
+
+    def _check(self, algo: bytes) -> MatmulAlgorithm:
+        """``algo`` with the workspace size and waves cuBLASLt reports for this problem (CublasLtError
+        when it does not fit)."""
+        result = lt.algo_check(*self._operands(), algo)
+        return MatmulAlgorithm(bytes(algo), int(result.workspaceSize), float(result.wavesCount))
+
+    def _checked_or_none(self, algo: bytes) -> MatmulAlgorithm | None:
+        try:
+            return self._check(algo)
+        except lt.CublasLtError:
+            return None
 
     def check_algorithms(self, algorithms) -> list[MatmulAlgorithm]:
         """Validate user-supplied algorithms for this problem (their workspace sizes are refreshed)."""
@@ -214,10 +252,9 @@ class LtPlan:
             if not isinstance(algorithm, MatmulAlgorithm):
                 raise OperandError("algorithms", f"item {index} is a {type(algorithm).__name__}, not a MatmulAlgorithm")
             try:
-                result = lt.algo_check(*self._operands(), algorithm.algo)
+                checked.append(self._check(algorithm.algo))
             except lt.CublasLtError as error:
                 raise OperandError("algorithms", f"item {index} does not fit this problem ({error.status_name})") from None
-            checked.append(MatmulAlgorithm(algorithm.algo, int(result.workspaceSize), float(result.wavesCount)))
         if not checked:
             raise OperandError("algorithms", "expected at least one MatmulAlgorithm")
         return checked

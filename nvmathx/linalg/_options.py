@@ -119,12 +119,21 @@ class MatmulPlanPreferences:
         cuBLASLt's ``cublasLtReductionScheme_t`` mask of allowed split-K reductions (None: all).
     numerical_impl_mask : int or None
         cuBLASLt's ``cublasLtNumericalImplFlags_t`` mask of allowed implementations (None: all).
+    expand_custom_options : bool
+        Also offer each heuristic candidate with every other custom option its algorithm accepts
+        (``CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION``: on Hopper, e.g. the raster order and the
+        cooperative schedule of the kernel), each checked with ``cublasLtMatmulAlgoCheck``. The
+        variants come after the heuristic's candidates, so ``execute()`` runs the heuristic's first
+        pick until :meth:`Matmul.autotune` has timed them all. Hopper's kernels in cuBLASLt 13
+        take eight custom options, so expect up to eight times the candidates, and autotuning
+        that much longer. Default False.
     """
 
     limit: int = 8
     max_waves_count: float = 0.0
     reduction_scheme_mask: int | None = None
     numerical_impl_mask: int | None = None
+    expand_custom_options: bool = False
 
     def __post_init__(self):
         check_positive_int(self.limit, "preferences.limit")
@@ -132,6 +141,8 @@ class MatmulPlanPreferences:
             raise OptionsError("preferences.max_waves_count", f"expected a number >= 0 (got {self.max_waves_count!r})")
         check_positive_int(self.reduction_scheme_mask, "preferences.reduction_scheme_mask", allow_none=True, allow_zero=True)
         check_positive_int(self.numerical_impl_mask, "preferences.numerical_impl_mask", allow_none=True, allow_zero=True)
+        if not isinstance(self.expand_custom_options, bool):
+            raise OptionsError("preferences.expand_custom_options", f"expected a bool (got {self.expand_custom_options!r})")
 
 
 def _dtype_name(value, argument) -> str:

@@ -225,3 +225,11 @@ def test_gpu_interleaved_reports_each_librarys_median():
     times = _timing.gpu_time_ms_interleaved({"fast": costing(0.5), "slow": [costing(2.0), costing(2.0)]}, warmup=1,
                                             repeats=6, rounds=3, stream=stream)
     assert times == {"fast": pytest.approx(0.5), "slow": pytest.approx(2.0)}
+
+
+def test_round_order_spreads_start_positions_over_rounds():
+    names = list(range(10))
+    firsts = [_timing._round_order(names, index, 5)[0] for index in range(5)]
+    assert firsts == [0, 2, 4, 6, 8]  # each library's position moves across the whole list
+    assert sorted(_timing._round_order(names, 3, 5)) == names
+    assert [_timing._round_order([0, 1, 2], index, 5)[0] for index in range(4)] == [0, 1, 2, 0]

@@ -113,11 +113,27 @@ class FakeCublasLt:
             results.append(result)
         return results
 
+    # Custom options (word 2 of the fake algo): algorithm 1 takes 0-3 but not 2 on any problem,
+    # algorithm 2 none but 0, algorithm 3 takes 0-1.
+    CUSTOM_OPTION_MAX = {1: 3, 2: 0, 3: 1}
+    UNSUPPORTED_OPTIONS = {(1, 2)}
+
+    def algo_custom_option_max(self, algo):
+        return self.CUSTOM_OPTION_MAX[int(np.frombuffer(bytes(algo), np.uint64)[0])]
+
+    def algo_with_custom_option(self, algo, option):
+        words = np.frombuffer(bytes(algo), np.uint64).copy()
+        words[2] = option
+        return words.tobytes()
+
     def algo_check(self, handle, desc, a, b, c, d, algo):
         self._validate(desc, a, b, c, d)
         words = np.frombuffer(bytes(algo), np.uint64)
         if not 1 <= words[0] <= 3:
             _invalid("unknown algorithm")
+        option = int(words[2])
+        if option > self.CUSTOM_OPTION_MAX[int(words[0])] or (int(words[0]), option) in self.UNSUPPORTED_OPTIONS:
+            raise lt.CublasLtError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "fake cuBLASLt", f"custom option {option}")
         self._check_scaling(desc, words)
         result = lt.HeuristicResult()
         result.algo[0], result.algo[1] = int(words[0]), int(words[1])
@@ -277,7 +293,8 @@ def install(monkeypatch):
     fake = FakeCublasLt()
     for name in ("create", "destroy", "matmul_desc_create", "matmul_desc_destroy", "matmul_desc_set", "matrix_layout_create",
                  "matrix_layout_destroy", "matrix_layout_set", "preference_create", "preference_destroy", "preference_set",
-                 "algo_get_heuristic", "algo_check", "matmul_function"):
+                 "algo_get_heuristic", "algo_check", "algo_custom_option_max", "algo_with_custom_option",
+                 "matmul_function"):
         monkeypatch.setattr(lt, name, getattr(fake, name))
     monkeypatch.setattr(cuda_driver, "memcpy_async", lambda dst, src, n, stream: ctypes.memmove(dst, src, n))
     monkeypatch.setattr(cuda_driver, "stream_synchronize", lambda stream: None)

@@ -7,7 +7,8 @@ import pytest
 
 from nvmathx.linalg import Matmul, plan_cache
 from nvmathx.linalg._autotune import rank, sample_runs
-from nvmathx.linalg._cublaslt_plan import EPILOG_WORKSPACE_PAD, MatmulAlgorithm, workspace_bytes_for
+from nvmathx.linalg._cublaslt_plan import (EPILOG_WORKSPACE_PAD, MatmulAlgorithm, custom_option_variants,
+                                           workspace_bytes_for)
 
 from ._fake_cublaslt import FakeMemoryResource, install, to_device
 from ._reference import random
@@ -109,3 +110,24 @@ def test_a_burst_winner_loses_the_sustained_final(fake, monkeypatch):
         assert [alg for _, alg in timings] == [bursty, first, slow] == mm.algorithms
         mm.execute()
         assert fake_lt.last_launch[0] == 2  # the algorithm autotune chose is the one that runs
+
+
+def test_custom_option_variants_order_dedup_and_rejection():
+    def algo(ident, option=0):
+        return bytes([ident, option]) + bytes(62)
+
+    heuristic = [MatmulAlgorithm(algo(1), 0, 1.0), MatmulAlgorithm(algo(2, 1), 0, 1.0), MatmulAlgorithm(algo(1, 2), 0, 1.0)]
+    option_max = {1: 2, 2: 1}
+    checked = []
+
+    def check(raw):
+        checked.append(raw)
+        return None if raw == algo(2, 0) else MatmulAlgorithm(raw, 64, 2.0)
+
+    variants = custom_option_variants(heuristic, lambda raw: option_max[raw[0]], lambda raw, option: algo(raw[0], option),
+                                      check)
+    # algorithm 1: option 1 is new (0 and 2 are heuristic candidates); algorithm 2: option 0 is
+    # rejected by the check; the third candidate adds nothing new
+    assert [variant.algo for variant in variants] == [algo(1, 1)]
+    assert variants[0].workspace_size == 64
+    assert checked == [algo(1, 1), algo(2, 0)]  # each new configuration checked once

@@ -39,6 +39,7 @@ BAD_CALLS = [
     ("options.blocking", OptionsError, lambda: MatmulOptions(blocking=False)),
     ("options.fast_accumulation", OptionsError, lambda: matmul(A, B, options={"fast_accumulation": True})),
     ("preferences.limit", OptionsError, lambda: MatmulPlanPreferences(limit=0)),
+    ("preferences.expand_custom_options", OptionsError, lambda: MatmulPlanPreferences(expand_custom_options="yes")),
     ("execution", OptionsError, lambda: matmul(A, B, execution="tpu")),
     ("quantization_scales", OptionsError, lambda: matmul(A, B, quantization_scales={"a": 2.0})),
     ("stream", OptionsError, lambda: Matmul(A, B, stream=0)),

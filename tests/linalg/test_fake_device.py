@@ -275,3 +275,42 @@ def test_autotune_sorted_by_time_failures_last(fake, monkeypatch):
         assert timings[-1][0] == float("inf") and timings[0][0] == timings[1][0]
         costs[second] = 0.995
         assert [alg for _, alg in mm.autotune(iterations=4)] == [second, first, third]
+
+
+def test_expanded_custom_options_follow_the_heuristic_and_run(fake):
+    rng = np.random.default_rng()
+    a, b, bias = random(rng, (7, 5)), random(rng, (5, 6)), random(rng, (6,))
+    da, db, dbias = to_device(a), to_device(b), to_device(bias)
+    expected = matmul(a, b, epilog="RELU_BIAS", epilog_inputs={"bias": bias}, execution="cpu")
+    with Matmul(da, db) as plain:
+        heuristic = plain.plan(epilog="RELU_BIAS", epilog_inputs={"bias": dbias})
+    with Matmul(da, db) as mm:
+        algorithms = mm.plan(epilog="RELU_BIAS", epilog_inputs={"bias": dbias},
+                             preferences={"expand_custom_options": True})
+        # the heuristic's three first and unchanged; then algorithm 1 with options 1 and 3 (2 is
+        # rejected by the check) and algorithm 3 with option 1; algorithm 2 has no other option
+        assert algorithms[:3] == heuristic and len(algorithms) == 6
+        assert len(set(algorithms)) == 6
+        options = [int(np.frombuffer(alg.algo, np.uint64)[2]) for alg in algorithms[3:]]
+        ids = [int(np.frombuffer(alg.algo, np.uint64)[0]) for alg in algorithms[3:]]
+        assert list(zip(ids, options)) == [(1, 1), (1, 3), (3, 1)]
+        assert [alg.workspace_size for alg in algorithms[3:]] == [0, 0, 2048]
+        _check(mm.execute(), expected, "float32")
+        for algorithm in algorithms[3:]:
+            _check(mm.execute(algorithm=algorithm), expected, "float32")
+        timings = mm.autotune(iterations=2)
+        assert sorted(alg.algo for _, alg in timings) == sorted(alg.algo for alg in algorithms)
+        again = Matmul(da, db)
+        assert again.plan(epilog="RELU_BIAS", epilog_inputs={"bias": dbias},
+                          algorithms=pickle.loads(pickle.dumps(algorithms[3:]))) == algorithms[3:]
+        again.free()
+
+
+def test_function_form_keys_the_expansion(fake):
+    rng = np.random.default_rng()
+    a, b = random(rng, (4, 3)), random(rng, (3, 5))
+    da, db = to_device(a), to_device(b)
+    expected = matmul(a, b, execution="cpu")
+    _check(matmul(da, db), expected, "float32")
+    _check(matmul(da, db, preferences={"expand_custom_options": True}), expected, "float32")
+    assert len(plan_cache) == 2

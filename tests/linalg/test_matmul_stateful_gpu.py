@@ -81,6 +81,33 @@ def test_autotune_reorders_and_never_writes_c(torch):
         _close(mm.execute(), a @ b + c)
 
 
+@pytest.mark.parametrize("dtype, epilog", [("bfloat16", "GELU_BIAS"), ("float32", None)])
+def test_expanded_custom_options_are_correct_and_autotuned(torch, dtype, epilog):
+    from nvmathx._bindings import cublaslt
+
+    m, n, k = 384, 320, 256
+    dt = getattr(torch, dtype)
+    x, w, bias = torch.randn(m, k, device="cuda", dtype=dt), torch.randn(k, n, device="cuda", dtype=dt), torch.randn(n, device="cuda", dtype=dt)
+    plan = {"epilog": epilog, "epilog_inputs": {"bias": bias}} if epilog else {}
+    reference = x.double() @ w.double()
+    if epilog:
+        reference = torch.nn.functional.gelu(reference + bias.double(), approximate="tanh")
+    rtol = 2e-2 if dtype == "bfloat16" else 1e-5
+    with Matmul(x, w) as plain:
+        heuristic = plain.plan(**plan)
+    with Matmul(x, w) as mm:
+        expanded = mm.plan(**plan, preferences={"expand_custom_options": True})
+        assert expanded[:len(heuristic)] == heuristic and len(set(expanded)) == len(expanded)
+        if any(cublaslt.algo_custom_option_max(alg.algo) > 0 for alg in heuristic):
+            assert len(expanded) > len(heuristic)
+        for algorithm in expanded[len(heuristic):]:
+            _close(mm.execute(algorithm=algorithm), reference, rtol)
+        timings = mm.autotune(iterations=2)
+        assert len(timings) == len(expanded)
+        assert [ms for ms, _ in timings] == sorted(ms for ms, _ in timings)
+        _close(mm.execute(), reference, rtol)
+
+
 def test_release_workspace_and_other_stream(torch):
     a, b = torch.randn(64, 64, 4096, device="cuda")[0], torch.randn(4096, 64, device="cuda")
     stream = torch.cuda.Stream()
