@@ -112,6 +112,14 @@ def custom_option_variants(algorithms, option_max, with_option, check) -> list:
     return variants
 
 
+def _custom_option_max(algo: bytes) -> int:
+    """An algorithm's largest custom option; 0 (no variants) where cuBLASLt does not say."""
+    try:
+        return lt.algo_custom_option_max(algo)
+    except lt.CublasLtError:
+        return 0
+
+
 class LtPlan:
     """Descriptors of one problem and the launch arguments of its current algorithm.
 
@@ -229,7 +237,7 @@ class LtPlan:
                                    f"no algorithm for {self.describe()}")
         algorithms = [_algorithm(result) for result in results]
         if preferences.expand_custom_options:
-            algorithms += custom_option_variants(algorithms, lt.algo_custom_option_max, lt.algo_with_custom_option,
+            algorithms += custom_option_variants(algorithms, _custom_option_max, lt.algo_with_custom_option,
                                                  self._checked_or_none)
         return algorithms
 
