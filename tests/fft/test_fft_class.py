@@ -11,10 +11,6 @@ def _complex(shape, rng):
     return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
 
 def test_c2c_forward_and_unnormalised_inverse(rng):
     x = _complex((4, 6, 8), rng)

@@ -80,10 +80,6 @@ def _flat(size, dtype, rng):
     return rng.standard_normal(size)
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng(1234)
-
 
 # -- plans for common layouts: one pass, no copies ------------------------------------------------
 
