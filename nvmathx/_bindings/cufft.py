@@ -32,6 +32,9 @@ __all__ = [
     "set_stream",
     "exec_function",
     "execute",
+    "CallbackType",
+    "jit_callback_function",
+    "xt_set_jit_callback",
 ]
 
 FORWARD = -1
@@ -93,6 +96,19 @@ class DataType(enum.IntEnum):
     C_16BF = 15
 
 
+class CallbackType(enum.IntEnum):
+    """cufftXtCallbackType: what a callback loads or stores."""
+
+    LD_COMPLEX = 0
+    LD_COMPLEX_DOUBLE = 1
+    LD_REAL = 2
+    LD_REAL_DOUBLE = 3
+    ST_COMPLEX = 4
+    ST_COMPLEX_DOUBLE = 5
+    ST_REAL = 6
+    ST_REAL_DOUBLE = 7
+
+
 _int = ctypes.c_int
 _ll = ctypes.c_longlong
 _pll = ctypes.POINTER(ctypes.c_longlong)
@@ -120,6 +136,11 @@ _SIGNATURES = {
     "cufftExecZ2D": _EXEC_REAL,
     "cufftXtExec": _EXEC,
 }
+# plan, symbol name, LTO-IR, its size, cufftXtCallbackType, void** caller_info (one pointer per GPU).
+# cuFFT 12 (CUDA 13) exports it under its own name; cuFFT 11.3-11.4 (CUDA 12.6 Update 2 to 12.9) under
+# a versioned name (their header maps cufftXtSetJITCallback to it). Older releases have neither.
+_JIT_CALLBACK = [_int, ctypes.c_char_p, _p, ctypes.c_size_t, _int, ctypes.POINTER(_p)]
+_JIT_CALLBACK_NAMES = {12: "cufftXtSetJITCallback", 11: "__cufftXtSetJITCallback_12_7"}
 
 # Which exec function runs a plan of each type; real types take no direction.
 _EXEC_NAMES = {
@@ -127,7 +148,10 @@ _EXEC_NAMES = {
     Type.C2R: "cufftExecC2R", Type.Z2D: "cufftExecZ2D",
 }
 
-_lib = FunctionTable("cufft", {name: (_int, argtypes) for name, argtypes in _SIGNATURES.items()})
+_lib = FunctionTable("cufft", {
+    **{name: (_int, argtypes) for name, argtypes in _SIGNATURES.items()},
+    **{name: (_int, _JIT_CALLBACK, False) for name in _JIT_CALLBACK_NAMES.values()},
+})
 
 
 def status_name(status: int) -> str:
@@ -228,3 +252,45 @@ def execute(plan: int, fft_type, source: int, target: int, direction: int = FORW
     function, takes_direction, name = exec_function(fft_type)
     status = function(plan, source, target, direction) if takes_direction else function(plan, source, target)
     check(status, name)
+
+
+def jit_callback_function(version: int | None = None) -> str | None:
+    """The C name of the entry point that attaches LTO callbacks in this cuFFT, or None when it has
+    none (cuFFT older than 11.3). ``version`` is :func:`get_version`'s number (asked when None)."""
+    version = get_version() if version is None else version
+    if version < 11300:
+        return None
+    name = _JIT_CALLBACK_NAMES.get(version // 1000)
+    return name if name is not None and name in _lib() else None
+
+
+def _caller_info(pointers):
+    """The ``void**`` array cuFFT takes: one device pointer per GPU (NULL entries allowed)."""
+    if pointers is None:
+        return None
+    values = list(pointers)
+    if not values:
+        raise ValueError("caller_info: expected at least one pointer, or None")
+    for value in values:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 64):
+            raise TypeError(f"caller_info: expected device pointers as ints in [0, 2**64) (got {value!r})")
+    return (_p * len(values))(*values)
+
+
+def xt_set_jit_callback(plan: int, symbol: str, ltoir: bytes, callback_type, caller_info=None) -> tuple:
+    """Attach the LTO-IR callback ``symbol`` to ``plan`` (after cufftCreate, before its make-plan
+    call). ``caller_info`` is a sequence of device pointers (one per GPU) or None.
+
+    cuFFT reads the name, the code and the pointer array when the plan is made, so the returned
+    tuple of ctypes objects must be kept alive at least until then (keep it as long as the plan).
+    """
+    name = jit_callback_function()
+    if name is None:
+        raise CufftError(Result.NOT_SUPPORTED, status_name(Result.NOT_SUPPORTED), "cufftXtSetJITCallback",
+                         f"cuFFT {get_version()} has no LTO callbacks (cuFFT >= 11.3 has)")
+    code = bytes(ltoir)
+    keep = (ctypes.create_string_buffer(symbol.encode("ascii")), ctypes.create_string_buffer(code, len(code)),
+            _caller_info(caller_info))
+    _call(name, plan, keep[0], keep[1], len(code), int(CallbackType(callback_type)), keep[2],
+          detail=f"symbol={symbol}, {len(code)} bytes of LTO-IR, type={CallbackType(callback_type).name}")
+    return keep

@@ -4,6 +4,12 @@
 :class:`~nvmathx._core.memory.Workspace`), keeps a scratch buffer when the layout needs one, and
 runs the steps on a stream. The common case, one pass with no copies, loops or scale, is a single
 ctypes call with arguments prepared at plan time.
+
+Callbacks: a user's load callback is attached to the pass that reads the operand and a store
+callback to the pass that writes the result (see :func:`~nvmathx.fft._layout.callback_passes`).
+A ``norm`` scale asked to be fused runs, where the layout makes no copy to fold it into, a second
+cuFFT plan of the result's pass that carries the built-in scale store callback (made on first use,
+one per factor); when cuFFT cannot link it, the scale falls back to an elementwise pass.
 """
 
 from __future__ import annotations
@@ -14,10 +20,11 @@ from contextlib import ExitStack
 import numpy as np
 
 from .._bindings import cufft
-from .._core.errors import InvalidStateError
+from .._core.errors import InvalidStateError, OptionsError
+from .._core.logs import get_logger
 from .._core.memory import Workspace
 from . import _kernels
-from ._layout import INPUT, OUTPUT, SCRATCH, SCRATCH_REAL, CopyStep, FFTPass, LayoutPlan
+from ._layout import INPUT, OUTPUT, SCRATCH, SCRATCH_REAL, CopyStep, FFTPass, LayoutPlan, callback_passes
 
 __all__ = ["CufftPlan", "precision_dtypes"]
 
@@ -58,30 +65,62 @@ def _memset_async(pointer: int, nbytes: int, stream_handle: int) -> None:
 
 
 class _Pass:
-    """One cuFFT handle and how to call it."""
+    """One cuFFT handle and how to call it; ``attachments`` are the callbacks linked into it."""
 
-    __slots__ = ("step", "handle", "function", "takes_direction", "name", "offsets", "work_bytes")
+    __slots__ = ("step", "handle", "function", "takes_direction", "name", "offsets", "work_bytes", "attachments",
+                 "keep", "owned", "fast")
 
-    def __init__(self, step: FFTPass, precision: str):
+    def __init__(self, step: FFTPass, precision: str, attachments=()):
         self.step = step
         fft_type = _CUFFT_TYPES[step.fft_type, precision]
         self.function, self.takes_direction, self.name = cufft.exec_function(fft_type)
+        self.attachments = tuple(attachments)
+        self.keep = []  # what cuFFT reads at plan time and the callbacks at run time
+        self.owned = []  # device buffers of this pass (the scale factor), released with it
+        self.fast = None
         self.handle = cufft.create()
         try:
             cufft.set_auto_allocation(self.handle, False)
+            for item in self.attachments:
+                self.keep.append(cufft.xt_set_jit_callback(self.handle, item.callback.symbol, item.callback.ltoir,
+                                                           item.callback.callback_type, [item.pointer]))
+                self.keep.append(item.data)
             self.work_bytes = cufft.make_plan_many64(
                 self.handle, step.n, step.inembed, step.istride, step.idist, step.onembed, step.ostride, step.odist,
                 fft_type, step.batch,
             )
+        except cufft.CufftError as error:
+            cufft.destroy(self.handle)
+            if not self.attachments:
+                raise
+            from ._callbacks import link_error
+
+            raised = link_error(error, self.attachments)
+            if raised is error:
+                raise
+            raise raised from error
         except BaseException:
             cufft.destroy(self.handle)
             raise
         self.offsets = step.loop_offsets()
 
+    def prepare_fast_call(self, precision):
+        """The single-execution call with ctypes objects made once (see :meth:`CufftPlan.run`)."""
+        function, takes_direction, name = cufft.raw_exec_function(_CUFFT_TYPES[self.step.fft_type, precision])
+        self.fast = (function, ctypes.c_int(self.handle), takes_direction, name)
+        return self.fast
+
     def destroy(self):
         if self.handle is not None:
             cufft.destroy(self.handle)
             self.handle = None
+        for buffer in self.owned:
+            buffer.close()
+        self.owned = []
+        self.keep = []
+
+
+_NOT_TRIED = object()
 
 
 class CufftPlan:
@@ -97,9 +136,20 @@ class CufftPlan:
         Where the work area and scratch buffer come from.
     inplace : bool
         The layout was planned in place (the result is the operand).
+    prolog, epilog : Attachment, optional
+        Callbacks to link into the pass that reads the operand / writes the result.
+
+    Raises
+    ------
+    OptionsError
+        When the layout has no pass a callback can be attached to, or a callback's element type or
+        architecture does not fit the transform.
+    CallbacksUnavailableError
+        When cuFFT or nvJitLink cannot link callbacks.
     """
 
-    def __init__(self, layout: LayoutPlan, input_dtype, device_id: int, memory_resource=None, inplace=False):
+    def __init__(self, layout: LayoutPlan, input_dtype, device_id: int, memory_resource=None, inplace=False,
+                 prolog=None, epilog=None):
         from .._core.device import ensure_device
 
         ensure_device(device_id)  # cuFFT plans for the current device
@@ -111,14 +161,19 @@ class CufftPlan:
         self.scratch_dtype = complex_ if layout.scratch_is_complex else real
         self._dtypes = {INPUT: self.input_dtype, OUTPUT: self.output_dtype, SCRATCH: self.scratch_dtype,
                         SCRATCH_REAL: real}
+        self._load_index, self._store_index = callback_passes(layout, inplace)
+        attached = self._check_callbacks(prolog, epilog, device_id)
         self._passes = []
         with ExitStack() as undo:  # a failed plan destroys the handles it made
-            for step in layout.steps:
+            for index, step in enumerate(layout.steps):
                 if isinstance(step, FFTPass):
-                    item = _Pass(step, self.precision)
+                    item = _Pass(step, self.precision, attached.get(index, ()))
                     undo.callback(item.destroy)
                     self._passes.append(item)
             undo.pop_all()
+        self._epilog = epilog is not None
+        self._scaled = {}  # factor -> _Pass with the scale store callback, or None where cuFFT refused it
+        self._memory_resource = memory_resource
         self.workspace_bytes = max((p.work_bytes for p in self._passes), default=0)
         scratch_elements = (
             _span_elements(layout.scratch_shape, layout.scratch_strides) if layout.scratch_shape is not None else 0
@@ -134,10 +189,43 @@ class CufftPlan:
         self._inplace = inplace
         self.simple = layout.simple
         if self.simple:
-            only = self._passes[0]
-            function, takes_direction, name = cufft.raw_exec_function(_CUFFT_TYPES[only.step.fft_type, self.precision])
-            self._fast = (function, ctypes.c_int(only.handle), takes_direction, name)
+            self._fast = self._passes[0].prepare_fast_call(self.precision)
         self.valid = True
+
+    def _check_callbacks(self, prolog, epilog, device_id) -> dict:
+        """{step index: attachments} after checking that each callback fits this transform."""
+        attached: dict = {}
+        if prolog is None and epilog is None:
+            return attached
+        from ._callbacks import require_lto
+
+        steps = self.layout.steps
+        for role, item, index in (("prolog", prolog, self._load_index), ("epilog", epilog, self._store_index)):
+            if item is None:
+                continue
+            if index is None:
+                what = "reads the operand" if role == "prolog" else "writes the result"
+                raise OptionsError(role, f"this {self.layout.fft_type} layout {what} through a copy or in several "
+                                         "cuFFT executions (padding, a dtype cuFFT does not read, a misaligned or "
+                                         "unusual layout), so no cuFFT pass sees those elements")
+            expected = self._element_dtype(steps[index], role == "epilog").name
+            callback = item.callback
+            if callback.element_dtype != expected:
+                raise OptionsError(role, f"the callback was compiled for {callback.element_dtype} elements; this "
+                                         f"transform {'loads' if role == 'prolog' else 'stores'} {expected}")
+            capability = _device_capability(device_id)
+            if capability is not None and callback.compute_capability > capability:
+                raise OptionsError(role, f"the callback was compiled for {callback.target}; GPU {device_id} is "
+                                         f"sm_{capability[0]}{capability[1]}")
+            attached.setdefault(index, []).append(item)
+        require_lto("prolog" if prolog is not None else "epilog")
+        return attached
+
+    def _element_dtype(self, step: FFTPass, store: bool) -> np.dtype:
+        """What cuFFT loads (``store=False``) or stores in ``step``."""
+        _, real, complex_ = precision_dtypes(self.input_dtype)
+        real_side = step.fft_type == ("C2R" if store else "R2C")
+        return real if real_side else complex_
 
     # -- streams ------------------------------------------------------------------------------------
 
@@ -148,48 +236,119 @@ class CufftPlan:
             raise InvalidStateError("the cuFFT plan has been freed")
         work = self._workspace.ensure(self.workspace_bytes, stream)
         self._scratch_ptr = self._scratch.ensure(self.scratch_bytes, stream)
-        for item in self._passes:
+        for item in self._handles():
             cufft.set_stream(item.handle, stream.handle)
             if work:
                 cufft.set_work_area(item.handle, work)
         self._stream_handle = stream.handle
         self._stream = stream
 
+    def _handles(self):
+        return self._passes + [item for item in self._scaled.values() if item is not None]
+
     # -- execution ----------------------------------------------------------------------------------
 
-    def run(self, source: int, target: int, direction: int, stream, factor: float = 1.0, conj: bool = False) -> None:
+    def run(self, source: int, target: int, direction: int, stream, factor: float = 1.0, conj: bool = False,
+            fuse: bool = False) -> None:
         """Transform the operand at ``source`` into the result at ``target`` on ``stream``.
 
         ``direction`` is -1 or +1 (ignored by R2C/C2R); the result is multiplied by ``factor``,
-        folded into the first copy where the layout has one. ``conj`` conjugates the complex side:
-        the input of C2R (always copied then), the result of R2C.
+        folded into the first copy where the layout has one, else (with ``fuse``) into the result's
+        cuFFT pass through the scale store callback where cuFFT links it, else applied by an
+        elementwise pass. ``conj`` conjugates the complex side: the input of C2R (always copied
+        then), the result of R2C.
         """
         if stream.handle != self._stream_handle:
             self.bind_stream(stream)
-        if self.simple and factor == 1.0 and not conj:
-            # Prepared ctypes objects and a function without argtypes: no per-call conversion.
-            function, handle, takes_direction, name = self._fast
-            if takes_direction:
-                status = function(handle, _void_p(source), _void_p(target), _DIRECTIONS[direction])
-            else:
-                status = function(handle, _void_p(source), _void_p(target))
-            if status:
-                cufft.check(status, name)
-            return
-        self._run_steps(source, target, direction, factor, conj)
+        if self.simple and not conj:
+            fast = self._fast
+            if factor != 1.0:
+                scaled = self._scaled.get(factor, _NOT_TRIED) if fuse else None
+                if scaled is _NOT_TRIED:
+                    scaled = self._make_scaled(factor, stream)
+                fast = scaled.fast if scaled is not None else None
+            if fast is not None:
+                # Prepared ctypes objects and a function without argtypes: no per-call conversion.
+                function, handle, takes_direction, name = fast
+                if takes_direction:
+                    status = function(handle, _void_p(source), _void_p(target), _DIRECTIONS[direction])
+                else:
+                    status = function(handle, _void_p(source), _void_p(target))
+                if status:
+                    cufft.check(status, name)
+                return
+        self._run_steps(source, target, direction, factor, conj, fuse)
 
-    def _run_steps(self, source, target, direction, factor, conj):
+    def _make_scaled(self, factor: float, stream):
+        """The result's pass with the scale store callback for ``factor``; None (remembered) where the
+        layout copies anyway, a user epilog takes the store, or cuFFT cannot link the callback."""
+        index = self._store_index
+        if index is None or self._epilog or any(isinstance(step, CopyStep) for step in self.layout.steps):
+            self._scaled[factor] = None
+            return None
+        try:
+            item = self._scaled_pass(index, factor, stream)
+        except Exception as error:  # an optimisation: every failure falls back to the elementwise pass
+            get_logger(None).info("norm's scale not fused into cuFFT (%s: %s); using an elementwise pass",
+                                  type(error).__name__, error)
+            item = None
+        self._scaled[factor] = item
+        if item is not None:
+            self.workspace_bytes = max(self.workspace_bytes, item.work_bytes)
+            self.memory_bytes = self.workspace_bytes + self.scratch_bytes
+            self.bind_stream(stream)  # the new handle gets the stream and the (maybe larger) work area
+        return item
+
+    def _scaled_pass(self, index: int, factor: float, stream) -> _Pass:
+        from .._bindings.cuda_driver import memcpy_async
+        from .._core.memory import allocate
+        from ._callbacks import Attachment, require_lto
+        from ._scale_callback import factor_dtype, scale_callback
+
+        require_lto("norm")
+        step = self.layout.steps[index]
+        element = self._element_dtype(step, store=True).name
+        major, minor = _device_capability(self.device_id) or (0, 0)
+        callback = scale_callback(element, f"sm_{major}{minor}")
+        value = np.array([factor], dtype=factor_dtype(element))
+        buffer = allocate(value.nbytes, stream, self.device_id, self._memory_resource)
+        memcpy_async(int(buffer.handle), value.ctypes.data, value.nbytes, stream.handle)
+        loads = [item for item in self._passes[self._pass_number(index)].attachments if item.callback.role == "prolog"]
+        try:
+            item = _Pass(step, self.precision, loads + [Attachment(callback, int(buffer.handle), buffer)])
+        except BaseException:
+            buffer.close()
+            raise
+        item.keep.append(value)
+        item.owned.append(buffer)
+        if self.simple:
+            item.prepare_fast_call(self.precision)
+        return item
+
+    def _pass_number(self, index: int) -> int:
+        """Position among the FFT passes of the step at ``index``."""
+        return sum(isinstance(step, FFTPass) for step in self.layout.steps[:index])
+
+    def _run_steps(self, source, target, direction, factor, conj, fuse=False):
         stream = self._stream
         scratch = self._scratch_ptr
         pointers = {INPUT: source, OUTPUT: target, SCRATCH: scratch, SCRATCH_REAL: scratch}
         conj_input = conj and self.layout.fft_type == "C2R"
+        scaled_index = None
+        if fuse and factor != 1.0 and not conj:
+            scaled = self._scaled.get(factor, _NOT_TRIED)
+            if scaled is _NOT_TRIED:
+                scaled = self._make_scaled(factor, stream)
+            if scaled is not None:
+                scaled_index, factor = self._store_index, 1.0
         passes = iter(self._passes)
-        for step in self.layout.steps:
+        for index, step in enumerate(self.layout.steps):
             if isinstance(step, CopyStep):
                 self._copy(step, pointers, factor, conj_input, stream)
                 factor, conj_input = 1.0, False
                 continue
-            self._execute_pass(next(passes), pointers, direction)
+            item = next(passes)
+            self._execute_pass(scaled if index == scaled_index else item, pointers, direction)
         if conj_input:
             raise InvalidStateError("conjugating a C2R input needs a layout that copies it")
         if factor != 1.0 or (conj and self.layout.fft_type != "C2R"):
@@ -245,8 +404,20 @@ class CufftPlan:
         if not self.valid:
             return
         self.valid = False
-        for item in self._passes:
+        for item in self._handles():
             item.destroy()
+        self._scaled = {}
         self._workspace.release()
         self._scratch.release()
         self._stream_handle = None
+
+
+def _device_capability(device_id: int):
+    """(major, minor) of the GPU, or None when it cannot be asked (the host stand-in of the tests)."""
+    try:
+        from .._core.device import ensure_device
+
+        capability = ensure_device(device_id).compute_capability
+        return int(capability[0]), int(capability[1])
+    except Exception:
+        return None

@@ -41,6 +41,7 @@ __all__ = [
     "plan_layout",
     "non_overlapping",
     "loop_count",
+    "callback_passes",
 ]
 
 C2C, R2C, C2R = "C2C", "R2C", "C2R"
@@ -494,3 +495,23 @@ def _plan_inplace(axes, lengths, needed, region, in_strides, raw_strides, padded
 def loop_count(plan: LayoutPlan) -> int:
     """How many cuFFT executions the plan makes."""
     return sum(math.prod(step.loop_shape) for step in plan.steps if isinstance(step, FFTPass))
+
+
+def callback_passes(plan: LayoutPlan, inplace: bool = False) -> tuple:
+    """(index of the step that can take a load callback, of the step that can take a store callback),
+    None where no step can.
+
+    A load callback sees the operand's own elements only when the first step is a cuFFT pass reading
+    the operand in one execution (no outer loop: every execution would restart the offsets); a store
+    callback sees the result's elements only when the last step is a pass writing the result so.
+    Layouts that copy the operand first (padding, dtype conversion, misalignment) or the result last
+    have no such step; one pass may take both.
+    """
+    result = INPUT if inplace else OUTPUT
+    steps = plan.steps
+    load = store = None
+    if steps and isinstance(steps[0], FFTPass) and steps[0].source == INPUT and not steps[0].loop_shape:
+        load = 0
+    if steps and isinstance(steps[-1], FFTPass) and steps[-1].target == result and not steps[-1].loop_shape:
+        store = len(steps) - 1
+    return load, store
