@@ -13,6 +13,13 @@ converts them. Other dtypes (float128, strings, objects) raise
 operand directly only from an address aligned to the complex element (a cuFFT rule); a misaligned
 view is copied first.
 
+Python functions become cuFFT load and store callbacks (:func:`compile_prolog`,
+:func:`compile_epilog`; numba-cuda compiles them to LTO-IR, cached on disk) that cuFFT links into its
+kernels, so a window, a filter or a scale costs no pass of its own: ``FFT.plan(prolog=, epilog=)`` and
+the functions' ``prolog=``/``epilog=`` take them, with a user-data array. ``norm="ortho"`` and
+``norm="forward"`` are applied the same way, by a built-in store callback, where cuFFT writes the
+result in one pass.
+
 The module is itself a scipy.fft backend::
 
     import scipy.fft, nvmathx.fft
@@ -23,6 +30,13 @@ The module is itself a scipy.fft backend::
 from __future__ import annotations
 
 from ._backend import __ua_domain__, __ua_function__, backend
+from ._callbacks import (
+    CallbackCompileError,
+    CallbacksUnavailableError,
+    CompiledCallback,
+    compile_epilog,
+    compile_prolog,
+)
 from ._fft import FFT
 from ._functions import (
     fft,
@@ -59,4 +73,9 @@ __all__ = [
     "plan_cache",
     "plan_key",
     "backend",
+    "compile_prolog",
+    "compile_epilog",
+    "CompiledCallback",
+    "CallbackCompileError",
+    "CallbacksUnavailableError",
 ]

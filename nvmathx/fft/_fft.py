@@ -92,28 +92,61 @@ class FFT:
         self._last_handle = None
         self._holder = None
         self._aligned = real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize)
-        self.key = plan_key(self.fft_type, self._device.shape, self._device.strides, self._device.dtype, self.axes,
-                            self.lengths, self._device_id, self._device.package, False, self._aligned)
+        self._callbacks = {}  # "prolog"/"epilog" -> Attachment, given to plan()
+        self.key = self._plan_key()
+
+    def _plan_key(self) -> tuple:
+        from ._callbacks import attachments_key
+
+        device = self._device
+        return plan_key(self.fft_type, device.shape, device.strides, device.dtype, self.axes, self.lengths,
+                        self._device_id, device.package, False, self._aligned,
+                        attachments_key(self._callbacks.get("prolog"), self._callbacks.get("epilog")))
 
     # -- planning ---------------------------------------------------------------------------------------
 
-    def plan(self) -> None:
+    def plan(self, *, prolog=None, epilog=None) -> None:
         """Make the cuFFT plans (once; a second call does nothing).
+
+        Parameters
+        ----------
+        prolog, epilog : CompiledCallback or (CompiledCallback, array), optional
+            A load callback (:func:`compile_prolog`) linked into the pass that reads the operand, and
+            a store callback (:func:`compile_epilog`) into the pass that writes the result, each
+            alone or with a user-data array on the operand's GPU, whose pointer the callback gets as
+            ``user_info``. The array is bound here: change its contents freely between executions.
 
         Raises
         ------
         InvalidStateError
             After ``free()``.
+        OptionsError
+            For a callback that does not fit (element type, architecture, a layout cuFFT reads or
+            writes through a copy) or callbacks on the CPU.
+        CallbacksUnavailableError
+            When the installed cuFFT or nvJitLink cannot link callbacks.
         CufftError
             When cuFFT rejects the plan (the object stays valid and unplanned).
         """
         self._check_valid()
-        if self._transform is not None or self._on_cpu:
-            self._transform = self._transform or _CpuPlan()
+        if self._transform is not None:
             return
+        if self._on_cpu:
+            if prolog is not None or epilog is not None:
+                raise OptionsError("prolog" if prolog is not None else "epilog", "callbacks run on cuFFT, not the CPU")
+            self._transform = _CpuPlan()
+            return
+        from ._callbacks import attachment
+
+        self._callbacks = {"prolog": attachment(prolog, "prolog", self._device_id),
+                           "epilog": attachment(epilog, "epilog", self._device_id)}
+        self.key = self._plan_key()
+        self._make_transform()
+
+    def _make_transform(self) -> None:
         transform = GpuTransform(self._device, self.fft_type, self.axes, self.lengths,
                                  memory_resource=self.options.memory_resource, inplace=self.options.inplace,
-                                 input_aligned=self._aligned)
+                                 input_aligned=self._aligned, **self._callbacks)
         steps = len(transform.layout.steps) if transform.plan is not None else 0
         self._logger.info("FFT planned: %s over axes %s, lengths %s, %d step(s), %d bytes of work area and scratch",
                           self.fft_type, self.axes, self.lengths, steps, transform.memory_bytes)
@@ -212,11 +245,11 @@ class FFT:
         if self._aligned and not real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize):
             # cuFFT cannot read this operand directly: re-plan with a first copy (which reads any operand).
             self._aligned = False
-            self.key = self.key[:-1] + (False,)
+            self.key = self._plan_key()
             if self._transform is not None:
                 self._transform.free()
                 self._transform = None
-                self.plan()
+                self._make_transform()
 
     # -- lifetime ---------------------------------------------------------------------------------------
 

@@ -61,8 +61,10 @@ def _resolve(shape, s, axes, form, fft_type):
 
 def _prepare(fft_type, form, direction, shape, strides, dtype, device_id, package, s, axes, norm, overwrite_x,
              conj, aligned):
-    """(plan key, axes, lengths, overwrite, scale factor) of a device call: a pure function of its
-    arguments, memoised by the caller."""
+    """(plan key, axes, lengths, overwrite, scale factor, fuse) of a device call: a pure function of
+    its arguments, memoised by the caller. ``fuse``: "ortho" and "forward" scale in cuFFT's store
+    where the layout allows (the default "backward" inverse keeps its elementwise pass, so that the
+    most common call never waits for cuFFT to link a callback)."""
     checked_norm = check_norm(norm)
     lengths, resolved_axes = _resolve(shape, s, axes, form, fft_type)
     if conj:  # hfft / ihfft scale the opposite direction, as scipy does
@@ -70,10 +72,12 @@ def _prepare(fft_type, form, direction, shape, strides, dtype, device_id, packag
     overwrite = bool(overwrite_x) and fft_type == C2R and not conj
     key = plan_key(fft_type, shape, strides, dtype, resolved_axes, lengths, device_id, package, overwrite, aligned)
     factor = scale_factor(checked_norm, direction, lengths)
-    return key, resolved_axes, lengths, overwrite, factor
+    fuse = checked_norm != "backward" and not conj
+    return key, resolved_axes, lengths, overwrite, factor, fuse
 
 
-def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan, conj=False):
+def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan, conj=False,
+               prolog=None, epilog=None):
     """Every public function: ``form`` is 1 (``n``/``axis``), 2 or 3 (``s``/``axes``, 2-D or n-D),
     ``direction`` -1 forward or +1 inverse, ``conj`` the Hermitian variants (hfft*, ihfft*)."""
     x, pointer, shape, strides, dtype, device_id, package, adapter = describe(x)
@@ -82,6 +86,8 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
         _resolve(shape, s, axes, form, fft_type)
         if plan is not None:
             _check_cpu_plan(plan, shape)
+        if prolog is not None or epilog is not None:
+            raise OptionsError("prolog" if prolog is not None else "epilog", "callbacks run on cuFFT: pass a GPU array")
         return run_on_cpu(name, x, s, axes, norm, overwrite_x, workers=workers)
     # cuFFT reads a real operand only from an address aligned to the complex element.
     aligned = fft_type != R2C or not pointer % (2 * dtype.itemsize)
@@ -97,17 +103,23 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
                             overwrite_x, conj, aligned)
         if call is not None and len(_calls) < _RESOLVED_LIMIT:
             _calls[call] = prepared
-    key, resolved_axes, lengths, overwrite, factor = prepared
+    key, resolved_axes, lengths, overwrite, factor, fuse = prepared
+    attached = {}
+    if prolog is not None or epilog is not None:  # callbacks: a plan of their own, keyed by them
+        from ._callbacks import attachment, attachments_key
+
+        attached = {"prolog": attachment(prolog, "prolog", device_id), "epilog": attachment(epilog, "epilog", device_id)}
+        key = key + (attachments_key(attached["prolog"], attached["epilog"]),)
     if plan is not None:
         transform = _check_plan(plan, key)
     else:
         transform = plan_cache.get(device_id, key)
         if transform is None:
             transform = GpuTransform(wrap_operand(x, "x"), fft_type, resolved_axes, lengths, overwrite=overwrite,
-                                     input_aligned=aligned)
+                                     input_aligned=aligned, **attached)
             plan_cache.put(device_id, key, transform)
     stream = resolve_stream(None, device_id, adapter.current_stream)
-    return transform.execute(pointer, x, stream, direction, factor, conj)
+    return transform.execute(pointer, x, stream, direction, factor, conj, fuse)
 
 
 def _check_plan(plan, key):
@@ -134,52 +146,52 @@ def _check_cpu_plan(plan, shape):
 # Public functions: scipy.fft's signatures.
 
 
-def fft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2C, "fft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan)
+def fft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(C2C, "fft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def ifft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2C, "ifft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan)
+def ifft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(C2C, "ifft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def fft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2C, "fft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan)
+def fft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(C2C, "fft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def ifft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2C, "ifft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan)
+def ifft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(C2C, "ifft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def fftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2C, "fftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan)
+def fftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(C2C, "fftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def ifftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2C, "ifftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan)
+def ifftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(C2C, "ifftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def rfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(R2C, "rfft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan)
+def rfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(R2C, "rfft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def rfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(R2C, "rfft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan)
+def rfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(R2C, "rfft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def rfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(R2C, "rfftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan)
+def rfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(R2C, "rfftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2R, "irfft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan)
+def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(C2R, "irfft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def irfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2R, "irfft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan)
+def irfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(C2R, "irfft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def irfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2R, "irfftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan)
+def irfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+    return _transform(C2R, "irfftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
 def hfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):

@@ -22,7 +22,7 @@ _DTYPE_NAMES: dict = {}  # numpy's dtype.name is a slow property; names are look
 
 
 def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package="", overwrite=False,
-             aligned=True) -> tuple:
+             aligned=True, callbacks=()) -> tuple:
     """The plan-cache key of a transform: a pure, hashable function of the problem.
 
     Unlike CuPy's cache key, it includes the operand's strides: two operands of one shape but
@@ -43,12 +43,16 @@ def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package=
         Whether a C2R transform may overwrite its operand.
     aligned : bool
         :func:`real_input_aligned` of the operand (an R2C plan for a misaligned pointer copies first).
+    callbacks : tuple
+        The attached callbacks, ``(role, callback key, user data pointer)`` each; a plan with
+        callbacks is a cache entry of its own (cuFFT links them into the plan).
     """
     name = _DTYPE_NAMES.get(dtype)
     if name is None:
         name = _DTYPE_NAMES[dtype] = numpy_dtype(dtype).name
-    return (fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package, overwrite,
-            aligned)
+    key = (fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package, overwrite,
+           aligned)
+    return key + (tuple(callbacks),) if callbacks else key
 
 
 def real_input_aligned(fft_type, pointer: int, itemsize: int) -> bool:
@@ -104,10 +108,12 @@ class GpuTransform:
     input_aligned : bool
         R2C: the operands' pointers are aligned to the complex element (see :func:`real_input_aligned`);
         otherwise they are copied before cuFFT reads them.
+    prolog, epilog : Attachment, optional
+        Load and store callbacks linked into the cuFFT plans (kept alive with the transform).
     """
 
     def __init__(self, operand: Operand, fft_type, axes, lengths, *, memory_resource=None, inplace=False,
-                 overwrite=False, input_aligned=True):
+                 overwrite=False, input_aligned=True, prolog=None, epilog=None):
         check_dtype(fft_type, operand.dtype)
         self.fft_type = fft_type
         self.device_id = operand.device_id
@@ -131,7 +137,8 @@ class GpuTransform:
         self.layout = plan_layout(fft_type, tuple(axes), tuple(lengths), operand.shape, operand.strides, strides,
                                   inplace=inplace, overwrite_input=overwrite, copy_input=copy_input,
                                   input_aligned=input_aligned)
-        self.plan = CufftPlan(self.layout, operand.dtype, self.device_id, memory_resource, inplace=inplace)
+        self.plan = CufftPlan(self.layout, operand.dtype, self.device_id, memory_resource, inplace=inplace,
+                              prolog=prolog, epilog=epilog)
         self.memory_bytes = self.plan.memory_bytes
 
     def _copy_target(self, dtype):
@@ -146,15 +153,17 @@ class GpuTransform:
         obj, _ = self._allocate(stream, operand.obj)
         return adapter_for(obj).view(obj, "result").strides
 
-    def execute(self, pointer: int, operand_obj, stream, direction: int, factor: float = 1.0, conj: bool = False):
+    def execute(self, pointer: int, operand_obj, stream, direction: int, factor: float = 1.0, conj: bool = False,
+                fuse: bool = False):
         """Run on the operand at ``pointer`` (``operand_obj`` is returned when in place) on ``stream``
-        (a StreamHolder); returns the result array."""
+        (a StreamHolder); returns the result array. ``fuse`` asks for ``factor`` to be applied by
+        cuFFT's store (see :meth:`CufftPlan.run`)."""
         if self.inplace:
             result, target = operand_obj, pointer
         else:
             result, target = self._allocate(stream, operand_obj)
         if self.plan is not None:
-            self.plan.run(pointer, target, direction, stream, factor, conj)
+            self.plan.run(pointer, target, direction, stream, factor, conj, fuse)
         return result
 
     def free(self) -> None:

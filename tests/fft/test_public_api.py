@@ -12,6 +12,7 @@ EXPECTED = {
     "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
     "fftfreq", "rfftfreq", "fftshift", "ifftshift",
     "plan_cache", "plan_key", "backend",
+    "compile_prolog", "compile_epilog", "CompiledCallback", "CallbackCompileError", "CallbacksUnavailableError",
 }
 
 
