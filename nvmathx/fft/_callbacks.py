@@ -244,6 +244,7 @@ def resolve_callback_target(target) -> str:
         resolved = resolve_target(target)
     except OptionsError as error:
         detail = str(error).partition(": ")[2].replace("sm=(9, 0)", "target='sm_90'")
+        detail = detail.replace("cuFFTDx and cuBLASDx need", "callbacks are compiled for")
         raise OptionsError("target", detail) from None
     return f"sm_{resolved.major}{resolved.minor}"
 

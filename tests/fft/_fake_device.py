@@ -46,6 +46,19 @@ class FakeCufft:
         self.executions = 0
         self.streams = {}
         self.work_areas = {}
+        self.callbacks = {}  # handle -> [(symbol, callback type, caller_info pointers)]
+        self.emulators = {}  # symbol -> (python function, user-data view): how a test's callback is run
+
+    def jit_callback_function(self, version=None):
+        return "cufftXtSetJITCallback"
+
+    def xt_set_jit_callback(self, handle, symbol, ltoir, callback_type, caller_info=None):
+        # As cuFFT requires: after cufftCreate, before the plan is made.
+        assert self.plans[handle] is None and isinstance(ltoir, bytes) and ltoir and 0 <= int(callback_type) <= 7
+        pointers = list(caller_info or [0])
+        assert all(isinstance(p, int) for p in pointers)
+        self.callbacks.setdefault(handle, []).append((symbol, int(callback_type), pointers))
+        return (symbol, ltoir, pointers)
 
     def create(self):
         handle, self.next = self.next, self.next + 1
@@ -54,6 +67,7 @@ class FakeCufft:
 
     def destroy(self, handle):
         del self.plans[handle]
+        self.callbacks.pop(handle, None)
 
     def set_auto_allocation(self, handle, enabled):
         assert not enabled
@@ -101,10 +115,43 @@ class FakeCufft:
         kind, in_dtype, out_dtype = _CUFFT_DTYPES[fft_type]
         step = types.SimpleNamespace(fft_type=kind, n=n, direction=direction)
         src_ext, tgt_ext = _pass_extents(step)
-        src = view_at(source, [batch] + src_ext, [idist] + _embedded_strides(inembed, istride), in_dtype)
-        result = _transform(step, np.array(src), direction)
-        view_at(target, [batch] + tgt_ext, [odist] + _embedded_strides(onembed, ostride), out_dtype)[...] = result
+        src_strides = [idist] + _embedded_strides(inembed, istride)
+        tgt_strides = [odist] + _embedded_strides(onembed, ostride)
+        src = np.array(view_at(source, [batch] + src_ext, src_strides, in_dtype))
+        loads = [c for c in self.callbacks.get(handle, []) if c[1] < 4]
+        stores = [c for c in self.callbacks.get(handle, []) if c[1] >= 4]
+        for symbol, _, pointers in loads:
+            src = self._emulate(symbol, source, src.shape, src_strides, in_dtype, pointers[0], None)
+        result = _transform(step, src, direction)
+        target_view = view_at(target, [batch] + tgt_ext, tgt_strides, out_dtype)
+        for symbol, _, pointers in stores:
+            if symbol.startswith("nvmathx_scale_"):  # the built-in scale: the factor at caller_info
+                result = result * view_at(pointers[0], (1,), (1,), _real_dtype(out_dtype))[0]
+            else:
+                self._emulate(symbol, target, result.shape, tgt_strides, out_dtype, pointers[0], result)
+                result = None
+        if result is not None:
+            target_view[...] = result
         self.executions += 1
+
+    def _emulate(self, symbol, pointer, shape, strides, dtype, user_pointer, values):
+        """Call a test's Python callback per element, as cuFFT would: offsets in elements from the
+        execution's pointer, following the layout. Loads return the loaded array; stores write."""
+        function, info = self.emulators[symbol]
+        offsets = np.zeros(shape, np.int64)
+        for axis, (extent, stride) in enumerate(zip(shape, strides)):
+            offsets += (np.arange(extent) * stride).reshape([-1 if a == axis else 1 for a in range(len(shape))])
+        low, high = int(offsets.min()), int(offsets.max())
+        data = view_at(pointer + low * np.dtype(dtype).itemsize, (high - low + 1,), (1,), dtype)
+        assert info is None or user_pointer == info.ctypes.data
+        loaded = np.empty(shape, dtype)
+        for index in np.ndindex(*shape):
+            offset = int(offsets[index]) - low
+            if values is None:
+                loaded[index] = function(data, offset, info, None)
+            else:
+                function(data, offset, values[index], info, None)
+        return loaded
 
 
 def _real_dtype(dtype):
@@ -170,7 +217,7 @@ def install(monkeypatch):
 
     fake = FakeCufft()
     for name in ("create", "destroy", "set_auto_allocation", "make_plan_many64", "set_work_area", "set_stream",
-                 "exec_function", "raw_exec_function"):
+                 "exec_function", "raw_exec_function", "jit_callback_function", "xt_set_jit_callback"):
         monkeypatch.setattr(cufft, name, getattr(fake, name))
     monkeypatch.setattr(_kernels, "_launch", fake_launch)
     monkeypatch.setattr(cuda_driver, "memcpy_async", lambda dst, src, n, stream: ctypes.memmove(dst, src, n))
