@@ -5,8 +5,9 @@
 - ``c2c_*``, ``r2c_*``: GPU time of large transforms through the function forms, with TB/s counted
   as one read of the operand plus one write of the result (the H200's copy ceiling is about
   4.25 TB/s, see the smoke suite's ``copy_1GiB_d2d``).
-- ``c2c_16384x4096_ortho``: ``norm="ortho"`` (cuFFT does not scale; nvmathx adds one elementwise
-  pass), with the ``nvmathx_backward`` column giving the unscaled time in the same run.
+- ``c2c_16384x4096_ortho``: ``norm="ortho"``, which nvmathx applies in cuFFT's store through its
+  built-in scale callback (no extra pass; torch and CuPy add one), with the ``nvmathx_backward``
+  column giving the unscaled time in the same run.
 """
 
 from __future__ import annotations
@@ -167,7 +168,7 @@ def cases(ctx) -> list[Case]:
         _transform_case(ctx, "c2c_3d_512", (512 // (4 if ctx.quick else 1),) * 3, dims=3),
         _transform_case(ctx, "r2c_16384x4096", big, real=True),
         _transform_case(ctx, "c2c_16384x4096_ortho", big, norm="ortho",
-                        note="norm='ortho': nvmathx runs one extra elementwise scale pass (cuFFT does not scale); "
-                             "nvmathx_backward is the same transform unscaled, measured in the same run"),
+                        note="norm='ortho': nvmathx scales in cuFFT's store (built-in LTO callback), torch and CuPy "
+                             "with an extra pass; nvmathx_backward is the same transform unscaled, in the same run"),
     ]
     return result

@@ -105,15 +105,17 @@ def test_stateful_plan_reads_the_user_data_at_every_execution(rng):
 @pytest.mark.parametrize("precision", ["single", "double"])
 def test_fused_norm_equals_the_unfused_result(name, norm, precision, rng):
     torch = _torch()
+    inverse = name.startswith("i")
     fft_type = "R2C" if name.startswith("rfft") else ("C2R" if name.startswith("irfft") else "C2C")
     x = _operand(fft_type, (6, 20, 32), precision, rng)
     tx = torch.from_numpy(x).cuda()
     fused = getattr(nfft, name)(tx, norm=norm)
-    unscaled = getattr(nfft, name)(tx, norm="backward" if name.startswith("i") else None)
-    n = 32 if name in ("fft", "ifft", "rfft", "irfft") else (20 * 32 if name.endswith("2") else 6 * 20 * 32)
-    direction_scaled = {"ortho": 1 / np.sqrt(n), "forward": 1 / n if not name.startswith("i") else 1.0}[norm]
-    expected = unscaled.cpu().numpy().astype(np.complex128) * (n if name.startswith("i") else 1) * direction_scaled
-    assert _error(fused.cpu().numpy(), expected) < TOLERANCE[precision]
+    raw = getattr(nfft, name)(tx, norm="forward" if inverse else "backward")  # unscaled
+    last = 62 if fft_type == "C2R" else 32  # a C2R of 32 complex values makes 2 * (32 - 1) points
+    n = {1: last, 2: 20 * last, 3: 6 * 20 * last}[1 if name in ("fft", "ifft", "rfft", "irfft") else
+                                                   2 if name.endswith("2") else 3]
+    factor = 1 / np.sqrt(n) if norm == "ortho" else (1.0 if inverse else 1 / n)
+    assert _error(fused.cpu().numpy(), raw.cpu().numpy().astype(np.complex128) * factor) < TOLERANCE[precision]
     reference = getattr(np.fft, name)(x.astype(np.complex128 if np.iscomplexobj(x) else np.float64), norm=norm)
     assert _error(fused.cpu().numpy(), reference) < 5 * TOLERANCE[precision]
 
