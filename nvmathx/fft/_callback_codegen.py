@@ -59,7 +59,7 @@ def lower(role: str, fn, element: str, user_info: str | None, target: str, symbo
         raise CallbackCompileError("fn", f"a prolog returns the {element} value to transform")
     try:
         return _link_entry(cres, role, element, value, argtypes, symbol, cc, CUDACallConv)
-    except Exception as error:  # NVVM rejected the module (numba raises several error types)
+    except Exception as error:  # noqa: BLE001 (NVVM rejected the module; numba raises several error types)
         raise CallbackCompileError("fn", f"NVVM could not compile {function.__qualname__} as {symbol}: "
                                          f"{type(error).__name__}: {error}") from None
 

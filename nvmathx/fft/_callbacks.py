@@ -40,20 +40,20 @@ import numpy as np
 from .._core.errors import NvmathxError, OptionsError, UnsupportedOperandError
 
 __all__ = [
-    "CompiledCallback",
-    "CallbackCompileError",
-    "CallbacksUnavailableError",
-    "compile_prolog",
-    "compile_epilog",
-    "callback_cache_key",
-    "resolve_callback_target",
     "ELEMENT_DTYPES",
     "Attachment",
+    "CallbackCompileError",
+    "CallbacksUnavailableError",
+    "CompiledCallback",
     "attachment",
     "attachments_key",
-    "require_lto",
+    "callback_cache_key",
+    "compile_epilog",
+    "compile_prolog",
     "link_error",
     "lto_versions",
+    "require_lto",
+    "resolve_callback_target",
 ]
 
 FORMAT = 1  # bump when the generated code changes shape (it is part of every cache key)
@@ -457,13 +457,13 @@ def lto_versions() -> str:
         from .._bindings import cufft
 
         parts.append(f"cuFFT {cufft.get_version()} ({load_library('cufft').path})")
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 (a message: whatever failed is reported, never raised)
         parts.append(f"cuFFT not usable ({type(error).__name__}: {error})")
     try:
         from cuda.bindings import nvjitlink
 
         parts.append(f"nvJitLink {'.'.join(map(str, nvjitlink.version()))} ({load_library('nvJitLink').path})")
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 (as above)
         parts.append(f"nvJitLink not found ({type(error).__name__}: {error})")
     return ", ".join(parts)
 

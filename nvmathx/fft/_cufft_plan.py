@@ -67,8 +67,8 @@ def _memset_async(pointer: int, nbytes: int, stream_handle: int) -> None:
 class _Pass:
     """One cuFFT handle and how to call it; ``attachments`` are the callbacks linked into it."""
 
-    __slots__ = ("step", "handle", "function", "takes_direction", "name", "offsets", "work_bytes", "attachments",
-                 "keep", "owned", "fast")
+    __slots__ = ("attachments", "fast", "function", "handle", "keep", "name", "offsets", "owned", "step",
+                 "takes_direction", "work_bytes")
 
     def __init__(self, step: FFTPass, precision: str, attachments=()):
         self.step = step
@@ -288,7 +288,7 @@ class CufftPlan:
             return None
         try:
             item = self._scaled_pass(index, factor, stream)
-        except Exception as error:  # an optimisation: every failure falls back to the elementwise pass
+        except Exception as error:  # noqa: BLE001 (an optimisation: any failure falls back to the elementwise pass)
             get_logger(None).info("norm's scale not fused into cuFFT (%s: %s); using an elementwise pass",
                                   type(error).__name__, error)
             item = None
@@ -419,5 +419,5 @@ def _device_capability(device_id: int):
 
         capability = ensure_device(device_id).compute_capability
         return int(capability[0]), int(capability[1])
-    except Exception:
+    except Exception:  # noqa: BLE001 (no device to ask: the checks that need it are skipped)
         return None

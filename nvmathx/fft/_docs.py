@@ -33,7 +33,7 @@ workers : int, optional
     CPU threads for host operands (scipy.fft's ``workers``); ignored on the GPU.
 plan : nvmathx.fft.FFT, optional
     A stateful plan made for the same operand layout, axes and lengths; its cuFFT plans are used
-    instead of the plan cache.
+    instead of the plan cache.{callbacks_text}
 
 Returns
 -------
@@ -62,8 +62,9 @@ repeated call costs one cuFFT execution. Any axes and strides are accepted; layo
 cannot address directly are run as several cuFFT passes or after a copy. As in scipy.fft,
 float16 and bfloat16 operands are computed in single precision (complex64 results) and bool and
 integer operands in double precision (complex128/float64 results), converted on the GPU. With ``norm`` other than the one that
-leaves this direction unscaled, the scale is folded into a copy the transform makes anyway, else
-applied by one extra elementwise pass over the result.
+leaves this direction unscaled, the scale is folded into a copy the transform makes anyway;
+otherwise "ortho" and "forward" are applied in cuFFT's store by a built-in callback (no extra pass,
+where cuFFT can link callbacks), and the default inverse scale by one elementwise pass.
 
 Examples
 --------
@@ -71,6 +72,15 @@ Examples
 >>> import nvmathx.fft
 {example}
 """
+
+_CALLBACKS = """
+prolog, epilog : nvmathx.fft.CompiledCallback or (CompiledCallback, array), optional
+    GPU only: a load callback (:func:`nvmathx.fft.compile_prolog`) cuFFT calls on every element it
+    reads from the operand, and a store callback (:func:`nvmathx.fft.compile_epilog`) on every
+    element it writes to the result, each alone or with a user-data array on the operand's GPU. A
+    plan with callbacks is a plan-cache entry of its own (keyed by the callbacks and the user
+    data's pointer); the layout must let cuFFT read the operand (prolog) or write the result
+    (epilog) directly, else OptionsError names the argument."""
 
 _NORM_FORWARD = 'the forward transform is unscaled, "ortho" scales by 1/sqrt(N), "forward" by 1/N.'
 _NORM_INVERSE = 'the inverse is scaled by 1/N, "ortho" by 1/sqrt(N), "forward" leaves it unscaled.'
@@ -153,5 +163,6 @@ def document(namespace: dict) -> None:
             axis_text = _N_D.format(what=what, n_default=n_default, axes_default=axes_default)
         namespace[name].__doc__ = _TEMPLATE.format(
             summary=summary, axis_text=axis_text, norm_text=norm_text, returns=returns,
+            callbacks_text="" if name.lstrip("i").startswith("h") else _CALLBACKS,
             see_also="\n".join(name.strip() for name in see_also.split(",")), example=example,
         )

@@ -12,7 +12,7 @@ import threading
 
 from ._callbacks import FORMAT, CompiledCallback
 
-__all__ = ["SCALE_SOURCE", "scale_callback", "factor_dtype"]
+__all__ = ["SCALE_SOURCE", "factor_dtype", "scale_callback"]
 
 # element dtype -> (C element type, C factor type, scaled value)
 _TYPES = {

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import nvmathx.fft as nfft
-from nvmathx import OptionsError, UnsupportedOperandError
+from nvmathx import OperandError, OptionsError, UnsupportedOperandError
 from nvmathx._bindings import cufft
 from nvmathx.device_api import cache_info, clear_cache, set_cache_dir
 from nvmathx.fft import _callbacks
@@ -141,7 +141,7 @@ assert "numba" not in sys.modules, "a cache hit imports no numba"
 assert cache_info().hits == 1
 print(callback.key, callback.symbol, callback.ltoir.hex())
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     key, symbol, code = done.stdout.split()
     assert (key, symbol, bytes.fromhex(code)) == (callback.key, callback.symbol, callback.ltoir)
@@ -191,7 +191,7 @@ def test_cache_key_follows_globals_and_called_functions():
     namespace = {"math": math}
     source = "def helper(v):\n    return v * FACTOR\n\ndef load(data, offset, info, smem):\n" \
              "    return helper(data[offset]) + math.pi\n"
-    exec(compile(source, "<callbacks>", "exec"), namespace)
+    exec(compile(source, "<callbacks>", "exec"), namespace)  # noqa: S102 (functions with controllable globals)
     namespace["FACTOR"] = 2.0
     two = _key(namespace["load"])
     namespace["FACTOR"] = 3.0
@@ -204,14 +204,14 @@ def test_cache_key_follows_globals_and_called_functions():
     assert _key(namespace["load"]) is None  # unhashable contents: compiled but not cached on disk
 
 
-def test_uncacheable_function_still_compiles(cache):
+def test_uncacheable_function_writes_no_entry(cache):
     marker = object()
 
     def load(data, offset, info, smem):
-        return data[offset] if marker is not None else data[offset]
+        return data[offset] + marker
 
     assert _key(load) is None
-    with pytest.raises(nfft.CallbackCompileError):  # numba cannot type an arbitrary object...
+    with pytest.raises(nfft.CallbackCompileError, match="^fn: "):  # numba cannot type an arbitrary object...
         nfft.compile_prolog(load, element_dtype="float32", target="sm_90")
     assert cache_info().entries == 0  # ...and nothing was written for it
 
@@ -283,7 +283,7 @@ def test_attachment_arguments():
         _callbacks.attachment(prolog, "epilog", 0)
     with pytest.raises(OptionsError, match=r"^prolog: expected a callback"):
         _callbacks.attachment(lambda: 0, "prolog", 0)
-    with pytest.raises(nfft.OperandError if hasattr(nfft, "OperandError") else ValueError, match=r"^prolog: .*GPU 0"):
+    with pytest.raises(OperandError, match=r"^prolog: .*GPU 0"):
         _callbacks.attachment((prolog, np.ones(4)), "prolog", 0)
 
 

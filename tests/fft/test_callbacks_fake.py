@@ -20,7 +20,7 @@ N = 16
 def fake(monkeypatch, tmp_path):
     set_cache_dir(tmp_path)
     nfft.plan_cache.clear()
-    fake_cufft, resource = install(monkeypatch)
+    fake_cufft, _ = install(monkeypatch)
     monkeypatch.setattr(_callbacks, "require_lto", lambda argument: None)
     monkeypatch.setattr(_cufft_plan, "_device_capability", lambda device_id: (9, 0))
     launches = []
@@ -71,7 +71,7 @@ def test_prolog_reads_user_data_and_plans_apart(fake, rng):
 
 
 def test_epilog_on_a_batched_strided_c2c(fake, rng):
-    fake_cufft, launches = fake
+    fake_cufft, _ = fake
     x = rng.standard_normal((4, 3, N)) + 1j * rng.standard_normal((4, 3, N))
     view = x.transpose(1, 0, 2)  # batch axes that do not collapse into one
     h = rng.standard_normal((3, 4, N)) + 1j * rng.standard_normal((3, 4, N))
