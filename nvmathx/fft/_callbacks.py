@@ -30,6 +30,7 @@ so a later process loads the LTO-IR without importing numba.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 import types
@@ -303,6 +304,7 @@ def _function_digest(function: types.FunctionType, depth: int = 0) -> str:
     return hashlib.sha256(repr(token).encode()).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
 def _compiler_identity() -> dict:
     """numba-cuda's version and the NVVM library it compiles with (a newer NVVM writes LTO-IR an
     older nvJitLink refuses), found without importing numba."""
@@ -328,7 +330,7 @@ def callback_cache_key(role, fn, element_dtype, user_info_dtype, target) -> dict
     except _Uncacheable:
         return None
     return {"kind": "fft-callback", "format": FORMAT, "role": role, "element": element_dtype,
-            "user_info": user_info_dtype, "target": target, "function": digest, **_compiler_identity()}
+            "user_info": user_info_dtype, "target": target, "function": digest, **dict(_compiler_identity())}
 
 
 # --------------------------------------------------------------------------------------------------
