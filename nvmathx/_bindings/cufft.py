@@ -34,6 +34,7 @@ __all__ = [
     "execute",
     "CallbackType",
     "jit_callback_function",
+    "callback_symbol",
     "xt_set_jit_callback",
 ]
 
@@ -277,20 +278,40 @@ def _caller_info(pointers):
     return (_p * len(values))(*values)
 
 
-def xt_set_jit_callback(plan: int, symbol: str, ltoir: bytes, callback_type, caller_info=None) -> tuple:
-    """Attach the LTO-IR callback ``symbol`` to ``plan`` (after cufftCreate, before its make-plan
-    call). ``caller_info`` is a sequence of device pointers (one per GPU) or None.
+def callback_symbol(role: str, element: str) -> str:
+    """The C++ name cuFFT looks up in a callback's LTO-IR: ``cufftJITCallbackLoad<Type>(void*,
+    unsigned long long, void*, void*)`` or ``cufftJITCallbackStore<Type>(void*, unsigned long long,
+    <type> value, void*, void*)``, mangled (``role`` "load"/"store"; ``element`` a numpy dtype name)."""
+    kind, c_type = _CALLBACK_ELEMENTS[element]
+    phase = "Load" if role == "load" else "Store"
+    name = f"cufftJITCallback{phase}{kind}"
+    value = "" if role == "load" else c_type
+    return f"_Z{len(name)}{name}Pvy{value}S_S_"
 
-    cuFFT reads the name, the code and the pointer array when the plan is made, so the returned
-    tuple of ctypes objects must be kept alive at least until then (keep it as long as the plan).
+
+# numpy dtype -> (cuFFT's callback type word, the element's mangled C++ type)
+_CALLBACK_ELEMENTS = {"float32": ("Real", "f"), "float64": ("DoubleReal", "d"), "complex64": ("Complex", "6float2"),
+                      "complex128": ("DoubleComplex", "7double2")}
+
+
+def xt_set_jit_callback(plan: int, ltoir: bytes, callback_type, caller_info=None) -> tuple:
+    """Attach an LTO-IR callback to ``plan`` (after cufftCreate, before its make-plan call).
+
+    The LTO-IR must define the function named by :func:`callback_symbol` for the callback's role and
+    element type. The name argument is passed as NULL: cuFFT 12.0 (CUDA 13.0) fails the make-plan call
+    with CUFFT_INTERNAL_ERROR when any name is given there, the callback's own mangled name included
+    (seen on an H200), and finds the callback by its documented name when none is.
+    ``caller_info`` is a sequence of device pointers (one per GPU) or None.
+
+    cuFFT reads the code and the pointer array when the plan is made, so the returned tuple of ctypes
+    objects must be kept alive at least until then (keep it as long as the plan).
     """
     name = jit_callback_function()
     if name is None:
         raise CufftError(Result.NOT_SUPPORTED, status_name(Result.NOT_SUPPORTED), "cufftXtSetJITCallback",
                          f"cuFFT {get_version()} has no LTO callbacks (cuFFT >= 11.3 has)")
     code = bytes(ltoir)
-    keep = (ctypes.create_string_buffer(symbol.encode("ascii")), ctypes.create_string_buffer(code, len(code)),
-            _caller_info(caller_info))
-    _call(name, plan, keep[0], keep[1], len(code), int(CallbackType(callback_type)), keep[2],
-          detail=f"symbol={symbol}, {len(code)} bytes of LTO-IR, type={CallbackType(callback_type).name}")
+    keep = (ctypes.create_string_buffer(code, len(code)), _caller_info(caller_info))
+    _call(name, plan, None, keep[0], len(code), int(CallbackType(callback_type)), keep[1],
+          detail=f"{len(code)} bytes of LTO-IR, type={CallbackType(callback_type).name}")
     return keep

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._bindings import cufft
 from .._core.errors import NvmathxError, OptionsError, UnsupportedOperandError
 
 __all__ = [
@@ -64,6 +65,11 @@ ELEMENT_DTYPES = {
     "complex64": (0, 4), "complex128": (1, 5), "float32": (2, 6), "float64": (3, 7),
 }
 ROLES = ("prolog", "epilog")
+
+
+def cufft_symbol(role: str, element: str) -> str:
+    """The name a ``role`` callback of ``element`` values defines: the one cuFFT looks up."""
+    return cufft.callback_symbol("load" if role == "prolog" else "store", element)
 
 
 class CallbackCompileError(NvmathxError, TypeError):
@@ -381,7 +387,7 @@ def _load_or_build(role, fn, element, user_info, arch, key) -> CompiledCallback:
 
     digest = _digest(key) if key is not None else hashlib.sha256(repr((id(fn), role, element, user_info, arch))
                                                                   .encode()).hexdigest()
-    symbol = f"nvmathx_{role}_{digest[:24]}"
+    symbol = cufft_symbol(role, element)
     if key is not None:
         entry = _cache.load(key)
         if entry is not None and entry.symbol == symbol:

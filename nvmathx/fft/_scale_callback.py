@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from ._callbacks import FORMAT, CompiledCallback
+from ._callbacks import FORMAT, CompiledCallback, cufft_symbol
 
 __all__ = ["SCALE_SOURCE", "factor_dtype", "scale_callback"]
 
@@ -66,7 +66,7 @@ def _load_or_compile(element: str, target: str) -> CompiledCallback:
     key = {"kind": "fft-scale-callback", "format": FORMAT, "element": element, "target": target,
            "nvrtc": _nvrtc_version()}
     digest = hashlib.sha256(repr(sorted(key.items())).encode()).hexdigest()
-    symbol = f"nvmathx_scale_{element}_{digest[:16]}"
+    symbol = cufft_symbol("epilog", element)
     entry = _cache.load(key)
     if entry is None or entry.symbol != symbol:
         from cuda.core import Program, ProgramOptions

@@ -46,19 +46,19 @@ class FakeCufft:
         self.executions = 0
         self.streams = {}
         self.work_areas = {}
-        self.callbacks = {}  # handle -> [(symbol, callback type, caller_info pointers)]
-        self.emulators = {}  # symbol -> (python function, user-data view): how a test's callback is run
+        self.callbacks = {}  # handle -> [(LTO-IR, callback type, caller_info pointers)]
+        self.emulators = {}  # LTO-IR -> (python function, user-data view): how a test's callback is run
 
     def jit_callback_function(self, version=None):
         return "cufftXtSetJITCallback"
 
-    def xt_set_jit_callback(self, handle, symbol, ltoir, callback_type, caller_info=None):
+    def xt_set_jit_callback(self, handle, ltoir, callback_type, caller_info=None):
         # As cuFFT requires: after cufftCreate, before the plan is made.
         assert self.plans[handle] is None and isinstance(ltoir, bytes) and ltoir and 0 <= int(callback_type) <= 7
         pointers = list(caller_info or [0])
         assert all(isinstance(p, int) for p in pointers)
-        self.callbacks.setdefault(handle, []).append((symbol, int(callback_type), pointers))
-        return (symbol, ltoir, pointers)
+        self.callbacks.setdefault(handle, []).append((ltoir, int(callback_type), pointers))
+        return (ltoir, pointers)
 
     def create(self):
         handle, self.next = self.next, self.next + 1
@@ -120,24 +120,24 @@ class FakeCufft:
         src = np.array(view_at(source, [batch] + src_ext, src_strides, in_dtype))
         loads = [c for c in self.callbacks.get(handle, []) if c[1] < 4]
         stores = [c for c in self.callbacks.get(handle, []) if c[1] >= 4]
-        for symbol, _, pointers in loads:
-            src = self._emulate(symbol, source, src.shape, src_strides, in_dtype, pointers[0], None)
+        for code, _, pointers in loads:
+            src = self._emulate(code, source, src.shape, src_strides, in_dtype, pointers[0], None)
         result = _transform(step, src, direction)
         target_view = view_at(target, [batch] + tgt_ext, tgt_strides, out_dtype)
-        for symbol, _, pointers in stores:
-            if symbol.startswith("nvmathx_scale_"):  # the built-in scale: the factor at caller_info
+        for code, _, pointers in stores:
+            if code in _scale_codes():  # the built-in scale: the factor at caller_info
                 result = result * view_at(pointers[0], (1,), (1,), _real_dtype(out_dtype))[0]
             else:
-                self._emulate(symbol, target, result.shape, tgt_strides, out_dtype, pointers[0], result)
+                self._emulate(code, target, result.shape, tgt_strides, out_dtype, pointers[0], result)
                 result = None
         if result is not None:
             target_view[...] = result
         self.executions += 1
 
-    def _emulate(self, symbol, pointer, shape, strides, dtype, user_pointer, values):
+    def _emulate(self, code, pointer, shape, strides, dtype, user_pointer, values):
         """Call a test's Python callback per element, as cuFFT would: offsets in elements from the
         execution's pointer, following the layout. Loads return the loaded array; stores write."""
-        function, info = self.emulators[symbol]
+        function, info = self.emulators[code]
         offsets = np.zeros(shape, np.int64)
         for axis, (extent, stride) in enumerate(zip(shape, strides)):
             offsets += (np.arange(extent) * stride).reshape([-1 if a == axis else 1 for a in range(len(shape))])
@@ -247,3 +247,10 @@ def to_device(array, resource=None):
 
 def to_host(device_array):
     return np.array(view_at(device_array.ptr, device_array.shape, device_array.strides, device_array.dtype))
+
+
+def _scale_codes() -> set:
+    """The LTO-IR of every built-in scale callback compiled in this process."""
+    from nvmathx.fft import _scale_callback
+
+    return {callback.ltoir for callback in _scale_callback._compiled.values()}

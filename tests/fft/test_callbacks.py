@@ -51,7 +51,8 @@ def test_every_signature_compiles_to_ltoir(cache, role, element):
     assert isinstance(callback, nfft.CompiledCallback)
     assert callback.ltoir.startswith(LTOIR_MAGIC) and len(callback.ltoir) > 100
     assert (callback.role, callback.element_dtype, callback.target) == (role, element, "sm_90")
-    assert callback.symbol.startswith(f"nvmathx_{role}_")
+    kind = {"complex64": "Complex", "complex128": "DoubleComplex", "float32": "Real", "float64": "DoubleReal"}[element]
+    assert f"cufftJITCallback{'Load' if role == 'prolog' else 'Store'}{kind}Pvy" in callback.symbol  # cuFFT's name
     expected = {"complex64": (0, 4), "complex128": (1, 5), "float32": (2, 6), "float64": (3, 7)}[element]
     assert callback.callback_type == int(cufft.CallbackType(expected[role == "epilog"]))
     assert callback.compute_capability == (9, 0)
@@ -62,7 +63,7 @@ def test_user_info_types_and_targets(cache):
     b = nfft.compile_prolog(windowed, element_dtype="complex64", user_info_dtype="float64", target="sm_90a")
     assert a.user_info_dtype == "float32" and a.target == "sm_80"
     assert b.user_info_dtype == "float64" and b.target == "sm_90"  # LTO-IR for the generic architecture
-    assert a.key != b.key and a.symbol != b.symbol
+    assert a.key != b.key and a.ltoir != b.ltoir
 
 
 def test_pickles(cache):
@@ -234,27 +235,36 @@ def test_set_jit_callback_marshals_arguments(monkeypatch):
     calls = []
 
     def fake(plan, symbol, code, size, callback_type, caller_info):
-        # What the C function would read: a NUL-terminated name, the code bytes, one pointer per GPU.
-        calls.append((plan, ctypes.string_at(ctypes.addressof(symbol)), ctypes.string_at(ctypes.addressof(code), size),
+        # What the C function would read: no name (NULL), the code bytes, one pointer per GPU.
+        calls.append((plan, symbol, ctypes.string_at(ctypes.addressof(code), size),
                       callback_type, [caller_info[i] for i in range(len(caller_info))] if caller_info else None))
         return 0
 
     monkeypatch.setattr(cufft, "_lib", lambda: {"cufftXtSetJITCallback": fake})
     monkeypatch.setattr(cufft, "get_version", lambda: 12000)
     code = b"\xedCN\x7f\x00binary\x00code"
-    keep = cufft.xt_set_jit_callback(7, "nvmathx_prolog_x", code, cufft.CallbackType.LD_REAL, [0x7F0000001000])
-    assert calls == [(7, b"nvmathx_prolog_x", code, 2, [0x7F0000001000])]
-    assert len(keep) == 3
-    cufft.xt_set_jit_callback(8, "s", code, 6, None)
+    keep = cufft.xt_set_jit_callback(7, code, cufft.CallbackType.LD_REAL, [0x7F0000001000])
+    assert calls == [(7, None, code, 2, [0x7F0000001000])]
+    assert len(keep) == 2
+    cufft.xt_set_jit_callback(8, code, 6, None)
     assert calls[-1][-1] is None
     for bad in ([True], ["0x10"], [-1], [1 << 64]):
         with pytest.raises(TypeError, match="^caller_info: "):
-            cufft.xt_set_jit_callback(9, "s", code, 6, bad)
+            cufft.xt_set_jit_callback(9, code, 6, bad)
     with pytest.raises(ValueError):
-        cufft.xt_set_jit_callback(9, "s", code, 99, None)
+        cufft.xt_set_jit_callback(9, code, 99, None)
     monkeypatch.setattr(cufft, "get_version", lambda: 11200)
     with pytest.raises(cufft.CufftError, match="CUFFT_NOT_SUPPORTED"):
-        cufft.xt_set_jit_callback(9, "s", code, 6, None)
+        cufft.xt_set_jit_callback(9, code, 6, None)
+
+
+def test_callback_symbols_are_cuffts_mangled_names():
+    # cufftJITCallbackLoadComplex(void*, unsigned long long, void*, void*) and the store forms
+    assert cufft.callback_symbol("load", "complex64") == "_Z27cufftJITCallbackLoadComplexPvyS_S_"
+    assert cufft.callback_symbol("load", "float32") == "_Z24cufftJITCallbackLoadRealPvyS_S_"
+    assert cufft.callback_symbol("store", "complex64") == "_Z28cufftJITCallbackStoreComplexPvy6float2S_S_"
+    assert cufft.callback_symbol("store", "complex128") == "_Z34cufftJITCallbackStoreDoubleComplexPvy7double2S_S_"
+    assert cufft.callback_symbol("store", "float64") == "_Z31cufftJITCallbackStoreDoubleRealPvydS_S_"
 
 
 def test_unavailable_lto_names_the_versions(monkeypatch):

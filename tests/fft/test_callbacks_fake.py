@@ -10,6 +10,7 @@ import nvmathx.fft as nfft
 from nvmathx import OperandError, OptionsError
 from nvmathx.device_api import set_cache_dir
 from nvmathx.fft import _callbacks, _cufft_plan, _kernels
+from nvmathx.fft._scale_callback import scale_callback
 
 from ._fake_device import install, to_device, to_host, view_at
 
@@ -31,8 +32,10 @@ def fake(monkeypatch, tmp_path):
     set_cache_dir(None)
 
 
-def _callback(role, element, symbol, user_info=None):
-    return nfft.CompiledCallback(role, element, user_info, "sm_90", symbol, b"\xedCN\x7fcode", symbol * 2)
+def _callback(role, element, label, user_info=None):
+    """A compiled callback whose LTO-IR is a unique stand-in: the fake finds its emulator by it."""
+    symbol = _callbacks.cufft_symbol(role, element)
+    return nfft.CompiledCallback(role, element, user_info, "sm_90", symbol, b"\xedCN\x7f" + label.encode(), label * 2)
 
 
 def window_load(data, offset, window, smem):
@@ -53,7 +56,7 @@ def test_prolog_reads_user_data_and_plans_apart(fake, rng):
     window = np.hanning(N)
     device_window = to_device(window)
     prolog = _callback("prolog", "float64", "nvmathx_prolog_w", "float64")
-    fake_cufft.emulators[prolog.symbol] = (window_load, view_at(device_window.ptr, (N,), (1,), np.float64))
+    fake_cufft.emulators[prolog.ltoir] = (window_load, view_at(device_window.ptr, (N,), (1,), np.float64))
     device_x = to_device(x)
     plain = nfft.rfft(device_x)
     windowed = nfft.rfft(device_x, prolog=(prolog, device_window))
@@ -61,11 +64,11 @@ def test_prolog_reads_user_data_and_plans_apart(fake, rng):
     _close(to_host(windowed), np.fft.rfft(x * window))
     assert nfft.plan_cache.info().size == 2  # a callback plan is an entry of its own
     loads = [c for calls in fake_cufft.callbacks.values() for c in calls]
-    assert loads == [(prolog.symbol, 3, [device_window.ptr])]  # LD_REAL_DOUBLE with the window's pointer
+    assert loads == [(prolog.ltoir, 3, [device_window.ptr])]  # LD_REAL_DOUBLE with the window's pointer
     nfft.rfft(device_x, prolog=(prolog, device_window))
     assert nfft.plan_cache.info().size == 2  # the same callback and data: a cache hit
     other = to_device(2 * window)
-    fake_cufft.emulators[prolog.symbol] = (window_load, view_at(other.ptr, (N,), (1,), np.float64))
+    fake_cufft.emulators[prolog.ltoir] = (window_load, view_at(other.ptr, (N,), (1,), np.float64))
     _close(to_host(nfft.rfft(device_x, prolog=(prolog, other))), np.fft.rfft(x * 2 * window))
     assert nfft.plan_cache.info().size == 3  # other user data: another plan
 
@@ -84,7 +87,7 @@ def test_epilog_on_a_batched_strided_c2c(fake, rng):
     h_view[...] = h
     result_strides = probe.strides
     assert tuple(device_h.strides) == tuple(result_strides)
-    fake_cufft.emulators[epilog.symbol] = (filter_store, view_at(device_h.ptr, (h.size,), (1,), np.complex128))
+    fake_cufft.emulators[epilog.ltoir] = (filter_store, view_at(device_h.ptr, (h.size,), (1,), np.complex128))
     _close(to_host(nfft.fft(device_view, epilog=(epilog, device_h))), np.fft.fft(view) * h)
 
 
@@ -97,7 +100,8 @@ def test_fused_ortho_uses_the_scale_callback(fake, rng):
         _close(to_host(nfft.ifft(device_x, norm="ortho")), np.fft.ifft(x, norm="ortho"))
         _close(to_host(nfft.fft(device_x, norm="forward")), np.fft.fft(x, norm="forward"))
     assert not [name for name in launches if name.startswith("scale")]  # no elementwise pass
-    scaled = [calls for calls in fake_cufft.callbacks.values() if calls[0][0].startswith("nvmathx_scale_complex128")]
+    scale_code = scale_callback("complex128", "sm_90").ltoir
+    scaled = [calls for calls in fake_cufft.callbacks.values() if calls[0][0] == scale_code]
     assert len(scaled) == 2  # one plan per factor (1/sqrt(N) both ways, 1/N), made once
     factors = sorted(float(view_at(calls[0][2][0], (1,), (1,), np.float64)[0]) for calls in scaled)
     assert np.allclose(factors, [1 / N, 1 / np.sqrt(N)])
@@ -160,12 +164,12 @@ def test_c2r_prolog_with_overwrite_and_epilog(fake, rng):
 
     prolog = _callback("prolog", "complex128", "nvmathx_prolog_half")
     epilog = _callback("epilog", "float64", "nvmathx_epilog_gain", "float64")
-    fake_cufft.emulators[prolog.symbol] = (scaled_load, None)
-    fake_cufft.emulators[epilog.symbol] = (gain_store, view_at(device_gain.ptr, (N,), (1,), np.float64))
+    fake_cufft.emulators[prolog.ltoir] = (scaled_load, None)
+    fake_cufft.emulators[epilog.ltoir] = (gain_store, view_at(device_gain.ptr, (N,), (1,), np.float64))
     result = nfft.irfft(to_device(spectrum), overwrite_x=True, prolog=prolog, epilog=(epilog, device_gain))
     _close(to_host(result), np.fft.irfft(spectrum * 0.5) * gain)
     (calls,) = fake_cufft.callbacks.values()  # one pass took both
-    assert [(symbol, kind) for symbol, kind, _ in calls] == [(prolog.symbol, 1), (epilog.symbol, 7)]
+    assert [(code, kind) for code, kind, _ in calls] == [(prolog.ltoir, 1), (epilog.ltoir, 7)]
 
 
 def test_stateful_plan_with_callbacks(fake, rng):
@@ -174,7 +178,7 @@ def test_stateful_plan_with_callbacks(fake, rng):
     window = np.blackman(N)
     device_window = to_device(window)
     prolog = _callback("prolog", "float64", "nvmathx_prolog_s", "float64")
-    fake_cufft.emulators[prolog.symbol] = (window_load, view_at(device_window.ptr, (N,), (1,), np.float64))
+    fake_cufft.emulators[prolog.ltoir] = (window_load, view_at(device_window.ptr, (N,), (1,), np.float64))
     device_x = to_device(x)
     with nfft.FFT(device_x, axes=[1]) as plan:
         plain_key = plan.key

@@ -22,7 +22,6 @@ extern "C" __device__ double2 LOAD_C128(void*, unsigned long long, void*, void*)
 extern "C" __device__ void STORE_C128(void*, unsigned long long, double2, void*, void*);
 extern "C" __device__ float LOAD_F32(void*, unsigned long long, void*, void*);
 extern "C" __device__ void STORE_F64(void*, unsigned long long, double, void*, void*);
-extern "C" __device__ void SCALE_C64(void*, unsigned long long, float2, void*, void*);
 extern "C" __global__ void linked(float2* a, double2* b, float* c, double* d, float* factor) {
     unsigned long long i = threadIdx.x;
     a[i + 64] = LOAD_C64(a, i, nullptr, nullptr);
@@ -31,9 +30,29 @@ extern "C" __global__ void linked(float2* a, double2* b, float* c, double* d, fl
     STORE_C128(b, i, make_double2(1.25, -3.0), nullptr, nullptr);
     c[i + 64] = LOAD_F32(c, i, nullptr, nullptr);
     STORE_F64(d, i, 0.5, nullptr, nullptr);
-    SCALE_C64(a, i + 128, make_float2(2.0f, 4.0f), factor, nullptr);
 }
 """
+
+
+SCALE_CALLER = r"""
+extern "C" __device__ void SCALE_C64(void*, unsigned long long, float2, void*, void*);
+extern "C" __global__ void linked(float2* a, float* factor) {
+    SCALE_C64(a, threadIdx.x, make_float2(2.0f, 4.0f), factor, nullptr);
+}
+"""
+
+
+def _linked_body(nvjitlink, template, name, callback) -> str:
+    """The linked PTX of the kernel in ``template`` whose only call is ``name``'s callback."""
+    from cuda.core import Program, ProgramOptions
+
+    others = {"LOAD_C64", "STORE_C64", "LOAD_C128", "STORE_C128", "LOAD_F32", "STORE_F64", "SCALE_C64"} - {name}
+    lines = [line for line in template.splitlines() if not any(other + "(" in line for other in others)]
+    source = "\n".join(lines).replace(name, callback.symbol)
+    options = ProgramOptions(arch="sm_90", relocatable_device_code=True, link_time_optimization=True)
+    caller = bytes(Program(source, "c++", options).compile("ltoir").code)
+    ptx = _link_ptx(nvjitlink, [("caller", caller), (name, callback.ltoir)])
+    return ptx[ptx.index(".entry linked"):]
 
 
 def _nvjitlink():
@@ -82,21 +101,17 @@ def test_callbacks_inline_with_the_values_cufft_passes(tmp_path):
             "STORE_C128": nfft.compile_epilog(store_twice, element_dtype="complex128", target="sm_90"),
             "LOAD_F32": nfft.compile_prolog(load_add, element_dtype="float32", target="sm_90"),
             "STORE_F64": nfft.compile_epilog(store_twice, element_dtype="float64", target="sm_90"),
-            "SCALE_C64": _scale_callback.scale_callback("complex64", "sm_90"),
         }
-        from cuda.core import Program, ProgramOptions
-
-        source = CALLER
-        for name, callback in made.items():
-            source = source.replace(name, callback.symbol)
-        options = ProgramOptions(arch="sm_90", relocatable_device_code=True, link_time_optimization=True)
-        caller = bytes(Program(source, "c++", options).compile("ltoir").code)
-        ptx = _link_ptx(nvjitlink, [("caller", caller)] + [(n, c.ltoir) for n, c in made.items()])
+        # Each callback defines cuFFT's one name for its role and type, so each links on its own, as in
+        # a cuFFT plan (where a load and a store callback are the most that meet).
+        bodies = [_linked_body(nvjitlink, CALLER, name, callback) for name, callback in made.items()]
+        bodies.append(_linked_body(nvjitlink, SCALE_CALLER, "SCALE_C64", _scale_callback.scale_callback("complex64", "sm_90")))
     finally:
         set_cache_dir(None)
         _callbacks._compiled.clear()
-    body = ptx[ptx.index(".entry linked"):]
-    assert "call" not in body and "prototype" not in body, body
+    for body in bodies:
+        assert "call" not in body and "prototype" not in body, body
+    body = "\n".join(bodies)
     # (1.5, 2.5) * 2 stored as (3.0, 5.0); (1.25, -3.0) * 2 as (2.5, -6.0); 0.5 * 2 as 1.0.
     for bits in ("1077936128", "1084227584"):  # float 3.0, 5.0 as integers, or as hex floats
         assert bits in body or {"1077936128": "0f40400000", "1084227584": "0f40A00000"}[bits] in body
