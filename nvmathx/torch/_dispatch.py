@@ -31,6 +31,12 @@ def fusable(t: torch.Tensor) -> bool:
     return t.is_cuda and t.dtype in FUSED_DTYPES and t.shape[0] > 0
 
 
+def _why_not_fused(t: torch.Tensor) -> str:
+    if not t.is_cuda:
+        return f"{t.device.type} tensors"
+    return f"dtype {t.dtype}" if t.dtype not in FUSED_DTYPES else "an empty batch"
+
+
 def _log_once(message: str) -> None:
     if message not in _logged:
         _logged.add(message)
@@ -54,7 +60,7 @@ def _run(kind: str, tensors: tuple, flags: tuple):
     fused, reference = getattr(_fused, kind), getattr(_reference, kind)
     first = tensors[0]
     if not fusable(first):
-        _log_once(f"{kind} on {first.device.type} {first.dtype} (or an empty batch): torch composition")
+        _log_once(f"{kind} with {_why_not_fused(first)}: torch composition")
         return reference(*tensors, *flags)
     if refused and _signature(kind, tensors, flags) in refused:
         return reference(*tensors, *flags)

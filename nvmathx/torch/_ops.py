@@ -16,7 +16,7 @@ op                                               computes
 ``mlp(x, w1, b1, w2, b2, activation)``           ``(out, h, aux)``: ``h = act(x @ w1.T + b1)``,
                                                  ``out = h @ w2.T + b2``; ``h`` and ``aux`` are
                                                  kept for the backward pass
-``grad_input(grad, weight)``                     ``[grad @ weight]``
+``grad_input(grad, weight)``                     ``grad @ weight``
 ``grad_weight(grad, x, bias_grad)``              ``[grad.T @ x]`` (+ ``grad.sum(0)``)
 ``grad_activation(grad, weight, aux, act, bg)``  ``[dz]`` (+ ``dz.sum(0)``),
                                                  ``dz = (grad @ weight) * act'(z)``
@@ -180,8 +180,7 @@ def _setup_linear(ctx, inputs, output):
     x, weight, bias, activation = inputs
     ctx.activation = activation
     # ReLU's derivative comes from the output; GELU's needs the pre-activation, recomputed from bias.
-    extra = {"relu": output, "gelu": bias}.get(activation)
-    ctx.save_for_backward(x, weight, extra)
+    ctx.save_for_backward(x, weight, output if activation == "relu" else bias if activation == "gelu" else None)
 
 
 def _backward_linear(ctx, grad):

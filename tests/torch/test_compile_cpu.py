@@ -11,6 +11,9 @@ from torch._dynamo.backends.common import aot_autograd
 
 from nvmathx.torch import FusedLinear, FusedMLP
 
+# functorch.compile imports torch.jit code that warns about its own deprecation.
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+
 _PLUMBING = {"aten.view.default", "aten.alias.default", "aten.slice.Tensor", "<built-in function getitem>"}  # views
 
 
