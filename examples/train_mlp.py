@@ -85,12 +85,13 @@ def main(device, steps, seed=0):
     window = 20  # compare smoothed curves: single bfloat16 steps differ by rounding
     ours = [sum(fused_losses[i:i + window]) / window for i in range(0, steps - window + 1, window)]
     theirs = [sum(torch_losses[i:i + window]) / window for i in range(0, steps - window + 1, window)]
-    worst = max(abs(a - b) / b for a, b in zip(ours, theirs))
+    # Within 5% of torch's loss, or 0.5% of where training started once the losses are small.
+    worst = max(abs(a - b) / (0.05 * b + 0.005 * theirs[0]) for a, b in zip(ours, theirs))
     print(f"{device}: mean loss of the first {window} steps {theirs[0]:.4f}, of the last: torch {theirs[-1]:.4f}, "
-          f"nvmathx {ours[-1]:.4f}; largest relative difference of {window}-step means {worst:.2e}")
+          f"nvmathx {ours[-1]:.4f}; largest difference of {window}-step means {worst:.2f} of the tolerance")
     assert all(math.isfinite(loss) for loss in fused_losses)
     assert ours[-1] < ours[0] / 4 and theirs[-1] < theirs[0] / 4, "training did not converge"
-    assert worst < 5e-2, worst
+    assert worst <= 1, worst
     print("nvmathx.torch and torch losses agree within bfloat16 tolerance")
 
 
