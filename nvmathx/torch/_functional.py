@@ -170,9 +170,9 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     When gradients are needed, one op runs two GEMMs forward (GELU_AUX_BIAS or RELU_AUX_BIAS,
     keeping the pre-activation or a ReLU bitmask, then BIAS) and saves ``x``, the hidden
     activation and that auxiliary output (what torch saves for the same block, or less). Its
-    backward is four GEMMs: ``grad @ w2`` with the activation's derivative and the bias-1
-    gradient fused (DGELU_BGRAD / DRELU_BGRAD), ``grad.T @ h`` with the bias-2 gradient fused
-    (BGRADA), and plain ``dz.T @ x`` and ``dz @ w1``. Without gradients it is two GEMMs that keep
+    backward is four GEMMs: ``grad @ w2`` with the activation's derivative fused (DGELU /
+    DRELU), ``grad.T @ h`` and ``dz.T @ x`` with the bias gradients fused (BGRADA), and plain
+    ``dz @ w1``. Without gradients it is two GEMMs that keep
     nothing. CPU tensors, float64 and problems cuBLASLt refuses run as torch ops.
 
     Examples

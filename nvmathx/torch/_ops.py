@@ -226,9 +226,11 @@ def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
     grad = as_matrix(grad)
     dx = dw1 = db1 = None
     if need_x or need_w1 or need_b1:
-        dz, *rest = grad_activation(grad, w2, aux, ctx.activation, need_b1)
-        db1 = rest[0] if need_b1 else None
-        dx, dw1, _ = _linear_grads((need_x, need_w1, False), dz, x, w1)
+        # The bias-1 gradient comes from dW1's GEMM (BGRADA), not from DGELU_BGRAD / DRELU_BGRAD:
+        # on the H200 those ran 3-4x slower than DGELU alone (0.82 against 0.23 ms at 16384x1024x4096
+        # bf16), while BGRADA adds about what a separate reduction would cost.
+        (dz,) = grad_activation(grad, w2, aux, ctx.activation, False)
+        dx, dw1, db1 = _linear_grads((need_x, need_w1, need_b1), dz, x, w1)
     _, dw2, db2 = _linear_grads((False, need_w2, need_b2), grad, h, w2)
     return dx, dw1, db1, dw2, db2, None
 

@@ -46,7 +46,7 @@ def test_mlp_runs_six_gemms_with_the_fused_epilogs(seed, fused_on_cpu, activatio
     upper = activation.upper()
     assert [call["epilog"] for call in fused_on_cpu] == [
         f"{upper}_AUX_BIAS", "BIAS",  # forward
-        f"D{upper}_BGRAD", None, None, "BGRADA",  # backward: dz and db1, dx, dW1, dW2 and db2
+        f"D{upper}", None, "BGRADA", "BGRADA",  # backward: dz, dx, dW1 and db1, dW2 and db2
     ]
     # Weights and the input go in as they are or as transposed views (transpose flags): no copies.
     weights = (t["w1"], t["w2"])
