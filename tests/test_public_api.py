@@ -14,7 +14,7 @@ TOP_LEVEL = {
 }
 
 # Public (non-underscore) modules allowed anywhere in the package.
-PUBLIC_MODULES = {"nvmathx", "nvmathx.linalg", "nvmathx.fft", "nvmathx.device_api", "nvmathx.typing"}
+PUBLIC_MODULES = {"nvmathx", "nvmathx.linalg", "nvmathx.fft", "nvmathx.device_api", "nvmathx.typing", "nvmathx.torch"}
 
 
 def test_top_level_all_is_pinned():
@@ -58,3 +58,13 @@ def test_typing_names():
     from nvmathx import typing
 
     assert set(typing.__all__) == {"CudaStreamProtocol", "StreamLike", "ArrayLike", "ExecutionLike", "OptionsLike"}
+
+
+def test_torch_names():
+    pytest.importorskip("torch")
+    from nvmathx import torch as nvmathx_torch
+
+    assert set(nvmathx_torch.__all__) == {"FusedLinear", "FusedMLP", "fused_linear", "fused_mlp"}
+    for name in nvmathx_torch.__all__:
+        assert (getattr(nvmathx_torch, name).__doc__ or "").strip(), name
+

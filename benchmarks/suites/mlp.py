@@ -1,0 +1,162 @@
+"""MLP suite: forward + backward of the transformer feed-forward block (Linear, tanh GELU, Linear) in
+bfloat16, nvmathx.torch's fused layers beside torch's.
+
+Cases ``mlp_fwd_bwd_{tokens}x{d_model}x{hidden}_bf16``. Every column times one training step of the
+block: the previous step's gradients dropped (``grad = None``, as ``optimizer.zero_grad()`` does, so
+no accumulation kernel runs), ``out = block(x)`` with ``x.requires_grad``, then
+``out.backward(grad)`` with a fixed random bfloat16 ``grad``. Columns:
+
+- ``nvmathx``: :class:`nvmathx.torch.FusedMLP` (six cuBLASLt GEMMs with fused epilogs).
+- ``torch``: ``nn.Linear``, ``F.gelu(approximate="tanh")``, ``nn.Linear`` in eager mode.
+- ``torch.compile``: that torch block under ``torch.compile`` (default mode; compiled during
+  setup, untimed).
+- ``torch.gemm_only``: the block's six GEMMs alone (no bias, no activation, no autograd), the
+  floor of any fused version.
+
+Memory, in the case's ``params``: ``peak_bytes[column]`` is ``torch.cuda.max_memory_allocated()``
+over one step (statistics reset before it, after a warm-up step) minus what was allocated when it
+started; ``retained_bytes[column]`` is what a column's step leaves allocated beyond its own
+parameters, inputs and (dropped) gradients. Both count torch's caching allocator only (cuBLASLt
+workspaces of nvmathx come from cuda.core's memory resource). The setups fill these dicts, which
+the runner's record shares with the case.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from benchmarks import Case, Skip, tflops
+
+__all__ = ["cases"]
+
+# (tokens, d_model, hidden)
+_SHAPES = ((16384, 1024, 4096), (32768, 768, 3072), (8192, 4096, 16384))
+
+
+def _module(name: str):
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise Skip(f"{name} is not installed ({error})") from None
+
+
+def _torch_mlp(torch, d_model, hidden, device):
+    """torch's block: nn.GELU(approximate="tanh") is F.gelu(x, approximate="tanh")."""
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(d_model, hidden, device=device, dtype=torch.bfloat16),
+                         nn.GELU(approximate="tanh"),
+                         nn.Linear(hidden, d_model, device=device, dtype=torch.bfloat16))
+
+
+def _inputs(torch, ctx, tokens, d_model, device):
+    gen = torch.Generator(device=device).manual_seed(int(ctx.rng.integers(1 << 31)))
+    x = torch.randn(tokens, d_model, device=device, dtype=torch.bfloat16, generator=gen).requires_grad_()
+    grad = torch.randn(tokens, d_model, device=device, dtype=torch.bfloat16, generator=gen)
+    return x, grad
+
+
+def _training_step(block, x, grad):
+    params = list(block.parameters())
+
+    def step():
+        for param in params:
+            param.grad = None
+        x.grad = None
+        block(x).backward(grad)
+
+    return step, params
+
+
+def _record_memory(torch, step, drop_gradients, column, memory):
+    """Run a warm-up step, then measure one step's peak (and what a step leaves behind)."""
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    step()
+    drop_gradients()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    start = torch.cuda.memory_allocated()
+    step()
+    torch.cuda.synchronize()
+    memory["peak_bytes"][column] = torch.cuda.max_memory_allocated() - start
+    drop_gradients()
+    torch.cuda.synchronize()
+    memory["retained_bytes"][column] = torch.cuda.memory_allocated() - before
+
+
+def _module_setup(ctx, shape, memory, column, build):
+    def setup():
+        torch = _module("torch")
+        tokens, d_model, hidden = shape
+        device = f"cuda:{ctx.device_id}"
+        torch.manual_seed(int(ctx.rng.integers(1 << 31)))
+        block = build(torch, d_model, hidden, device)
+        x, grad = _inputs(torch, ctx, tokens, d_model, device)
+        step, params = _training_step(block, x, grad)
+
+        def drop_gradients():
+            for tensor in [*params, x]:
+                tensor.grad = None
+
+        _record_memory(torch, step, drop_gradients, column, memory)
+        return step
+
+    return setup
+
+
+def _nvmathx_block(torch, d_model, hidden, device):
+    from nvmathx.torch import FusedMLP
+
+    return FusedMLP(d_model, hidden, activation="gelu", device=device, dtype=torch.bfloat16)
+
+
+def _compiled_block(torch, d_model, hidden, device):
+    return torch.compile(_torch_mlp(torch, d_model, hidden, device))  # its parameters are the block's
+
+
+def _gemm_only_setup(ctx, shape, memory):
+    def setup():
+        torch = _module("torch")
+        tokens, d_model, hidden = shape
+        device = f"cuda:{ctx.device_id}"
+        gen = torch.Generator(device=device).manual_seed(int(ctx.rng.integers(1 << 31)))
+        w1 = torch.randn(hidden, d_model, device=device, dtype=torch.bfloat16, generator=gen) * d_model**-0.5
+        w2 = torch.randn(d_model, hidden, device=device, dtype=torch.bfloat16, generator=gen) * hidden**-0.5
+        x, grad = _inputs(torch, ctx, tokens, d_model, device)
+        x = x.detach()
+
+        def step():  # nn.Linear's layouts: x @ w.T forward; grad @ w, grad.T @ input backward
+            h = x @ w1.T
+            h @ w2.T
+            dh = grad @ w2
+            grad.T @ h
+            dh.T @ x
+            dh @ w1
+
+        _record_memory(torch, step, lambda: None, "torch.gemm_only", memory)
+        return step
+
+    return setup
+
+
+def _case(ctx, tokens, d_model, hidden):
+    if ctx.quick:
+        tokens, d_model, hidden = tokens // 8, d_model // 8, hidden // 8
+    shape = (tokens, d_model, hidden)
+    memory = {"peak_bytes": {}, "retained_bytes": {}}
+    setups = {
+        "nvmathx": _module_setup(ctx, shape, memory, "nvmathx", _nvmathx_block),
+        "torch": _module_setup(ctx, shape, memory, "torch", _torch_mlp),
+        "torch.compile": _module_setup(ctx, shape, memory, "torch.compile", _compiled_block),
+        "torch.gemm_only": _gemm_only_setup(ctx, shape, memory),
+    }
+    params = {"tokens": tokens, "d_model": d_model, "hidden": hidden, "dtype": "bfloat16", "activation": "gelu_tanh",
+              **memory}
+    return Case(f"mlp_fwd_bwd_{tokens}x{d_model}x{hidden}_bf16", "ms", setups, params=params,
+                derive=tflops(12 * tokens * d_model * hidden),
+                note="one training step of Linear + GELU(tanh) + Linear: grads dropped, forward, backward(grad); "
+                     "TFLOP/s count the six GEMMs")
+
+
+def cases(ctx):
+    return [_case(ctx, *shape) for shape in _SHAPES]

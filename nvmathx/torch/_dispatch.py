@@ -1,0 +1,95 @@
+"""Which path runs each GEMM: cuBLASLt (:mod:`._fused`) or the torch composition (:mod:`._reference`).
+
+The decision costs next to nothing per call: CUDA tensors of a dtype cuBLASLt fuses go to
+cuBLASLt; anything else (CPU, float64, empty batches) to the reference. When cuBLASLt refuses a
+problem (a typed nvmathx error: NOT_SUPPORTED, a layout or size it cannot take, no cuBLASLt
+library), that problem's signature is remembered and it runs on the reference from then on; the
+signature is only computed once something has been refused. Each new reason is logged once at
+DEBUG on the ``nvmathx`` logger.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from .._core.errors import CudaLibraryError, LibraryNotFoundError, NvmathxError, OperandError, UnsupportedOperandError
+from . import _fused, _reference
+
+__all__ = ["FUSED_DTYPES", "forward", "fusable", "grad_activation", "grad_input", "grad_weight", "refused"]
+
+FUSED_DTYPES = frozenset({torch.float16, torch.bfloat16, torch.float32})
+
+_logger = logging.getLogger("nvmathx")
+_logged: set = set()
+refused: set = set()  # signatures of the problems cuBLASLt refused
+
+
+def fusable(t: torch.Tensor) -> bool:
+    """The cheap facts: a non-empty CUDA tensor of a dtype cuBLASLt fuses."""
+    return t.is_cuda and t.dtype in FUSED_DTYPES and t.shape[0] > 0
+
+
+def _why_not_fused(t: torch.Tensor) -> str:
+    if not t.is_cuda:
+        return f"{t.device.type} tensors"
+    return f"dtype {t.dtype}" if t.dtype not in FUSED_DTYPES else "an empty batch"
+
+
+def _log_once(message: str) -> None:
+    if message not in _logged:
+        _logged.add(message)
+        _logger.debug("nvmathx.torch: %s", message)
+
+
+def _signature(kind, tensors, flags) -> tuple:
+    return (kind, flags, *((t.shape, t.stride(), t.dtype, t.device) for t in tensors if t is not None))
+
+
+def _is_refusal(error: NvmathxError) -> bool:
+    """cuBLASLt said no (NOT_SUPPORTED), nvmathx found the problem outside what cuBLASLt can take
+    (a layout, size or dtype), or there is no cuBLASLt. Anything else is an error to report."""
+    if isinstance(error, CudaLibraryError):
+        return error.status_name == "CUBLAS_STATUS_NOT_SUPPORTED"
+    return isinstance(error, (OperandError, UnsupportedOperandError, LibraryNotFoundError))
+
+
+def _run(kind: str, tensors: tuple, flags: tuple):
+    """Run GEMM ``kind`` on ``tensors`` (the first decides the device and dtype) with ``flags``."""
+    fused, reference = getattr(_fused, kind), getattr(_reference, kind)
+    first = tensors[0]
+    if not fusable(first):
+        _log_once(f"{kind} with {_why_not_fused(first)}: torch composition")
+        return reference(*tensors, *flags)
+    if refused and _signature(kind, tensors, flags) in refused:
+        return reference(*tensors, *flags)
+    try:
+        return fused(*tensors, *flags)
+    except NvmathxError as error:
+        if not _is_refusal(error):
+            raise
+        refused.add(_signature(kind, tensors, flags))
+        _log_once(f"{kind} {flags} refused by cuBLASLt for {[tuple(t.shape) for t in tensors if t is not None]} "
+                  f"{first.dtype} ({type(error).__name__}: {error}); torch composition from now on")
+        return reference(*tensors, *flags)
+
+
+def forward(x, weight, bias, activation: str, keep_aux: bool):
+    """``(act(x @ weight.T + bias), aux or None)``."""
+    return _run("forward", (x, weight, bias), (activation, keep_aux))
+
+
+def grad_input(grad, weight):
+    """``grad @ weight``."""
+    return _run("grad_input", (grad, weight), ())
+
+
+def grad_weight(grad, x, bias_grad: bool):
+    """``(grad.T @ x, grad.sum(0) or None)``."""
+    return _run("grad_weight", (grad, x), (bias_grad,))
+
+
+def grad_activation(grad, weight, aux, activation: str, bias_grad: bool):
+    """``(dz, dz.sum(0) or None)`` with ``dz = (grad @ weight) * act'(z)``."""
+    return _run("grad_activation", (grad, weight, aux), (activation, bias_grad))

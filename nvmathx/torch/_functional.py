@@ -1,0 +1,205 @@
+"""The functional forms: :func:`fused_linear` and :func:`fused_mlp`.
+
+Each checks its arguments (typed errors naming them), applies ``torch.autocast`` as ``nn.Linear``
+does (the ops themselves have no autocast rule), views the input as a matrix and calls one custom
+op of :mod:`._ops`: the op that keeps what the backward pass needs when gradients are wanted, the
+one that keeps nothing otherwise.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .._core.errors import OperandError, OptionsError, UnsupportedOperandError
+from ._ops import as_matrix
+
+__all__ = ["fused_linear", "fused_mlp"]
+
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_AUTOCAST_ELIGIBLE = (torch.float16, torch.bfloat16, torch.float32)  # autocast leaves float64 alone
+
+
+def _activation(activation, allow_none: bool) -> str:
+    """The op's activation name ("none", "relu", "gelu") for the user's (None, "relu", "gelu")."""
+    allowed = (None, "relu", "gelu") if allow_none else ("relu", "gelu")
+    if not (activation is None or isinstance(activation, str)) or activation not in allowed:
+        raise OptionsError("activation", f"expected one of {list(allowed)} (got {activation!r})")
+    return activation or "none"
+
+
+def _check_tensor(t, name: str, optional: bool = False) -> None:
+    if t is None and optional:
+        return
+    if not isinstance(t, torch.Tensor):
+        raise UnsupportedOperandError(name, f"expected a torch.Tensor (got {type(t).__name__})")
+
+
+def _autocast(x, *tensors):
+    """The operands as ``nn.Linear`` sees them under ``torch.autocast``: cast to its dtype."""
+    device_type = x.device.type
+    if not torch.is_autocast_enabled(device_type):
+        return (x, *tensors)
+    dtype = torch.get_autocast_dtype(device_type)
+    return tuple(t.to(dtype) if t is not None and t.dtype in _AUTOCAST_ELIGIBLE else t for t in (x, *tensors))
+
+
+def _check_weight(weight, bias, x, names: tuple) -> None:
+    """``weight`` 2-D and ``bias`` (out,), both of x's dtype and on x's device."""
+    weight_name, bias_name = names
+    if weight.dim() != 2:
+        raise OperandError(weight_name, f"expected a 2-D (out_features, in_features) tensor (got shape {tuple(weight.shape)})")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise OperandError(bias_name, f"expected shape ({weight.shape[0]},) (got {tuple(bias.shape)})")
+    for name, t in ((weight_name, weight), (bias_name, bias)):
+        if t is not None and t.dtype != x.dtype:
+            raise OperandError(name, f"dtype {t.dtype} differs from the input's {x.dtype}; cast one of them")
+        if t is not None and t.device != x.device:
+            raise OperandError(name, f"lives on {t.device} but the input lives on {x.device}")
+
+
+def _check_features(x, weight, weight_name: str) -> None:
+    if x.dim() < 1 or x.shape[-1] != weight.shape[1]:
+        raise OperandError("x", f"last dimension must be in_features={weight.shape[1]} of {weight_name} "
+                           f"(got shape {tuple(x.shape)})")
+
+
+def _check_input(x) -> None:
+    if x.dtype not in _DTYPES:
+        raise UnsupportedOperandError("x", f"dtype {x.dtype} is not supported; expected one of {list(_DTYPES)}")
+
+
+def _grad_needed(*tensors) -> bool:
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+                 activation: str | None = None) -> torch.Tensor:
+    """``act(x @ weight.T + bias)``: ``torch.nn.functional.linear`` followed by an activation, in
+    one cuBLASLt GEMM forward and two backward.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Input of shape ``(..., in_features)``, any strides (a matrix view is taken when the
+        layout allows, else one copy is made).
+    weight : torch.Tensor
+        ``(out_features, in_features)``, as ``nn.Linear.weight``.
+    bias : torch.Tensor or None
+        ``(out_features,)``.
+    activation : None, "relu" or "gelu"
+        Applied after the bias; "gelu" is the tanh approximation,
+        ``F.gelu(z, approximate="tanh")``.
+
+    Returns
+    -------
+    torch.Tensor
+        Shape ``(..., out_features)``, x's dtype (the autocast dtype under ``torch.autocast``).
+
+    Raises
+    ------
+    OperandError
+        Shapes that do not fit, or operands of different dtypes or devices (message starts with
+        the argument's name).
+    UnsupportedOperandError
+        Operands that are not tensors, or dtypes other than float16, bfloat16, float32, float64.
+    OptionsError
+        An unknown ``activation``.
+
+    Notes
+    -----
+    CUDA float16, bfloat16 and float32 tensors run on cuBLASLt: the forward GEMM fuses the bias
+    and the activation (keeping the pre-activation for GELU when gradients are needed), the
+    backward computes the weight gradient with the bias gradient fused (BGRADA) and the input
+    gradient, after one elementwise kernel for the activation's derivative (which
+    :func:`fused_mlp` fuses too). Everything else (CPU, float64, a problem cuBLASLt refuses) runs
+    the same computation as torch ops, logged at DEBUG on the ``nvmathx`` logger.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nvmathx.torch import fused_linear
+    >>> x, w, b = torch.ones(2, 3), torch.ones(4, 3), torch.arange(4.0) - 4
+    >>> fused_linear(x, w, b, activation="relu")
+    tensor([[0., 0., 1., 2.],
+            [0., 0., 1., 2.]])
+    """
+    op_activation = _activation(activation, allow_none=True)
+    _check_tensor(x, "x")
+    _check_tensor(weight, "weight")
+    _check_tensor(bias, "bias", optional=True)
+    x, weight, bias = _autocast(x, weight, bias)
+    _check_input(x)
+    _check_weight(weight, bias, x, ("weight", "bias"))
+    _check_features(x, weight, "weight")
+    x2 = as_matrix(x.reshape(-1, x.shape[-1]))
+    if op_activation == "gelu" and _grad_needed(x2, weight, bias):
+        y = torch.ops.nvmathx.linear_aux.default(x2, weight, bias, op_activation)[0]
+    else:
+        y = torch.ops.nvmathx.linear.default(x2, weight, bias, op_activation)
+    return y.view(x.shape[:-1] + (weight.shape[0],))
+
+
+def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: torch.Tensor,
+              b2: torch.Tensor | None, activation: str = "gelu") -> torch.Tensor:
+    """``act(x @ w1.T + b1) @ w2.T + b2``, the transformer feed-forward block, forward and backward
+    on cuBLASLt with every elementwise step fused into a GEMM.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Input of shape ``(..., d_model)``, any strides.
+    w1, b1 : torch.Tensor, torch.Tensor or None
+        First layer, ``(hidden, d_model)`` and ``(hidden,)`` (``nn.Linear`` layout).
+    w2, b2 : torch.Tensor, torch.Tensor or None
+        Second layer, ``(d_out, hidden)`` and ``(d_out,)``.
+    activation : "gelu" or "relu"
+        Between the layers; "gelu" is the tanh approximation.
+
+    Returns
+    -------
+    torch.Tensor
+        Shape ``(..., d_out)``.
+
+    Raises
+    ------
+    OperandError, UnsupportedOperandError, OptionsError
+        As for :func:`fused_linear`, naming ``x``, ``w1``, ``b1``, ``w2`` or ``b2``.
+
+    Notes
+    -----
+    When gradients are needed, one op runs two GEMMs forward (GELU_AUX_BIAS or RELU_AUX_BIAS,
+    keeping the pre-activation or a ReLU bitmask, then BIAS) and saves ``x``, the hidden
+    activation and that auxiliary output (what torch saves for the same block, or less). Its
+    backward is four GEMMs: ``grad @ w2`` with the activation's derivative fused (DGELU /
+    DRELU), ``grad.T @ h`` and ``dz.T @ x`` with the bias gradients fused (BGRADA), and plain
+    ``dz @ w1``. Without gradients it is two GEMMs that keep
+    nothing. CPU tensors, float64 and problems cuBLASLt refuses run as torch ops.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nvmathx.torch import fused_mlp
+    >>> x = torch.ones(2, 3)
+    >>> w1, b1, w2, b2 = torch.ones(4, 3), torch.tensor([-4.0, -3, -2, 0]), torch.ones(1, 4), torch.zeros(1)
+    >>> fused_mlp(x, w1, b1, w2, b2, activation="relu")
+    tensor([[4.],
+            [4.]])
+    """
+    op_activation = _activation(activation, allow_none=False)
+    for name, t, optional in (("x", x, False), ("w1", w1, False), ("b1", b1, True), ("w2", w2, False),
+                              ("b2", b2, True)):
+        _check_tensor(t, name, optional)
+    x, w1, b1, w2, b2 = _autocast(x, w1, b1, w2, b2)
+    _check_input(x)
+    _check_weight(w1, b1, x, ("w1", "b1"))
+    _check_weight(w2, b2, x, ("w2", "b2"))
+    _check_features(x, w1, "w1")
+    if w2.shape[1] != w1.shape[0]:
+        raise OperandError("w2", f"expected {w1.shape[0]} columns, the hidden features of w1 (got shape {tuple(w2.shape)})")
+    x2 = as_matrix(x.reshape(-1, x.shape[-1]))
+    if _grad_needed(x2, w1, b1, w2, b2):
+        out = torch.ops.nvmathx.mlp.default(x2, w1, b1, w2, b2, op_activation)[0]
+    else:
+        h = torch.ops.nvmathx.linear.default(x2, w1, b1, op_activation)
+        out = torch.ops.nvmathx.linear.default(h, w2, b2, "none")
+    return out.view(x.shape[:-1] + (w2.shape[0],))

@@ -1,0 +1,85 @@
+"""The GEMMs of the layers on cuBLASLt, through :func:`nvmathx.linalg.matmul` with fused epilogs.
+
+Each function computes what its namesake in :mod:`._reference` computes, in one ``matmul`` call
+(its plan cached by shape, strides, dtype and alignment), in the user's row-major frame with
+``nn.Linear``'s weight layout ``(out_features, in_features)``:
+
+========================  ==========================================  ==========================
+function                  product                                     epilog
+========================  ==========================================  ==========================
+forward                   ``x @ weight.T`` (weight.T: a transpose     [RELU|GELU][_AUX][_BIAS]
+                          flag, no copy)                              or BIAS
+grad_input                ``grad @ weight``                           none
+grad_weight               ``grad.T @ x`` (grad.T: a transpose flag)   BGRADA (bias gradient =
+                                                                      ``grad.T`` summed over K)
+grad_activation           ``grad @ weight``                           DGELU / DRELU [_BGRAD]
+========================  ==========================================  ==========================
+"""
+
+from __future__ import annotations
+
+from ..linalg import matmul
+
+__all__ = ["backward_epilog", "forward", "forward_epilog", "grad_activation", "grad_input", "grad_weight"]
+
+_AUX_NAMES = {"relu": "relu_aux", "gelu": "gelu_aux"}
+
+
+def forward_epilog(activation: str, bias: bool, keep_aux: bool) -> str | None:
+    """The epilog of the forward GEMM: activation, then ``_AUX`` when kept, then ``_BIAS``.
+
+    >>> forward_epilog("gelu", True, True), forward_epilog("none", True, False), forward_epilog("relu", False, False)
+    ('GELU_AUX_BIAS', 'BIAS', 'RELU')
+    """
+    parts = [] if activation == "none" else [activation.upper()] + (["AUX"] if keep_aux else [])
+    if bias:
+        parts.append("BIAS")
+    return "_".join(parts) or None
+
+
+def backward_epilog(activation: str, bias_grad: bool) -> str:
+    """The epilog of ``grad @ weight`` through the activation: DGELU / DRELU, ``_BGRAD`` with a bias gradient.
+
+    >>> backward_epilog("gelu", True), backward_epilog("relu", False)
+    ('DGELU_BGRAD', 'DRELU')
+    """
+    return f"D{activation.upper()}" + ("_BGRAD" if bias_grad else "")
+
+
+def forward(x, weight, bias, activation: str, keep_aux: bool):
+    """``(act(x @ weight.T + bias), aux or None)`` in one GEMM (formats of :mod:`._reference`)."""
+    epilog = forward_epilog(activation, bias is not None, keep_aux)
+    result = matmul(x, weight.T, epilog=epilog, epilog_inputs=None if bias is None else {"bias": bias})
+    if not keep_aux:
+        return result, None
+    y, outputs = result
+    aux = outputs[_AUX_NAMES[activation]]
+    # A GELU aux of N % 8 != 0 columns is a view of the padded buffer: the op returns the buffer
+    # whole (custom-op outputs own their storage) and the backward hands cuBLASLt the view again.
+    return y, aux if aux._base is None else aux._base
+
+
+def grad_input(grad, weight):
+    """``grad @ weight``."""
+    return matmul(grad, weight)
+
+
+def grad_weight(grad, x, bias_grad: bool):
+    """``(grad.T @ x, grad.sum(0) or None)``: BGRADA sums cuBLASLt's transposed A in the GEMM."""
+    if not bias_grad:
+        return matmul(grad.T, x), None
+    weight_grad, outputs = matmul(grad.T, x, epilog="BGRADA")
+    return weight_grad, outputs["bgrada"]
+
+
+def grad_activation(grad, weight, aux, activation: str, bias_grad: bool):
+    """``(dz, dz.sum(0) or None)``, ``dz = (grad @ weight) * act'(z)``, in one GEMM."""
+    n = weight.shape[1]
+    if activation == "gelu" and aux.shape[1] != n:
+        aux = aux[:, :n]
+    result = matmul(grad, weight, epilog=backward_epilog(activation, bias_grad),
+                    epilog_inputs={_AUX_NAMES[activation]: aux})
+    if not bias_grad:
+        return result, None
+    dz, outputs = result
+    return dz, outputs[f"d{activation}_bgrad"]

@@ -1,0 +1,119 @@
+"""The layers: :class:`FusedLinear` and :class:`FusedMLP`."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._functional import _activation, fused_linear, fused_mlp
+
+__all__ = ["FusedLinear", "FusedMLP"]
+
+
+class FusedLinear(nn.Module):
+    """``nn.Linear`` followed by an optional activation, forward and backward on cuBLASLt.
+
+    The parameters, their initialisation and the ``state_dict`` are exactly ``nn.Linear``'s
+    (``weight`` of shape ``(out_features, in_features)``, ``bias`` of shape ``(out_features,)``),
+    so a checkpoint of either loads into the other. It is not an ``nn.Linear`` subclass: code that
+    swaps ``nn.Linear`` modules (quantisation, for example) would drop the activation.
+
+    Parameters
+    ----------
+    in_features, out_features : int
+        Sizes of the input's last dimension and of the output's.
+    bias : bool
+        Learn an additive bias (default True).
+    activation : None, "relu" or "gelu"
+        Applied after the bias ("gelu": tanh approximation, ``F.gelu(approximate="tanh")``).
+    device, dtype
+        Where and in which dtype the parameters are created, as for ``nn.Linear``.
+
+    See Also
+    --------
+    fused_linear : the computation, its dtypes, devices and fallbacks.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nvmathx.torch import FusedLinear
+    >>> layer = FusedLinear(3, 4, activation="gelu")
+    >>> layer(torch.ones(5, 2, 3)).shape
+    torch.Size([5, 2, 4])
+    >>> layer.load_state_dict(torch.nn.Linear(3, 4).state_dict())
+    <All keys matched successfully>
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, activation: str | None = None,
+                 device=None, dtype=None):
+        super().__init__()
+        _activation(activation, allow_none=True)
+        factory = {"device": device, "dtype": dtype}
+        self.in_features = in_features
+        self.out_features = out_features
+        self.activation = activation
+        self.weight = nn.Parameter(torch.empty((out_features, in_features), **factory))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_features, **factory))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """``nn.Linear``'s initialisation (the same random draws from torch's generator)."""
+        nn.Linear.reset_parameters(self)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return fused_linear(x, self.weight, self.bias, self.activation)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+                f"activation={self.activation!r}")
+
+
+class FusedMLP(nn.Module):
+    """The transformer feed-forward block ``fc2(act(fc1(x)))``, forward and backward on cuBLASLt
+    with every elementwise step fused into a GEMM (:func:`fused_mlp`).
+
+    ``fc1`` (``d_model -> hidden``) and ``fc2`` (``hidden -> d_model``) are :class:`FusedLinear`
+    layers without an activation, so the ``state_dict`` keys are ``fc1.weight``, ``fc1.bias``,
+    ``fc2.weight`` and ``fc2.bias``, each exactly ``nn.Linear``'s: the block loads a checkpoint of
+    any module holding two ``nn.Linear`` layers named ``fc1`` and ``fc2``, and initialises as
+    ``nn.Linear(d_model, hidden)`` then ``nn.Linear(hidden, d_model)`` created in that order.
+
+    Parameters
+    ----------
+    d_model, hidden : int
+        Feature sizes of the input (and output) and of the hidden layer.
+    activation : "gelu" or "relu"
+        Between the layers ("gelu": tanh approximation).
+    bias : bool
+        Both layers learn a bias (default True).
+    device, dtype
+        Where and in which dtype the parameters are created.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nvmathx.torch import FusedMLP
+    >>> block = FusedMLP(8, 32)
+    >>> block(torch.ones(4, 8)).shape
+    torch.Size([4, 8])
+    >>> sorted(block.state_dict())
+    ['fc1.bias', 'fc1.weight', 'fc2.bias', 'fc2.weight']
+    """
+
+    def __init__(self, d_model: int, hidden: int, activation: str = "gelu", bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        _activation(activation, allow_none=False)
+        self.activation = activation
+        self.fc1 = FusedLinear(d_model, hidden, bias, device=device, dtype=dtype)
+        self.fc2 = FusedLinear(hidden, d_model, bias, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        fc1, fc2 = self.fc1, self.fc2
+        return fused_mlp(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias, self.activation)
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}"

@@ -1,0 +1,77 @@
+"""Shared helpers of the nvmathx.torch tests: seeded torch data and the float64 reference block."""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = [
+    "ACTIVATE",
+    "TorchMLP",
+    "float64_reference",
+    "generator",
+    "layer_tensors",
+    "randn",
+    "reference_linear",
+    "reference_mlp",
+    "relative_error",
+]
+
+ACTIVATE = {None: lambda z: z, "relu": torch.relu, "gelu": lambda z: F.gelu(z, approximate="tanh")}
+
+
+def generator(seed: int) -> torch.Generator:
+    """A CPU torch generator seeded from the test's ``seed`` fixture."""
+    return torch.Generator().manual_seed(seed)
+
+
+def randn(gen, shape, dtype=torch.float32, device="cpu", scale=1.0, requires_grad=False):
+    """Standard-normal data drawn on the CPU from ``gen`` (reproducible on any device), then moved."""
+    values = torch.randn(shape, generator=gen, dtype=torch.float64) * scale
+    return values.to(device=device, dtype=dtype).requires_grad_(requires_grad)
+
+
+def layer_tensors(gen, shapes: dict, dtype, device="cpu", requires_grad=True) -> dict:
+    """Weights scaled by 1/sqrt(fan_in) (outputs of order one), biases of order one."""
+    tensors = {}
+    for name, shape in shapes.items():
+        scale = shape[1] ** -0.5 if len(shape) == 2 else 1.0
+        tensors[name] = randn(gen, shape, dtype, device, scale, requires_grad)
+    return tensors
+
+
+def reference_linear(x, weight, bias, activation):
+    """torch's unfused layer (float64 in, float64 out)."""
+    return ACTIVATE[activation](F.linear(x, weight, bias))
+
+
+def reference_mlp(x, w1, b1, w2, b2, activation):
+    """torch's unfused block."""
+    return F.linear(ACTIVATE[activation](F.linear(x, w1, b1)), w2, b2)
+
+
+def float64_reference(function, tensors, grad, *args):
+    """(output, gradients of the tensors that are not None) of ``function`` in float64."""
+    wide = [t.detach().cpu().double().requires_grad_() if t is not None else None for t in tensors]
+    out = function(*wide, *args)
+    given = [t for t in wide if t is not None]
+    return out.detach(), torch.autograd.grad(out, given, grad.detach().cpu().double())
+
+
+def relative_error(result, expected) -> float:
+    """Norm-wise relative error of ``result`` against the float64 ``expected``."""
+    expected = expected.detach().double().cpu()
+    difference = result.detach().double().cpu() - expected
+    return float(difference.norm() / (expected.norm() or 1.0))
+
+
+class TorchMLP(nn.Module):
+    """The torch block FusedMLP replaces: fc1, activation, fc2."""
+
+    def __init__(self, d_model, hidden, activation="gelu", bias=True, device=None, dtype=None):
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, hidden, bias, device=device, dtype=dtype)
+        self.fc2 = nn.Linear(hidden, d_model, bias, device=device, dtype=dtype)
+        self.activation = activation
+
+    def forward(self, x):
+        return self.fc2(ACTIVATE[self.activation](self.fc1(x)))

@@ -1,0 +1,138 @@
+"""The path decision: what the cuBLASLt path hands to nvmathx.linalg.matmul (run here on nvmathx's
+own CPU execution space, which implements the same epilog semantics), and the fallback to the
+torch composition when cuBLASLt refuses a problem."""
+
+import logging
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from helpers.torch_layers import float64_reference, generator, layer_tensors, randn, reference_mlp, relative_error
+
+from nvmathx import InvalidStateError
+from nvmathx._bindings.cublaslt import CublasLtError
+from nvmathx.torch import _dispatch, _fused, fused_linear, fused_mlp
+
+
+@pytest.fixture
+def fused_on_cpu(monkeypatch):
+    """Send float32 CPU tensors down the cuBLASLt path and record every matmul call made there."""
+    calls = []
+    real_matmul = _fused.matmul
+
+    def recording_matmul(a, b, *, epilog=None, epilog_inputs=None):
+        calls.append({"epilog": epilog, "a": a, "b": b, "inputs": dict(epilog_inputs or {})})
+        return real_matmul(a, b, epilog=epilog, epilog_inputs=epilog_inputs)
+
+    monkeypatch.setattr(_dispatch, "fusable", lambda t: t.dtype == torch.float32)
+    monkeypatch.setattr(_fused, "matmul", recording_matmul)
+    monkeypatch.setattr(_dispatch, "refused", set())
+    return calls
+
+
+def _shares_storage(view, *tensors):
+    return any(view.untyped_storage().data_ptr() == t.untyped_storage().data_ptr() for t in tensors)
+
+
+@pytest.mark.parametrize("activation", ["gelu", "relu"])
+def test_mlp_runs_six_gemms_with_the_fused_epilogs(seed, fused_on_cpu, activation):
+    gen = generator(seed)
+    x = randn(gen, (3, 10, 24), requires_grad=True)
+    t = layer_tensors(gen, {"w1": (64, 24), "b1": (64,), "w2": (24, 64), "b2": (24,)}, torch.float32)
+    out = fused_mlp(x, t["w1"], t["b1"], t["w2"], t["b2"], activation)
+    grad = randn(gen, out.shape)
+    grads = torch.autograd.grad(out, (x, t["w1"], t["b1"], t["w2"], t["b2"]), grad)
+    upper = activation.upper()
+    assert [call["epilog"] for call in fused_on_cpu] == [
+        f"{upper}_AUX_BIAS", "BIAS",  # forward
+        f"D{upper}", None, "BGRADA", "BGRADA",  # backward: dz, dx, dW1 and db1, dW2 and db2
+    ]
+    # Weights and the input go in as they are or as transposed views (transpose flags): no copies.
+    weights = (t["w1"], t["w2"])
+    forward_1, forward_2, activation_grad, input_grad, weight_1_grad, weight_2_grad = fused_on_cpu
+    assert forward_1["b"].T.is_contiguous() and _shares_storage(forward_1["b"], *weights)
+    assert forward_2["b"].T.is_contiguous() and _shares_storage(forward_2["b"], *weights)
+    assert _shares_storage(forward_1["a"], x) and _shares_storage(weight_1_grad["b"], x)
+    assert _shares_storage(activation_grad["b"], *weights) and _shares_storage(input_grad["b"], *weights)
+    assert weight_1_grad["a"].T.is_contiguous() and weight_2_grad["a"].T.is_contiguous()
+    expected, expected_grads = float64_reference(reference_mlp, (x, *t.values()), grad, activation)
+    assert relative_error(out, expected) < 1e-6
+    for got, want in zip(grads, expected_grads):
+        assert relative_error(got, want) < 1e-5
+
+
+@pytest.mark.parametrize("activation,forward,backward", [
+    (None, "BIAS", [None, "BGRADA"]),
+    ("relu", "RELU_BIAS", [None, "BGRADA"]),
+    ("gelu", "GELU_AUX_BIAS", [None, "BGRADA"]),
+])
+def test_linear_epilogs(seed, fused_on_cpu, activation, forward, backward):
+    gen = generator(seed)
+    x = randn(gen, (12, 8), requires_grad=True)
+    t = layer_tensors(gen, {"weight": (16, 8), "bias": (16,)}, torch.float32)
+    y = fused_linear(x, t["weight"], t["bias"], activation)
+    y.backward(randn(gen, y.shape))
+    assert [call["epilog"] for call in fused_on_cpu] == [forward, *backward]
+
+
+def test_inference_keeps_no_auxiliary_output(seed, fused_on_cpu):
+    gen = generator(seed)
+    x = randn(gen, (12, 8))
+    t = layer_tensors(gen, {"w1": (16, 8), "b1": (16,), "w2": (8, 16), "b2": (8,)}, torch.float32)
+    with torch.no_grad():
+        fused_mlp(x, *t.values())
+        fused_linear(x, t["w1"], None, "gelu")
+    assert [call["epilog"] for call in fused_on_cpu] == ["GELU_BIAS", "BIAS", "GELU"]
+
+
+def test_refused_problems_fall_back_once_per_signature(seed, fused_on_cpu, monkeypatch, caplog):
+    """A NOT_SUPPORTED from cuBLASLt sends that problem to the torch composition (logged at DEBUG)
+    and is remembered; other shapes still try cuBLASLt."""
+    attempts = []
+
+    def refusing_grad_activation(*args):
+        attempts.append(args[0].shape)
+        raise CublasLtError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmulAlgoGetHeuristic")
+
+    monkeypatch.setattr(_fused, "grad_activation", refusing_grad_activation)
+    monkeypatch.setattr(_dispatch, "_logged", set())
+    gen = generator(seed)
+    t = layer_tensors(gen, {"w1": (16, 8), "b1": (16,), "w2": (8, 16), "b2": (8,)}, torch.float32)
+    with caplog.at_level(logging.DEBUG, logger="nvmathx"):
+        for rows in (5, 5, 5, 7):
+            x = randn(gen, (rows, 8), requires_grad=True)
+            out = fused_mlp(x, *t.values())
+            grad = randn(gen, out.shape)
+            grads = torch.autograd.grad(out, (x, *t.values()), grad)
+            _, expected = float64_reference(reference_mlp, (x, *t.values()), grad, "gelu")
+            assert all(relative_error(g, e) < 1e-5 for g, e in zip(grads, expected))
+    assert attempts == [(5, 8), (7, 8)]
+    assert len(_dispatch.refused) == 2
+    ours = [record for record in caplog.records if record.getMessage().startswith("nvmathx.torch:")]
+    assert len(ours) == 2 and all("refused" in r.getMessage() and r.levelno == logging.DEBUG for r in ours)
+
+
+@pytest.mark.parametrize("error", [
+    CublasLtError(13, "CUBLAS_STATUS_EXECUTION_FAILED", "cublasLtMatmul"),
+    InvalidStateError("this matmul plan was freed"),
+])
+def test_other_errors_propagate(seed, fused_on_cpu, monkeypatch, error):
+    def failing(*args):
+        raise error
+
+    monkeypatch.setattr(_fused, "forward", failing)
+    gen = generator(seed)
+    with pytest.raises(type(error)):
+        fused_linear(randn(gen, (4, 3)), randn(gen, (5, 3)))
+    assert not _dispatch.refused
+
+
+def test_cpu_tensors_take_the_torch_composition(seed, monkeypatch, caplog):
+    monkeypatch.setattr(_dispatch, "_logged", set())
+    gen = generator(seed)
+    assert not _dispatch.fusable(randn(gen, (2, 2)))
+    with caplog.at_level(logging.DEBUG, logger="nvmathx"):
+        for _ in range(3):
+            fused_linear(randn(gen, (4, 3)), randn(gen, (5, 3)))
+    assert len(caplog.records) == 1 and "torch composition" in caplog.records[0].getMessage()
