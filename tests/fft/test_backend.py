@@ -16,7 +16,7 @@ REAL_INPUT = {"rfft", "rfft2", "rfftn", "ihfft", "ihfft2", "ihfftn"}
 
 @pytest.mark.parametrize("backend", [nfft, nfft.backend], ids=["module", "object"])
 @pytest.mark.parametrize("name", SERVED)
-def test_each_function_dispatches_exactly_once(name, backend, monkeypatch):
+def test_each_function_dispatches_exactly_once(rng, name, backend, monkeypatch):
     """With the device check forced on, scipy.fft.<name> reaches our function once and returns its
     result (our CPU path then runs scipy's own backend, never ours again)."""
     calls = []
@@ -28,7 +28,6 @@ def test_each_function_dispatches_exactly_once(name, backend, monkeypatch):
 
     monkeypatch.setattr(_backend, "_on_device", lambda x: True)
     monkeypatch.setitem(_backend._SERVED, name, counting)
-    rng = np.random.default_rng()
     x = rng.standard_normal((4, 6))
     if name not in REAL_INPUT:
         x = x + 1j * rng.standard_normal((4, 6))
@@ -55,8 +54,8 @@ def test_unknown_functions_are_not_served(monkeypatch):
 
 
 @pytest.mark.parametrize("backend", [nfft, nfft.backend], ids=["module", "object"])
-def test_scipy_falls_back_for_host_arrays(backend):
-    x = np.random.default_rng().standard_normal(16)
+def test_scipy_falls_back_for_host_arrays(rng, backend):
+    x = rng.standard_normal(16)
     with scipy.fft.set_backend(backend):
         np.testing.assert_allclose(scipy.fft.fft(x), np.fft.fft(x))
         np.testing.assert_allclose(scipy.fft.dct(x), scipy.fft.dct(x))

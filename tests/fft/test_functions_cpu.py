@@ -29,8 +29,7 @@ def naive_dft(x, inverse=False):
 
 @pytest.mark.parametrize("name", ALL_1D)
 @pytest.mark.parametrize("norm", NORMS)
-def test_one_dimensional_against_scipy(name, norm):
-    rng = np.random.default_rng()
+def test_one_dimensional_against_scipy(rng, name, norm):
     x = _operand(name, (3, 10), rng)
     for n in (None, 7, 16):
         for axis in (-1, 0):
@@ -41,8 +40,7 @@ def test_one_dimensional_against_scipy(name, norm):
 
 @pytest.mark.parametrize("name", ALL_ND)
 @pytest.mark.parametrize("norm", NORMS)
-def test_n_dimensional_against_scipy(name, norm):
-    rng = np.random.default_rng()
+def test_n_dimensional_against_scipy(rng, name, norm):
     x = _operand(name, (4, 6, 8), rng)
     cases = [{}, {"s": (5, 8)}, {"axes": (0, 2)}, {"s": (3, 4), "axes": (2, 0)}]
     if name.endswith("n"):
@@ -57,8 +55,7 @@ def test_n_dimensional_against_scipy(name, norm):
 
 @pytest.mark.parametrize("n", [1, 2, 4, 8, 16, 64, 3, 5, 7, 11, 13, 97])
 @pytest.mark.parametrize("norm", NORMS)
-def test_naive_dft(n, norm):
-    rng = np.random.default_rng()
+def test_naive_dft(rng, n, norm):
     x = rng.standard_normal((2, n)) + 1j * rng.standard_normal((2, n))
     forward_scale = {None: 1, "backward": 1, "ortho": 1 / np.sqrt(n), "forward": 1 / n}[norm]
     inverse_scale = {None: 1 / n, "backward": 1 / n, "ortho": 1 / np.sqrt(n), "forward": 1}[norm]
@@ -72,8 +69,7 @@ def test_naive_dft(n, norm):
 
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("n", [1, 2, 5, 8, 17])
-def test_round_trips(norm, n):
-    rng = np.random.default_rng()
+def test_round_trips(rng, norm, n):
     x = rng.standard_normal((3, n)) + 1j * rng.standard_normal((3, n))
     np.testing.assert_allclose(nfft.ifft(nfft.fft(x, norm=norm), norm=norm), x, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(nfft.ifftn(nfft.fftn(x, norm=norm), norm=norm), x, rtol=1e-12, atol=1e-12)
@@ -90,14 +86,14 @@ def test_lists_and_workers():
     np.testing.assert_allclose(nfft.fft([1, 2, 3, 4], workers=2), np.fft.fft([1, 2, 3, 4]))
 
 
-def test_float32_keeps_single_precision():
-    x = np.random.default_rng().standard_normal(16).astype(np.float32)
+def test_float32_keeps_single_precision(rng):
+    x = rng.standard_normal(16).astype(np.float32)
     assert nfft.fft(x).dtype == np.complex64
     assert nfft.rfft(x).dtype == np.complex64
 
 
-def test_overwrite_x_is_accepted_and_input_intact_by_default():
-    x = np.random.default_rng().standard_normal((4, 5)) + 1j
+def test_overwrite_x_is_accepted_and_input_intact_by_default(rng):
+    x = rng.standard_normal((4, 5)) + 1j
     copy = x.copy()
     nfft.irfft(x)
     np.testing.assert_array_equal(x, copy)
