@@ -11,7 +11,7 @@ from .._core.plan_cache import PlanCache
 from .._core.streams import resolve_stream
 from .._core.tensor import wrap_operand
 from ._arguments import one_axis, shape_and_axes
-from ._cpu import run_on_cpu
+from ._cpu import check_workers, run_on_cpu
 from ._fastpath import describe
 from ._gpu import GpuTransform, plan_key
 from ._layout import C2C, C2R, R2C
@@ -82,7 +82,9 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
         _resolve(shape, s, axes, form, fft_type)
         if plan is not None:
             _check_cpu_plan(plan, shape)
-        return run_on_cpu(name, x, s, axes, norm, overwrite_x, workers=workers)
+        return run_on_cpu(name, fft_type, x, s, axes, norm, overwrite_x, workers=workers)
+    if workers is not None:  # scipy.fft's rule for arrays that are not numpy's
+        check_workers(workers, on_device=True)
     # cuFFT reads a real operand only from an address aligned to the complex element.
     aligned = fft_type != R2C or not pointer % (2 * dtype.itemsize)
     try:
