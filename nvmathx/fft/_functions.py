@@ -47,8 +47,9 @@ def _resolve(shape, s, axes, form, fft_type):
         lengths, axes_ = one_axis(shape, s, axes)
     else:
         lengths, axes_ = shape_and_axes(shape, s, axes)
-    if fft_type == C2R and (s is None or (form > 1 and list(s)[-1] == -1)):
-        # A C2R transform without a length reads m complex values and makes 2 * (m - 1) points.
+    if fft_type == C2R and s is None:
+        # A C2R transform without a length reads m complex values and makes 2 * (m - 1) points (an
+        # explicit -1 in s keeps the extent m, as scipy.fft does).
         lengths = lengths[:-1] + (2 * (shape[axes_[-1]] - 1),)
         if lengths[-1] < 1:
             raise OptionsError("n" if form == 1 else "s", f"invalid number of data points ({lengths[-1]}) specified")

@@ -5,6 +5,7 @@ import pytest
 import scipy.fft
 
 import nvmathx.fft as nfft
+from helpers.dft import dft_reference
 from nvmathx import OperandError, OptionsError
 
 C2C_1D = ["fft", "ifft"]
@@ -75,8 +76,14 @@ def test_round_trips(rng, norm, n):
     np.testing.assert_allclose(nfft.ifftn(nfft.fftn(x, norm=norm), norm=norm), x, rtol=1e-12, atol=1e-12)
     real = x.real.copy()
     np.testing.assert_allclose(nfft.irfft(nfft.rfft(real, norm=norm), n, norm=norm), real, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(nfft.ihfft(nfft.hfft(x, 2 * n, norm=norm), norm=norm)[:, :n].real,
-                               nfft.ihfft(nfft.hfft(x, 2 * n, norm=norm), norm=norm)[:, :n].real)
+    # hfft reads x as the first half of a Hermitian spectrum (x[0] real: its imaginary part is
+    # dropped) and ihfft recovers that half, padded with one zero to 2 * n // 2 + 1 points.
+    hermitian = np.concatenate([x, np.zeros((3, 1))], axis=1)
+    hermitian[:, 0] = hermitian[:, 0].real
+    np.testing.assert_allclose(nfft.ihfft(nfft.hfft(x, 2 * n, norm=norm), norm=norm), hermitian, rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(nfft.hfft(x, 2 * n, norm=norm), dft_reference("hfft", x, 2 * n, norm=norm), rtol=1e-12,
+                               atol=1e-12)
     # Parseval with the orthonormal scale
     if norm == "ortho":
         np.testing.assert_allclose(np.linalg.norm(nfft.fft(x, norm=norm)), np.linalg.norm(x), rtol=1e-12)
