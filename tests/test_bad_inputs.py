@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from helpers.requirements import mathdx_missing
 
 import nvmathx.fft as nfft
-from helpers.requirements import mathdx_missing
 from nvmathx import (
     DeviceUnavailableError,
     ExecutionCPU,
@@ -124,7 +124,7 @@ def _unsupported(dtype):
 def _device_fft(**kwargs):
     from nvmathx.device_api import FFT
 
-    arguments = dict(size=64, precision=np.float32, direction="forward", sm=(9, 0))
+    arguments = {"size": 64, "precision": np.float32, "direction": "forward", "sm": (9, 0)}
     arguments.update(kwargs)
     return FFT(**arguments)
 
@@ -132,7 +132,7 @@ def _device_fft(**kwargs):
 def _device_matmul(**kwargs):
     from nvmathx.device_api import Matmul as DeviceMatmul
 
-    arguments = dict(size=(32, 32, 32), precision=np.float32, sm=(9, 0))
+    arguments = {"size": (32, 32, 32), "precision": np.float32, "sm": (9, 0)}
     arguments.update(kwargs)
     return DeviceMatmul(**arguments)
 

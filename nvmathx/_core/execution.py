@@ -110,7 +110,7 @@ def _device_count() -> tuple:
         count = device_count()
     except ImportError as error:
         return 0, f"cuda.bindings could not be imported ({error})"
-    except Exception as error:  # no libcuda (cuda.pathfinder's DynamicLibNotFoundError), or cuInit failed
+    except Exception as error:  # noqa: BLE001  (no libcuda: cuda.pathfinder's DynamicLibNotFoundError; or cuInit failed)
         return 0, f"the CUDA driver is not usable ({type(error).__name__}: {error})"
     if count == 0:
         return 0, "the CUDA driver reports no device"

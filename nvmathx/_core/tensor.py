@@ -494,5 +494,5 @@ def is_read_only(operand: Operand) -> bool:
 
     try:
         return bool(StridedMemoryView.from_any_interface(obj, -1).readonly)
-    except Exception:  # a producer that rejects the -1 stream (jax): ask on the legacy default stream
+    except Exception:  # noqa: BLE001  (a producer that rejects the -1 stream, jax: ask on the legacy default stream)
         return bool(StridedMemoryView.from_any_interface(obj, 1).readonly)

@@ -17,7 +17,7 @@ from .._core.errors import OptionsError
 from .._core.tensor import Operand, host_array, wrap_operand
 from ._gpu import check_dtype
 
-__all__ = ["run_on_cpu", "to_package", "check_workers", "compute_array"]
+__all__ = ["check_workers", "compute_array", "run_on_cpu", "to_package"]
 
 _SINGLE_PRECISION = ("float16", "bfloat16")  # no half-precision transforms: computed in float32
 

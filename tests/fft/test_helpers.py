@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-
 from helpers.torch_random import randn
+
 import nvmathx.fft as nfft
 
 

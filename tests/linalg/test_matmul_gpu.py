@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-
 from helpers.torch_random import randn
+
 from nvmathx.linalg import matmul, relu_mask
 
 from ._gpu import to_numpy, to_torch
@@ -128,7 +128,7 @@ def test_float8_result_with_d_scale_and_amax(rng):
 
 
 def test_tf32_compute_option(rng):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     a, b = randn(rng, 256, 512, device="cuda"), randn(rng, 512, 128, device="cuda")
     exact = a.double() @ b.double()
     tf32 = matmul(a, b, options={"compute_type": "32F_FAST_TF32"})
