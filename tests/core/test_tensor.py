@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers.torch_random import randn
 
 from nvmathx._core.dtypes import numpy_dtype
 from nvmathx._core.errors import OperandError, UnsupportedOperandError
@@ -88,15 +89,16 @@ def test_numpy_result_creation_round_trip(rng):
         operand.adapter.empty((2,), np.float32, 0, None)
 
 
-torch = pytest.importorskip("torch")
-
-from helpers.torch_random import randn  # noqa: E402
+@pytest.fixture
+def torch():
+    """The torch module (the test is skipped without it; the numpy tests above run anyway)."""
+    return pytest.importorskip("torch")
 
 
 @pytest.mark.parametrize(
     "dtype_name", ["float16", "bfloat16", "float32", "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"]
 )
-def test_torch_cpu_view_and_dtype_mapping(rng, dtype_name):
+def test_torch_cpu_view_and_dtype_mapping(rng, torch, dtype_name):
     tensor = randn(rng, 6, 10).to(getattr(torch, dtype_name))[:, ::2].t()
     operand = wrap_operand(tensor, "b")
     assert operand.package == "torch"
@@ -110,13 +112,13 @@ def test_torch_cpu_view_and_dtype_mapping(rng, dtype_name):
     assert isinstance(back, torch.Tensor) and back.dtype == tensor.dtype and back.device.type == "cpu"
 
 
-def test_torch_strided_result(rng):
+def test_torch_strided_result(rng, torch):
     operand = wrap_operand(randn(rng, 3, 4), "x")
     result = operand.adapter.empty((3, 4), np.float32, -1, None, strides=(1, 3))
     assert result.stride() == (1, 3)
 
 
-def test_torch_unsupported_dtype():
+def test_torch_unsupported_dtype(torch):
     with pytest.raises(UnsupportedOperandError, match="^x:.*uint32|^x:"):
         wrap_operand(torch.ones(3, dtype=torch.uint32) if hasattr(torch, "uint32") else torch.ones(3, dtype=torch.qint8), "x")
 
@@ -128,7 +130,7 @@ def test_operand_repr_and_size():
     assert "numpy" in repr(operand)
 
 
-def test_signature_and_pointer_agree_with_the_view(rng):
+def test_signature_and_pointer_agree_with_the_view(rng, torch):
     arrays = [rng.standard_normal((4, 6)), rng.standard_normal((4, 6))[:, ::2], randn(rng, 3, 5).t()]
     for array in arrays:
         adapter = adapter_for(array)
@@ -141,7 +143,7 @@ def test_signature_and_pointer_agree_with_the_view(rng):
     assert adapter_for(arrays[0]).signature(arrays[0]) != adapter_for(arrays[0]).signature(arrays[0].astype(np.float32))
 
 
-def test_torch_lazy_conjugate_views_are_resolved(rng):
+def test_torch_lazy_conjugate_views_are_resolved(rng, torch):
     tensor = randn(rng, 4, 3, dtype=torch.complex64)
     lazy = tensor.conj()
     assert lazy.is_conj()
@@ -151,3 +153,34 @@ def test_torch_lazy_conjugate_views_are_resolved(rng):
     np.testing.assert_array_equal(values.numpy(), tensor.numpy().conj())
     adapter = adapter_for(tensor)
     assert adapter.signature(lazy) != adapter.signature(tensor)
+
+
+@pytest.mark.parametrize("dtype_name", ["float32", "bfloat16", "complex64"])
+def test_host_array_views_torch_cpu_memory(rng, torch, dtype_name):
+    from nvmathx._core.tensor import host_array
+
+    tensor = randn(rng, 6, 10, dtype=getattr(torch, dtype_name))[1:, ::3].t()
+    view = host_array(wrap_operand(tensor, "x"))
+    assert view.shape == tuple(tensor.shape) and view.dtype == numpy_dtype(dtype_name)
+    np.testing.assert_array_equal(view.astype(np.complex128), tensor.to(torch.complex128).numpy())
+    writeable = host_array(wrap_operand(tensor, "x"), writeable=True)
+    writeable[0, 0] = 3
+    assert complex(tensor[0, 0]) == 3  # the same memory, not a copy
+
+
+def test_host_array_of_numpy_and_empty_operands(rng, torch):
+    from nvmathx._core.tensor import host_array
+
+    array = rng.standard_normal((4, 5))[::-1, ::2]
+    assert host_array(wrap_operand(array, "x")) is array
+    assert host_array(wrap_operand(torch.ones(0, 3), "x")).shape == (0, 3)
+
+
+def test_is_read_only(rng, torch):
+    from nvmathx._core.tensor import is_read_only
+
+    array = rng.standard_normal(4)
+    assert not is_read_only(wrap_operand(array, "x"))
+    array.flags.writeable = False
+    assert is_read_only(wrap_operand(array, "x"))
+    assert not is_read_only(wrap_operand(torch.ones(3), "x"))
