@@ -472,14 +472,15 @@ def host_array(operand: Operand, *, writeable: bool = False) -> np.ndarray:
     dtype, shape, strides = operand.dtype, tuple(operand.shape), tuple(operand.strides)
     if any(extent == 0 for extent in shape):
         return np.empty(shape, dtype)
-    low = sum((extent - 1) * stride for extent, stride in zip(shape, strides) if stride < 0)
-    high = sum((extent - 1) * stride for extent, stride in zip(shape, strides) if stride > 0)
     import ctypes
 
-    raw = np.frombuffer((ctypes.c_char * ((high - low + 1) * dtype.itemsize)).from_address(operand.ptr + low * dtype.itemsize),
-                        dtype=dtype)
-    return np.lib.stride_tricks.as_strided(raw[-low:], shape, tuple(stride * dtype.itemsize for stride in strides),
-                                           writeable=writeable)
+    # The span the strides reach, from the lowest element (negative strides go below ptr) up.
+    low = sum((extent - 1) * stride for extent, stride in zip(shape, strides) if stride < 0)
+    high = sum((extent - 1) * stride for extent, stride in zip(shape, strides) if stride > 0)
+    memory = (ctypes.c_char * ((high - low + 1) * dtype.itemsize)).from_address(operand.ptr + low * dtype.itemsize)
+    first = np.frombuffer(memory, dtype=dtype)[-low:]
+    byte_strides = tuple(stride * dtype.itemsize for stride in strides)
+    return np.lib.stride_tricks.as_strided(first, shape, byte_strides, writeable=writeable)
 
 
 def is_read_only(operand: Operand) -> bool:
