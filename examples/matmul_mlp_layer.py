@@ -10,9 +10,11 @@ Runs on the CPU with numpy by default; pass --execution cuda to run the same cod
 """
 
 import argparse
+import sys
 
 import numpy as np
 
+from nvmathx import DeviceUnavailableError
 from nvmathx.linalg import matmul
 
 
@@ -59,4 +61,7 @@ def main(execution):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--execution", choices=("cpu", "cuda"), default="cpu")
-    main(parser.parse_args().execution)
+    try:
+        main(parser.parse_args().execution)
+    except DeviceUnavailableError as error:  # --execution cuda on a machine without a GPU
+        sys.exit(f"{parser.prog}: {error}")

@@ -5,9 +5,11 @@ operands); on the CPU there is nothing to tune and the same code runs with numpy
 """
 
 import argparse
+import sys
 
 import numpy as np
 
+from nvmathx import DeviceUnavailableError
 from nvmathx.linalg import Matmul
 
 
@@ -35,4 +37,7 @@ def main(execution):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--execution", choices=("cpu", "cuda"), default="cpu")
-    main(parser.parse_args().execution)
+    try:
+        main(parser.parse_args().execution)
+    except DeviceUnavailableError as error:  # --execution cuda on a machine without a GPU
+        sys.exit(f"{parser.prog}: {error}")

@@ -19,6 +19,7 @@ import importlib
 
 from ._core.errors import (
     CudaLibraryError,
+    DeviceUnavailableError,
     InvalidStateError,
     LibraryNotFoundError,
     NvmathxError,
@@ -44,6 +45,7 @@ __all__ = [
     "UnsupportedLayoutError",
     "OptionsError",
     "InvalidStateError",
+    "DeviceUnavailableError",
     *_SUBPACKAGES,
 ]
 

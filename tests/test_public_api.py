@@ -10,7 +10,7 @@ import nvmathx
 TOP_LEVEL = {
     "__version__", "ExecutionCUDA", "ExecutionCPU", "NvmathxError", "LibraryNotFoundError", "CudaLibraryError",
     "OperandError", "UnsupportedOperandError", "UnsupportedLayoutError", "OptionsError", "InvalidStateError",
-    "linalg", "fft", "device_api", "typing",
+    "DeviceUnavailableError", "linalg", "fft", "device_api", "typing",
 }
 
 # Public (non-underscore) modules allowed anywhere in the package.

@@ -16,6 +16,7 @@ __all__ = [
     "UnsupportedLayoutError",
     "OptionsError",
     "InvalidStateError",
+    "DeviceUnavailableError",
 ]
 
 
@@ -139,6 +140,24 @@ class OptionsError(NvmathxError, ValueError):
 class InvalidStateError(NvmathxError, RuntimeError):
     """A method was called in a state that does not allow it (for example, after ``free()``, or
     ``execute()`` before ``plan()``)."""
+
+
+class DeviceUnavailableError(NvmathxError, RuntimeError):
+    """CUDA execution was asked for where it cannot run: no CUDA driver, no GPU, or no GPU of that
+    ordinal.
+
+    Attributes
+    ----------
+    argument : str
+        The argument that asked for the device (``"execution"``).
+    """
+
+    def __init__(self, argument: str, message: str):
+        self.argument = argument
+        super().__init__(f"{argument}: {message}")
+
+    def __reduce__(self):
+        return (_rebuild_named, (type(self), self.argument, str(self)))
 
 
 def _rebuild_named(cls, argument, message):

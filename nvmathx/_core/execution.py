@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-from .errors import OperandError, OptionsError
+from .errors import DeviceUnavailableError, OperandError, OptionsError
 from .options import check_positive_int
 
-__all__ = ["ExecutionCUDA", "ExecutionCPU", "normalize_execution"]
+__all__ = ["ExecutionCUDA", "ExecutionCPU", "normalize_execution", "check_device_available"]
 
 
 @dataclass(frozen=True)
@@ -80,4 +81,37 @@ def normalize_execution(execution, operand_device_id: int, argument: str = "exec
         raise OperandError(
             argument, f"ExecutionCUDA(device_id={execution.device_id}) but the operand is on GPU {operand_device_id}"
         )
+    if isinstance(execution, ExecutionCUDA) and operand_device_id < 0:
+        check_device_available(execution.device_id, argument)
     return execution
+
+
+def check_device_available(device_id: int, argument: str = "execution") -> None:
+    """Raise DeviceUnavailableError (naming ``argument``) unless CUDA device ``device_id`` exists.
+
+    A host operand asked to run on CUDA is the one case where nvmathx, not the operand, chooses a
+    device, so it is the one place a missing driver or GPU has to be reported in the caller's terms.
+    """
+    count, problem = _device_count()
+    if problem is not None:
+        raise DeviceUnavailableError(argument, f"CUDA execution needs an NVIDIA GPU, but {problem}; use execution='cpu'")
+    if device_id >= count:
+        raise DeviceUnavailableError(
+            argument, f"CUDA execution on device {device_id}, but this machine has {count} CUDA device(s)"
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def _device_count() -> tuple:
+    """(number of CUDA devices, None) or (0, what is missing); asked once per process."""
+    try:
+        from .._bindings.cuda_driver import device_count
+
+        count = device_count()
+    except ImportError as error:
+        return 0, f"cuda.bindings could not be imported ({error})"
+    except Exception as error:  # noqa: BLE001  (no libcuda: cuda.pathfinder's DynamicLibNotFoundError; or cuInit failed)
+        return 0, f"the CUDA driver is not usable ({type(error).__name__}: {error})"
+    if count == 0:
+        return 0, "the CUDA driver reports no device"
+    return count, None

@@ -112,14 +112,20 @@ class PlanCache:
             self._evict(cache)
 
     def info(self, device_id: int = 0) -> PlanCacheInfo:
-        """Size, memory and hit counts of one device's cache on this thread."""
-        cache = self._device(device_id)
+        """Size, memory and hit counts of one device's cache on this thread.
+
+        Raises
+        ------
+        OptionsError
+            When ``device_id`` is not an int >= 0.
+        """
+        cache = self._device(check_positive_int(device_id, "device_id", allow_zero=True))
         memory = sum(cache.memory.values())
         return PlanCacheInfo(device_id, len(cache.plans), self.max_size, memory, self.max_memory_bytes, cache.hits, cache.misses)
 
     def keys(self, device_id: int = 0) -> list:
-        """The cached keys, least recently used first."""
-        return list(self._device(device_id).plans)
+        """The cached keys, least recently used first (``device_id`` is checked as by :meth:`info`)."""
+        return list(self._device(check_positive_int(device_id, "device_id", allow_zero=True)).plans)
 
     def clear(self) -> None:
         """Free every cached plan of this thread, on every device, and reset the counters."""

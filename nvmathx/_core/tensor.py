@@ -26,6 +26,8 @@ __all__ = [
     "allocate_like",
     "stage_to_device",
     "copy_to_host",
+    "host_array",
+    "is_read_only",
 ]
 
 
@@ -458,3 +460,40 @@ def copy_to_host(device: Operand, like: Operand, stream):
         memcpy_async(host.ptr, device.ptr, nbytes, stream.handle)
     stream_synchronize(stream.handle)
     return host_obj
+
+
+def host_array(operand: Operand, *, writeable: bool = False) -> np.ndarray:
+    """A numpy view of a host operand of any library, bfloat16 and float8 included (numpy arrays
+    are returned as they are). The view does not keep ``operand.obj`` alive: hold the operand."""
+    if isinstance(operand.obj, np.ndarray):
+        return operand.obj
+    if operand.device_id >= 0:
+        raise OperandError("operand", f"lives on GPU {operand.device_id}, not in host memory")
+    dtype, shape, strides = operand.dtype, tuple(operand.shape), tuple(operand.strides)
+    if any(extent == 0 for extent in shape):
+        return np.empty(shape, dtype)
+    import ctypes
+
+    # The span the strides reach, from the lowest element (negative strides go below ptr) up.
+    low = sum((extent - 1) * stride for extent, stride in zip(shape, strides) if stride < 0)
+    high = sum((extent - 1) * stride for extent, stride in zip(shape, strides) if stride > 0)
+    memory = (ctypes.c_char * ((high - low + 1) * dtype.itemsize)).from_address(operand.ptr + low * dtype.itemsize)
+    first = np.frombuffer(memory, dtype=dtype)[-low:]
+    byte_strides = tuple(stride * dtype.itemsize for stride in strides)
+    return np.lib.stride_tricks.as_strided(first, shape, byte_strides, writeable=writeable)
+
+
+def is_read_only(operand: Operand) -> bool:
+    """Whether the operand's memory must not be written (a read-only numpy array, or a DLPack
+    producer that exports read-only memory, such as jax)."""
+    obj = operand.obj
+    if isinstance(obj, np.ndarray):
+        return not obj.flags.writeable
+    if operand.adapter.name in ("torch", "cupy", "nvmathx"):
+        return False
+    from cuda.core.utils import StridedMemoryView
+
+    try:
+        return bool(StridedMemoryView.from_any_interface(obj, -1).readonly)
+    except Exception:  # noqa: BLE001  (a producer that rejects the -1 stream, jax: ask on the legacy default stream)
+        return bool(StridedMemoryView.from_any_interface(obj, 1).readonly)

@@ -96,9 +96,12 @@ class Matmul:
         self.data_type = data_type
         self.arrangement = _arrangement(arrangement)
         self.target: Target = resolve_target(sm)
+        # Malformed arguments are refused before libmathdx is asked anything.
+        block_dims = _block_dims(block_dim)
+        leading_dims = _leading_dims(leading_dimension)
         base = self._base_operators()
         self._check(base, "size", f"no cuBLASDx implementation of a {self.size} {data_type} GEMM in {self.precision.name} on {self.target.name}")
-        operators = base + self._block_dim_operator(block_dim) + self._leading_dimension_operator(base, leading_dimension)
+        operators = base + self._block_dim_operator(block_dims) + self._leading_dimension_operator(base, leading_dims)
         self._operators = operators
         self._read_traits()
         self._check_shared_memory()
@@ -126,23 +129,18 @@ class Matmul:
             raise OptionsError(argument, f"{message} ({traits['error']})")
         return traits
 
-    def _block_dim_operator(self, block_dim) -> tuple:
-        if isinstance(block_dim, str) and block_dim == "suggested":
+    def _block_dim_operator(self, dims) -> tuple:
+        if dims is None:
             return ()
-        dims = _dims(tuple(block_dim) + (1,) * (3 - len(block_dim)) if isinstance(block_dim, (tuple, list)) else block_dim, "block_dim")
-        if int(np.prod(dims)) > 1024:
-            raise OptionsError("block_dim", f"a block has at most 1024 threads; got {dims}")
         operator = (("BLOCK_DIM", dims),)
         self._check(self._base_operators() + operator, "block_dim", f"block_dim={dims} is not legal for this GEMM")
         return operator
 
-    def _leading_dimension_operator(self, base: tuple, leading_dimension) -> tuple:
-        if leading_dimension is None:
+    def _leading_dimension_operator(self, base: tuple, dims) -> tuple:
+        if dims is None:
             return ()
-        if isinstance(leading_dimension, str) and leading_dimension == "suggested":
+        if dims == "suggested":
             dims = tuple(self._query(base)["suggested_leading_dimension"])
-        else:
-            dims = _dims(leading_dimension, "leading_dimension")
         operator = (("LEADING_DIMENSION", dims),)
         self._check(base + operator, "leading_dimension", f"leading_dimension={dims} is not legal for this GEMM")
         return operator
@@ -216,6 +214,25 @@ class Matmul:
             f"arrangement={self.arrangement}, leading_dimension={(self.lda, self.ldb, self.ldc)}, "
             f"block_dim={self.block_dim}, sm={self.target.name!r})"
         )
+
+
+def _block_dims(block_dim):
+    """None for "suggested", else three positive ints of at most 1024 threads in all."""
+    if isinstance(block_dim, str) and block_dim == "suggested":
+        return None
+    if isinstance(block_dim, (tuple, list)) and 1 <= len(block_dim) <= 3:
+        block_dim = tuple(block_dim) + (1,) * (3 - len(block_dim))
+    dims = _dims(block_dim, "block_dim")
+    if int(np.prod(dims)) > 1024:
+        raise OptionsError("block_dim", f"a block has at most 1024 threads; got {dims}")
+    return dims
+
+
+def _leading_dims(leading_dimension):
+    """None, "suggested", or three positive ints."""
+    if leading_dimension is None or (isinstance(leading_dimension, str) and leading_dimension == "suggested"):
+        return leading_dimension
+    return _dims(leading_dimension, "leading_dimension")
 
 
 def _normalized_precision_enum(precision: np.dtype):

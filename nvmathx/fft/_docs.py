@@ -30,7 +30,8 @@ overwrite_x : bool, optional
     Whether the operand may be destroyed. On the GPU this lets a complex-to-real transform skip
     its copy of the operand (cuFFT's C2R overwrites its input); otherwise it is never written.
 workers : int, optional
-    CPU threads for host operands (scipy.fft's ``workers``); ignored on the GPU.
+    CPU threads for host operands (scipy.fft's ``workers``: -1 counts back from the number of
+    CPUs). GPU arrays take only None, as scipy.fft requires for arrays that are not numpy's.
 plan : nvmathx.fft.FFT, optional
     A stateful plan made for the same operand layout, axes and lengths; its cuFFT plans are used
     instead of the plan cache.{callbacks_text}
@@ -43,12 +44,14 @@ out : array
 Raises
 ------
 OptionsError
-    For invalid ``n``/``s``, ``axis``/``axes`` (empty, repeated or out of range) or ``norm``.
+    For invalid ``n``/``s``, ``axis``/``axes`` (empty, repeated or out of range), ``norm`` or
+    ``workers`` (0, not an int, below ``-os.cpu_count()``, or not None with a GPU array).
 OperandError
     When ``plan`` was made for another problem.
 UnsupportedOperandError
-    For an object that is not an array, or a dtype neither bool, integer, floating nor complex of
-    at most 64 bits per part (e.g. float128, strings, objects).
+    For an object that is not an array, a dtype neither bool, integer, floating nor complex of
+    at most 64 bits per part (e.g. float128, strings, objects), or a complex operand of a
+    real-to-complex transform (rfft*, ihfft*); on the CPU and the GPU alike.
 
 See Also
 --------

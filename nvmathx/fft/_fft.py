@@ -11,7 +11,7 @@ from .._core.execution import ExecutionCPU, normalize_execution
 from .._core.logs import get_logger
 from .._core.options import check_or_create_options
 from .._core.streams import resolve_stream
-from .._core.tensor import copy_to_host, stage_to_device, wrap_operand
+from .._core.tensor import copy_to_host, is_read_only, stage_to_device, wrap_operand
 from ._arguments import normalize_axes
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
@@ -39,7 +39,18 @@ class FFT:
         Where it runs (default: where the operand lives).
     stream : cuda.core Stream, object with ``__cuda_stream__``, int or None, optional
         The stream for staging copies; ``execute(stream=None)`` uses the operand library's current
-        stream.
+        stream. CPU execution takes none.
+
+    Raises
+    ------
+    OperandError
+        For a 0-d operand, or a read-only one with ``options.inplace``.
+    UnsupportedOperandError
+        For an unsupported dtype (objects, strings, long double) on either execution space.
+    OptionsError
+        For invalid axes or options, or a ``stream`` with CPU execution.
+    DeviceUnavailableError
+        For CUDA execution of a host operand on a machine without a CUDA driver or GPU.
 
     Notes
     -----
@@ -66,12 +77,16 @@ class FFT:
                  execution: ExecutionLike = None, stream: StreamLike = None):
         self.options = options = check_or_create_options(FFTOptions, options, "options")
         operand = wrap_operand(x, "x")
+        if operand.ndim == 0:
+            raise OperandError("x", "expected an array with at least one dimension (got a 0-d array)")
         self._execution = normalize_execution(execution, operand.device_id)
         self.fft_type = _fft_type(options, operand.dtype)
+        check_dtype(self.fft_type, operand.dtype)
         self.axes = normalize_axes(operand.ndim, range(operand.ndim) if axes is None else axes)
         self.lengths = _lengths(self.fft_type, operand.shape, self.axes, options.last_axis_parity)
         if options.inplace and (self.fft_type != C2C or operand.dtype.kind != "c"):
             raise OptionsError("options.inplace", "only a C2C transform of a complex operand can run in place")
+        _check_writeable(operand, options.inplace)
         self.operand_shape = tuple(operand.shape)
         self._user = operand
         self._on_cpu = isinstance(self._execution, ExecutionCPU)
@@ -80,10 +95,11 @@ class FFT:
         self._freed = False
         self._logger = get_logger(options.logger)
         if self._on_cpu:
+            if stream is not None:
+                raise OptionsError("stream", "CPU execution takes no stream")
             self._device_id = -1
             self.key = ("cpu", self.fft_type, self.operand_shape, operand.dtype.name, self.axes, self.lengths)
             return
-        check_dtype(self.fft_type, operand.dtype)
         self._device_id = self._execution.device_id
         self._stream = resolve_stream(stream, self._device_id, operand.adapter.current_stream)
         self._device = operand if operand.device_id >= 0 else stage_to_device(operand, self._device_id, self._stream)
@@ -175,6 +191,8 @@ class FFT:
             raise InvalidStateError("call plan() before execute()")
         sign = self._default_direction if direction is None else normalize_direction(direction, self.fft_type)
         if self._on_cpu:
+            if stream is not None:
+                raise OptionsError("stream", "CPU execution takes no stream")
             return self._execute_cpu(sign)
         if stream is None:
             # The library's current stream (None without one): resolved again only when it changes.
@@ -198,13 +216,13 @@ class FFT:
     def _execute_cpu(self, sign):
         import scipy.fft
 
-        from ._cpu import to_package
+        from ._cpu import compute_array, to_package
 
         names = _CPU_FUNCTIONS[self.fft_type]
         function = getattr(scipy.fft, names[0] if sign < 0 else names[1])
         workers = self._execution.num_threads
         x = self._user.obj
-        host = x if isinstance(x, np.ndarray) else np.asarray(x)  # torch CPU tensors share memory
+        host = compute_array(self._user, writeable=self.options.inplace)  # torch CPU tensors share memory
         with scipy.fft.set_backend("scipy", only=True):
             if self.fft_type == C2R:
                 result = function(host, s=self.lengths, axes=self.axes, norm="forward", workers=workers)
@@ -237,6 +255,7 @@ class FFT:
                                     ("library", operand.package, old.package)):
             if new != expected:
                 raise OperandError("x", f"the new operand's {what} is {new}, the plan's is {expected}")
+        _check_writeable(operand, self.options.inplace)
         self._user = operand
         if self._on_cpu:
             return
@@ -293,6 +312,11 @@ class _CpuPlan:
 
     def free(self):
         pass
+
+
+def _check_writeable(operand, inplace: bool) -> None:
+    if inplace and is_read_only(operand):
+        raise OperandError("x", "is read-only, but options.inplace writes the result into it; pass a writeable array")
 
 
 def _as_operand(result):

@@ -11,7 +11,7 @@ from .._core.plan_cache import PlanCache
 from .._core.streams import resolve_stream
 from .._core.tensor import wrap_operand
 from ._arguments import one_axis, shape_and_axes
-from ._cpu import run_on_cpu
+from ._cpu import check_workers, run_on_cpu
 from ._fastpath import describe
 from ._gpu import GpuTransform, plan_key
 from ._layout import C2C, C2R, R2C
@@ -47,8 +47,9 @@ def _resolve(shape, s, axes, form, fft_type):
         lengths, axes_ = one_axis(shape, s, axes)
     else:
         lengths, axes_ = shape_and_axes(shape, s, axes)
-    if fft_type == C2R and (s is None or (form > 1 and list(s)[-1] == -1)):
-        # A C2R transform without a length reads m complex values and makes 2 * (m - 1) points.
+    if fft_type == C2R and s is None:
+        # A C2R transform without a length reads m complex values and makes 2 * (m - 1) points (an
+        # explicit -1 in s keeps the extent m, as scipy.fft does).
         lengths = lengths[:-1] + (2 * (shape[axes_[-1]] - 1),)
         if lengths[-1] < 1:
             raise OptionsError("n" if form == 1 else "s", f"invalid number of data points ({lengths[-1]}) specified")
@@ -88,7 +89,9 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
             _check_cpu_plan(plan, shape)
         if prolog is not None or epilog is not None:
             raise OptionsError("prolog" if prolog is not None else "epilog", "callbacks run on cuFFT: pass a GPU array")
-        return run_on_cpu(name, x, s, axes, norm, overwrite_x, workers=workers)
+        return run_on_cpu(name, fft_type, x, s, axes, norm, overwrite_x, workers=workers)
+    if workers is not None:  # scipy.fft's rule for arrays that are not numpy's
+        check_workers(workers, on_device=True)
     # cuFFT reads a real operand only from an address aligned to the complex element.
     aligned = fft_type != R2C or not pointer % (2 * dtype.itemsize)
     try:

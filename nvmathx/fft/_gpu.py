@@ -62,15 +62,17 @@ def real_input_aligned(fft_type, pointer: int, itemsize: int) -> bool:
 
 
 def check_dtype(fft_type: str, dtype, argument: str = "x") -> None:
-    """Raise UnsupportedOperandError when a GPU transform of ``fft_type`` cannot take ``dtype``."""
+    """Raise UnsupportedOperandError when a transform of ``fft_type`` cannot take ``dtype``, on either
+    execution space: objects, strings, long double, float8 and the like are refused, and a
+    real-to-complex transform refuses complex operands."""
     name = np.dtype(dtype).name
-    if fft_type == R2C and name not in _REAL and name not in INTEGER_C_TYPES:
-        raise UnsupportedOperandError(argument, f"a real-to-complex transform needs a real operand (got {name})")
     if name not in _REAL + _COMPLEX and name not in INTEGER_C_TYPES:
         raise UnsupportedOperandError(
-            argument, f"dtype {name} is not supported on the GPU; expected bool, an integer type, float16, "
+            argument, f"dtype {name} is not supported; expected bool, an integer type, float16, "
                       "bfloat16, float32, float64, complex64 or complex128"
         )
+    if fft_type == R2C and name in _COMPLEX:
+        raise UnsupportedOperandError(argument, f"a real-to-complex transform needs a real operand (got {name})")
 
 
 def result_dtype(fft_type: str, dtype) -> np.dtype:

@@ -92,12 +92,12 @@ def rfftfreq(n, d=1.0, *, xp=None, device=None):
 
 def _shift(x, axes, inverse: bool):
     operand = wrap_operand(x, "x", array_like=True)
+    axes = tuple(range(operand.ndim)) if axes is None else normalize_axes(operand.ndim, axes)
     if operand.device_id < 0:
         function = np.fft.ifftshift if inverse else np.fft.fftshift
         from ._cpu import to_package
 
         return to_package(function(np.asarray(operand.obj), axes), operand.obj)
-    axes = tuple(range(operand.ndim)) if axes is None else normalize_axes(operand.ndim, axes)
     from .._core.errors import UnsupportedOperandError
     from .._core.streams import resolve_stream
     from ._kernels import can_copy, copy_nd

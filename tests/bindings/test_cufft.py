@@ -29,12 +29,11 @@ def test_get_version():
 
 
 @pytest.mark.gpu
-def test_plan_exec_destroy():
+def test_plan_exec_destroy(rng):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA")
     batch, n = 8, 64
-    rng = np.random.default_rng()
     host = (rng.standard_normal((batch, n)) + 1j * rng.standard_normal((batch, n))).astype(np.complex64)
     x = torch.from_numpy(host).cuda()
     y = torch.empty_like(x)

@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import sys
 
 import pytest
 
@@ -37,17 +38,19 @@ def test_missing_library_raises_typed_error(fresh_loader, monkeypatch):
 
 
 def test_sys_path_fallback_finds_target_installs(fresh_loader, monkeypatch, tmp_path):
+    import cuda.pathfinder
+
     real = _find_any_shared_library()
     folder = tmp_path / "nvidia" / "cu13" / "lib"
     folder.mkdir(parents=True)
     shutil.copy(real, folder / "libcufft.so.12")
     (tmp_path / "nvidia" / "cu12" / "lib").mkdir(parents=True)
     shutil.copy(real, tmp_path / "nvidia" / "cu12" / "lib" / "libcufft.so.11")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    # Only the fake install is searched: the CUDA wheels of this environment (nvidia/cu13/lib in
+    # site-packages after `pip install -e .[cu13]`) must not decide the outcome.
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
     candidates = fresh_loader._sys_path_candidates("cufft")
-    assert candidates[:2] == [str(folder / "libcufft.so.12"), str(tmp_path / "nvidia/cu12/lib/libcufft.so.11")]
-
-    import cuda.pathfinder
+    assert candidates == [str(folder / "libcufft.so.12"), str(tmp_path / "nvidia/cu12/lib/libcufft.so.11")]
 
     def no_pathfinder(name):
         raise OSError("not here")

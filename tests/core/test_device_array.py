@@ -27,8 +27,8 @@ def _device_array_over(host):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128, np.int32, np.float16])
-def test_capsule_round_trip_through_numpy(dtype):
-    host = (np.random.default_rng().standard_normal((4, 6)) * 10).astype(dtype)[:, ::2]
+def test_capsule_round_trip_through_numpy(rng, dtype):
+    host = (rng.standard_normal((4, 6)) * 10).astype(dtype)[:, ::2]
     imported = np.from_dlpack(HostExport(_device_array_over(host)))
     np.testing.assert_array_equal(imported, host)
     del imported
@@ -45,11 +45,11 @@ def test_unconsumed_capsule_is_released():
     assert not device_array._exported
 
 
-def test_capsule_into_torch_with_bfloat16():
+def test_capsule_into_torch_with_bfloat16(rng):
     torch = pytest.importorskip("torch")
     import ml_dtypes
 
-    host = np.random.default_rng().standard_normal((3, 5)).astype(ml_dtypes.bfloat16)
+    host = rng.standard_normal((3, 5)).astype(ml_dtypes.bfloat16)
     tensor = torch.from_dlpack(HostExport(_device_array_over(host)))
     assert tensor.dtype == torch.bfloat16
     np.testing.assert_array_equal(tensor.float().numpy(), host.astype(np.float32))

@@ -4,6 +4,7 @@ import pytest
 
 from nvmathx import (
     CudaLibraryError,
+    DeviceUnavailableError,
     InvalidStateError,
     LibraryNotFoundError,
     NvmathxError,
@@ -24,6 +25,7 @@ from nvmathx import (
         (InvalidStateError("freed"), RuntimeError),
         (LibraryNotFoundError("cufft", "nvidia-cufft", "NVMATHX_CUFFT_PATH"), ImportError),
         (CudaLibraryError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmul"), RuntimeError),
+        (DeviceUnavailableError("execution", "no CUDA driver"), RuntimeError),
     ],
 )
 def test_hierarchy_and_pickling(error, builtin):

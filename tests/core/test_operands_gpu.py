@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from helpers.torch_random import randn
 
 from nvmathx._core.streams import resolve_stream
 from nvmathx._core.tensor import allocate_like, copy_to_host, stage_to_device, wrap_operand
 
 pytestmark = pytest.mark.gpu
-rng = np.random.default_rng()
 
 
 def _torch():
@@ -28,9 +28,9 @@ def _jax_gpu():
     return jax
 
 
-def test_torch_cuda_view_and_result():
+def test_torch_cuda_view_and_result(rng):
     torch = _torch()
-    tensor = torch.randn(8, 6, device="cuda", dtype=torch.bfloat16)[:, ::2]
+    tensor = randn(rng, 8, 6, device="cuda", dtype=torch.bfloat16)[:, ::2]
     operand = wrap_operand(tensor, "x")
     assert operand.device_id == tensor.device.index
     assert operand.ptr == tensor.data_ptr() and operand.strides == tensor.stride()
@@ -40,7 +40,7 @@ def test_torch_cuda_view_and_result():
     assert isinstance(result.obj, torch.Tensor) and result.obj.is_cuda and result.obj.shape == (4, 5)
 
 
-def test_cupy_view_result_and_current_stream():
+def test_cupy_view_result_and_current_stream(rng):
     cupy = pytest.importorskip("cupy")
     array = cupy.asarray(rng.standard_normal((5, 7))).T
     operand = wrap_operand(array, "x")
@@ -53,7 +53,7 @@ def test_cupy_view_result_and_current_stream():
     assert isinstance(result.obj, cupy.ndarray) and result.obj.dtype == np.complex64
 
 
-def test_jax_view_and_result_through_dlpack():
+def test_jax_view_and_result_through_dlpack(rng):
     jax = _jax_gpu()
     import jax.numpy as jnp
 
@@ -69,10 +69,10 @@ def test_jax_view_and_result_through_dlpack():
     np.testing.assert_array_equal(np.asarray(converted), host * 2)
 
 
-@pytest.mark.parametrize("make", [lambda: rng.standard_normal((33, 17)), lambda: rng.standard_normal((16, 9))[::2, ::3],
-                                  lambda: np.asfortranarray(rng.standard_normal((8, 5)).astype(np.complex64))])
-def test_staging_round_trip(make):
-    host = make()
+@pytest.mark.parametrize("make", [lambda rng: rng.standard_normal((33, 17)), lambda rng: rng.standard_normal((16, 9))[::2, ::3],
+                                  lambda rng: np.asfortranarray(rng.standard_normal((8, 5)).astype(np.complex64))])
+def test_staging_round_trip(rng, make):
+    host = make(rng)
     operand = wrap_operand(host, "x")
     stream = resolve_stream(None, 0)
     device = stage_to_device(operand, 0, stream)
@@ -82,7 +82,7 @@ def test_staging_round_trip(make):
     np.testing.assert_array_equal(back, host)
 
 
-def test_device_array_into_torch_and_cupy():
+def test_device_array_into_torch_and_cupy(rng):
     torch = _torch()
     cupy = pytest.importorskip("cupy")
     host = rng.standard_normal((6, 4))

@@ -88,3 +88,13 @@ def test_replacing_a_key_frees_the_old_plan():
     cache.put(0, "k", old)
     cache.put(0, "k", new)
     assert old.freed and cache.get(0, "k") is new
+
+
+@pytest.mark.parametrize("bad", ["x", -5, -1, 1.0, True, None])
+@pytest.mark.parametrize("method", ["info", "keys"])
+def test_device_id_must_be_an_ordinal(bad, method):
+    cache = PlanCache("test")
+    with pytest.raises(OptionsError, match="^device_id: expected an int >= 0") as info:
+        getattr(cache, method)(bad)
+    assert info.value.argument == "device_id"
+    assert cache.info(0).size == 0 and cache.keys(0) == []

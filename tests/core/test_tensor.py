@@ -2,12 +2,11 @@
 
 import numpy as np
 import pytest
+from helpers.torch_random import randn
 
 from nvmathx._core.dtypes import numpy_dtype
 from nvmathx._core.errors import OperandError, UnsupportedOperandError
 from nvmathx._core.tensor import Operand, adapter_for, c_strides, f_strides, wrap_operand
-
-rng = np.random.default_rng()
 
 
 def test_c_and_f_strides():
@@ -20,16 +19,16 @@ def test_c_and_f_strides():
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: rng.standard_normal((5, 7)),
-        lambda: np.asfortranarray(rng.standard_normal((5, 7)).astype(np.float32)),
-        lambda: rng.standard_normal((6, 8))[::2, 1::3],
-        lambda: rng.standard_normal((4, 5))[::-1],
-        lambda: (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))).astype(np.complex64).T,
-        lambda: rng.standard_normal(()),
+        lambda rng: rng.standard_normal((5, 7)),
+        lambda rng: np.asfortranarray(rng.standard_normal((5, 7)).astype(np.float32)),
+        lambda rng: rng.standard_normal((6, 8))[::2, 1::3],
+        lambda rng: rng.standard_normal((4, 5))[::-1],
+        lambda rng: (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))).astype(np.complex64).T,
+        lambda rng: rng.standard_normal(()),
     ],
 )
-def test_numpy_view_matches_array(make):
-    array = make()
+def test_numpy_view_matches_array(rng, make):
+    array = make(rng)
     operand = wrap_operand(array, "x")
     assert operand.package == "numpy"
     assert operand.device_id == -1 and not operand.is_device
@@ -42,7 +41,7 @@ def test_numpy_view_matches_array(make):
     np.testing.assert_array_equal(base, array)
 
 
-def test_contiguity_flags():
+def test_contiguity_flags(rng):
     array = rng.standard_normal((3, 4))
     assert wrap_operand(array, "x").is_c_contiguous()
     assert not wrap_operand(array, "x").is_f_contiguous()
@@ -80,7 +79,7 @@ def test_adapter_lookup_is_cached_on_type():
     assert adapter_for(np.zeros((2, 2))) is first
 
 
-def test_numpy_result_creation_round_trip():
+def test_numpy_result_creation_round_trip(rng):
     operand = wrap_operand(rng.standard_normal((3, 4)), "x")
     result = operand.adapter.empty((4, 5), np.dtype(np.complex64), -1, None)
     assert isinstance(result, np.ndarray) and result.shape == (4, 5) and result.dtype == np.complex64
@@ -90,14 +89,17 @@ def test_numpy_result_creation_round_trip():
         operand.adapter.empty((2,), np.float32, 0, None)
 
 
-torch = pytest.importorskip("torch")
+@pytest.fixture
+def torch():
+    """The torch module (the test is skipped without it; the numpy tests above run anyway)."""
+    return pytest.importorskip("torch")
 
 
 @pytest.mark.parametrize(
     "dtype_name", ["float16", "bfloat16", "float32", "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"]
 )
-def test_torch_cpu_view_and_dtype_mapping(dtype_name):
-    tensor = torch.randn(6, 10).to(getattr(torch, dtype_name))[:, ::2].t()
+def test_torch_cpu_view_and_dtype_mapping(rng, torch, dtype_name):
+    tensor = randn(rng, 6, 10).to(getattr(torch, dtype_name))[:, ::2].t()
     operand = wrap_operand(tensor, "b")
     assert operand.package == "torch"
     assert operand.device_id == -1
@@ -110,13 +112,13 @@ def test_torch_cpu_view_and_dtype_mapping(dtype_name):
     assert isinstance(back, torch.Tensor) and back.dtype == tensor.dtype and back.device.type == "cpu"
 
 
-def test_torch_strided_result():
-    operand = wrap_operand(torch.randn(3, 4), "x")
+def test_torch_strided_result(rng, torch):
+    operand = wrap_operand(randn(rng, 3, 4), "x")
     result = operand.adapter.empty((3, 4), np.float32, -1, None, strides=(1, 3))
     assert result.stride() == (1, 3)
 
 
-def test_torch_unsupported_dtype():
+def test_torch_unsupported_dtype(torch):
     with pytest.raises(UnsupportedOperandError, match="^x:.*uint32|^x:"):
         wrap_operand(torch.ones(3, dtype=torch.uint32) if hasattr(torch, "uint32") else torch.ones(3, dtype=torch.qint8), "x")
 
@@ -128,8 +130,8 @@ def test_operand_repr_and_size():
     assert "numpy" in repr(operand)
 
 
-def test_signature_and_pointer_agree_with_the_view():
-    arrays = [rng.standard_normal((4, 6)), rng.standard_normal((4, 6))[:, ::2], torch.randn(3, 5).t()]
+def test_signature_and_pointer_agree_with_the_view(rng, torch):
+    arrays = [rng.standard_normal((4, 6)), rng.standard_normal((4, 6))[:, ::2], randn(rng, 3, 5).t()]
     for array in arrays:
         adapter = adapter_for(array)
         operand = wrap_operand(array, "x")
@@ -141,8 +143,8 @@ def test_signature_and_pointer_agree_with_the_view():
     assert adapter_for(arrays[0]).signature(arrays[0]) != adapter_for(arrays[0]).signature(arrays[0].astype(np.float32))
 
 
-def test_torch_lazy_conjugate_views_are_resolved():
-    tensor = torch.randn(4, 3, dtype=torch.complex64)
+def test_torch_lazy_conjugate_views_are_resolved(rng, torch):
+    tensor = randn(rng, 4, 3, dtype=torch.complex64)
     lazy = tensor.conj()
     assert lazy.is_conj()
     operand = wrap_operand(lazy, "x")
@@ -151,3 +153,34 @@ def test_torch_lazy_conjugate_views_are_resolved():
     np.testing.assert_array_equal(values.numpy(), tensor.numpy().conj())
     adapter = adapter_for(tensor)
     assert adapter.signature(lazy) != adapter.signature(tensor)
+
+
+@pytest.mark.parametrize("dtype_name", ["float32", "bfloat16", "complex64"])
+def test_host_array_views_torch_cpu_memory(rng, torch, dtype_name):
+    from nvmathx._core.tensor import host_array
+
+    tensor = randn(rng, 6, 10, dtype=getattr(torch, dtype_name))[1:, ::3].t()
+    view = host_array(wrap_operand(tensor, "x"))
+    assert view.shape == tuple(tensor.shape) and view.dtype == numpy_dtype(dtype_name)
+    np.testing.assert_array_equal(view.astype(np.complex128), tensor.to(torch.complex128).numpy())
+    writeable = host_array(wrap_operand(tensor, "x"), writeable=True)
+    writeable[0, 0] = 3
+    assert complex(tensor[0, 0]) == 3  # the same memory, not a copy
+
+
+def test_host_array_of_numpy_and_empty_operands(rng, torch):
+    from nvmathx._core.tensor import host_array
+
+    array = rng.standard_normal((4, 5))[::-1, ::2]
+    assert host_array(wrap_operand(array, "x")) is array
+    assert host_array(wrap_operand(torch.ones(0, 3), "x")).shape == (0, 3)
+
+
+def test_is_read_only(rng, torch):
+    from nvmathx._core.tensor import is_read_only
+
+    array = rng.standard_normal(4)
+    assert not is_read_only(wrap_operand(array, "x"))
+    array.flags.writeable = False
+    assert is_read_only(wrap_operand(array, "x"))
+    assert not is_read_only(wrap_operand(torch.ones(3), "x"))

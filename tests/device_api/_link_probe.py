@@ -1,8 +1,8 @@
 """Link (``cpu``) or launch (``gpu``) a kernel that calls ``FFT.execute`` in a fresh interpreter and
 print, as one JSON line, what the link cache did.
 
-Run by test_link_cache: ``python tests/device_api/_link_probe.py cpu [scaled] | gpu``. The code
-cache folder comes from ``NVMATHX_CACHE_DIR``.
+Run by test_link_cache: ``python tests/device_api/_link_probe.py cpu [scaled] | gpu SEED``. The code
+cache folder comes from ``NVMATHX_CACHE_DIR``; ``SEED`` seeds the GPU launch's data (the test's seed).
 """
 
 import hashlib
@@ -64,13 +64,12 @@ def link_on_cpu(variant: str) -> dict:
     return {"links": len(links), "sha256": hashlib.sha256(bytes(cubin.code)).hexdigest(), **_counters()}
 
 
-def launch_on_gpu() -> dict:
+def launch_on_gpu(rng) -> dict:
     from numba import cuda
 
     links = count_links()
     fft = small_fft()
     kernel = cuda.jit(_kernels.block_c2c(fft))
-    rng = np.random.default_rng()
     x = (rng.standard_normal((64, fft.size)) + 1j * rng.standard_normal((64, fft.size))).astype(np.complex64)
     y = cuda.device_array_like(x)
     kernel[x.shape[0] // fft.ffts_per_block, fft.block_dim, 0, fft.shared_memory_size](cuda.to_device(x), y)
@@ -80,5 +79,8 @@ def launch_on_gpu() -> dict:
 
 
 if __name__ == "__main__":
-    report = link_on_cpu(sys.argv[2] if len(sys.argv) > 2 else "") if sys.argv[1] == "cpu" else launch_on_gpu()
+    if sys.argv[1] == "cpu":
+        report = link_on_cpu(sys.argv[2] if len(sys.argv) > 2 else "")
+    else:
+        report = launch_on_gpu(np.random.default_rng(int(sys.argv[2])))
     print(json.dumps(report))

@@ -8,6 +8,10 @@ import pytest
 from nvmathx.device_api import FFT, cache_info, set_cache_dir
 from nvmathx.device_api import _cache
 
+from helpers.requirements import needs_mathdx
+
+pytestmark = needs_mathdx
+
 H100 = (9, 0)
 
 

@@ -24,9 +24,11 @@ def test_example_passes_on_a_gpu(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_example_exits_cleanly(name):
-    from numba import cuda
-
     result = _run(name)
     assert result.returncode == 0, result.stdout + result.stderr
-    if not cuda.is_available():
+    try:
+        from numba import cuda
+    except ImportError:  # no numba (a [test]-only install): the example says it cannot run
+        cuda = None
+    if cuda is None or not cuda.is_available():
         assert "needs an NVIDIA GPU" in result.stdout

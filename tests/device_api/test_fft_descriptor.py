@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers.requirements import needs_mathdx
 
 from nvmathx import OptionsError
 from nvmathx.device_api import FFT
@@ -18,6 +19,7 @@ def _error(argument, **kwargs):
     return str(info.value)
 
 
+@needs_mathdx
 def test_known_traits_of_a_1024_point_block_fft():
     fft = FFT(1024, np.float32, direction="forward", elements_per_thread=8, ffts_per_block=2, sm=H100)
     assert (fft.elements_per_thread, fft.ffts_per_block, fft.storage_size, fft.stride) == (8, 2, 8, 128)
@@ -28,6 +30,7 @@ def test_known_traits_of_a_1024_point_block_fft():
     assert fft.target.name == "sm_90a"
 
 
+@needs_mathdx
 @pytest.mark.parametrize("precision", [np.float32, np.float64])
 @pytest.mark.parametrize("size", [2, 3, 16, 17, 64, 128, 1000, 1024, 4096, 16384])
 def test_block_traits_are_consistent(size, precision):
@@ -42,6 +45,7 @@ def test_block_traits_are_consistent(size, precision):
     assert (fft.elements_per_thread, fft.ffts_per_block) in fft.valid_knobs() or fft.ffts_per_block >= 1
 
 
+@needs_mathdx
 @pytest.mark.parametrize("fft_type, direction", [("r2c", None), ("c2r", None), ("r2c", "forward"), ("c2r", "inverse")])
 def test_real_transform_lengths(fft_type, direction):
     fft = FFT(256, np.float32, fft_type=fft_type, direction=direction, sm=H100)
@@ -52,6 +56,7 @@ def test_real_transform_lengths(fft_type, direction):
     assert {np.dtype(str(fft.input_type)), np.dtype(str(fft.output_type))} == {np.dtype(np.float32), np.dtype(np.complex64)}
 
 
+@needs_mathdx
 @pytest.mark.parametrize("size", [2, 4, 8, 16, 32])
 def test_thread_execution_traits(size):
     fft = FFT(size, np.float32, direction="forward", execution="Thread", sm=H100)
@@ -61,6 +66,7 @@ def test_thread_execution_traits(size):
     assert fft.valid_knobs() == [(size, 1)]
 
 
+@needs_mathdx
 def test_every_listed_knob_pair_constructs():
     pairs = FFT(512, np.float32, direction="forward", sm=H100).valid_knobs()
     assert pairs
@@ -69,6 +75,7 @@ def test_every_listed_knob_pair_constructs():
         assert (fft.elements_per_thread, fft.ffts_per_block) == (ept, fpb)
 
 
+@needs_mathdx
 def test_size_out_of_range_names_size():
     message = _error("size", size=1 << 20)
     assert "1048576-point" in message and "sm_90a" in message
@@ -76,6 +83,7 @@ def test_size_out_of_range_names_size():
     _error("size", size=1024, execution="Thread")
 
 
+@needs_mathdx
 def test_a_failing_support_query_is_not_reported_as_a_size(monkeypatch):
     from nvmathx._bindings import mathdx
 
@@ -87,12 +95,14 @@ def test_a_failing_support_query_is_not_reported_as_a_size(monkeypatch):
         FFT(64, np.float32, direction="forward", sm=H100)
 
 
+@needs_mathdx
 def test_blocks_beyond_the_architecture_name_ffts_per_block():
     message = _error("ffts_per_block", elements_per_thread=8, ffts_per_block=200)
     assert "232448" in message
     _error("ffts_per_block", size=64, elements_per_thread=2, ffts_per_block=64)  # 2048 threads
 
 
+@needs_mathdx
 def test_registers_and_shared_forms_differ_only_in_the_api_operator():
     fft = FFT(64, np.float32, direction="forward", sm=H100)
     registers, shared = dict(fft.descriptor("registers")[1]), dict(fft.descriptor("shared")[1])
@@ -106,6 +116,7 @@ def test_malformed_size(size):
     _error("size", size=size)
 
 
+@needs_mathdx
 def test_illegal_knobs_name_the_knob_and_list_legal_pairs():
     message = _error("elements_per_thread", elements_per_thread=3)
     assert "tuned (elements_per_thread, ffts_per_block) pairs" in message
@@ -141,17 +152,20 @@ def test_complex_precision_hint_names_the_real_type():
     assert "float32 for complex64" in _error("precision", precision=np.complex64)
 
 
+@needs_mathdx
 @pytest.mark.parametrize("sm, name", [((8, 0), "sm_80"), (90, "sm_90a"), (900, "sm_90a"), ("sm_90a", "sm_90a"), ("sm_120", "sm_120a")])
 def test_sm_forms(sm, name):
     assert FFT(64, np.float32, direction="forward", sm=sm).target.name == name
 
 
+@needs_mathdx
 def test_execute_outside_a_kernel_raises():
     fft = FFT(64, np.float32, direction="forward", sm=H100)
     with pytest.raises(RuntimeError, match="numba.cuda.jit"):
         fft.execute(np.zeros(64, np.complex64))
 
 
+@needs_mathdx
 def test_repr_names_the_descriptor():
     text = repr(FFT(16, "float64", direction="inverse", execution="thread", sm=H100))
     assert "size=16" in text and "float64" in text and "'inverse'" in text and "'Thread'" in text

@@ -7,14 +7,17 @@ typing); linking checks the generated symbol resolves against libmathdx's LTO-IR
 import numpy as np
 import pytest
 
-pytest.importorskip("numba.cuda")
+pytest.importorskip("numba.cuda", reason="the device API tests need numba-cuda (the device extra)")
 
+from helpers.requirements import needs_mathdx  # noqa: E402
 from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 
 from nvmathx.device_api import FFT, Matmul  # noqa: E402
 
 from . import _kernels  # noqa: E402
+
+pytestmark = needs_mathdx
 
 H100 = (9, 0)
 C64_2D = types.complex64[:, ::1]

@@ -15,9 +15,10 @@ import sys
 
 import pytest
 
-pytest.importorskip("numba.cuda")
+pytest.importorskip("numba.cuda", reason="the device API tests need numba-cuda (the device extra)")
 
 from cuda.core import ObjectCode  # noqa: E402
+from helpers.requirements import mathdx_missing  # noqa: E402
 from numba import cuda  # noqa: E402
 from numba.cuda.cudadrv import driver  # noqa: E402
 from numba.cuda.cudadrv.linkable_code import LTOIR  # noqa: E402
@@ -42,6 +43,8 @@ def _library(pyfunc):
 
 @pytest.fixture(scope="module")
 def fft():
+    if mathdx_missing():
+        pytest.skip(mathdx_missing())
     fft = _link_probe.small_fft(_link_probe.H100)
     fft.code("registers")  # generated into the session's code cache, before tests switch folders
     return fft
@@ -227,9 +230,9 @@ def test_a_fresh_process_gets_the_same_cubin_without_linking(tmp_path, fft):
 
 
 @pytest.mark.gpu
-def test_a_fresh_process_launches_the_cached_image_correctly(tmp_path, fft):
+def test_a_fresh_process_launches_the_cached_image_correctly(tmp_path, fft, seed):
     root = _fresh_cache_root(tmp_path)
-    first, second = _probe(root, "gpu"), _probe(root, "gpu")
+    first, second = _probe(root, "gpu", str(seed)), _probe(root, "gpu", str(seed))
     assert first["error"] < 1e-5 and second["error"] < 1e-5, (first, second)
     assert first["links"] == 1 and first["link_misses"] == 1
     assert second["links"] == 0 and second["link_hits"] == 1 and second["link_misses"] == 0

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers.requirements import needs_mathdx
 
 from nvmathx import OptionsError
 from nvmathx.device_api import Matmul
@@ -10,6 +11,7 @@ from nvmathx.device_api._matmul import tile_sizes
 H100 = (9, 0)
 
 
+@needs_mathdx
 @pytest.mark.parametrize("precision, data_type, itemsize", [(np.float32, "real", 4), (np.float64, "real", 8), (np.float32, "complex", 8), (np.float64, "complex", 16)])
 @pytest.mark.parametrize("size", [(8, 8, 8), (32, 16, 64)])
 def test_traits(size, precision, data_type, itemsize):
@@ -23,12 +25,14 @@ def test_traits(size, precision, data_type, itemsize):
     assert 1 <= gemm.block_size <= 1024 and gemm.block_size == int(np.prod(gemm.block_dim))
 
 
+@needs_mathdx
 def test_column_major_and_suggested_leading_dimensions():
     gemm = Matmul((32, 16, 8), np.float32, arrangement="col_major", leading_dimension="suggested", sm=H100)
     assert gemm.lda >= 32 and gemm.ldb >= 8 and gemm.ldc >= 32
     assert (gemm.a_size, gemm.b_size, gemm.c_size) == (gemm.lda * 8, gemm.ldb * 16, gemm.ldc * 16)
 
 
+@needs_mathdx
 def test_explicit_block_dim_and_leading_dimension():
     gemm = Matmul((16, 16, 16), np.float64, block_dim=(64,), leading_dimension=(20, 24, 28), sm=H100)
     assert gemm.block_dim == (64, 1, 1)
@@ -48,7 +52,7 @@ def test_tile_sizes(arrangement, ld, expected):
     [
         ("size", {"size": (8, 8)}),
         ("size", {"size": (8, 0, 8)}),
-        ("size", {"size": (512, 512, 512)}),
+        pytest.param("size", {"size": (512, 512, 512)}, marks=needs_mathdx),  # no cuBLASDx implementation
         ("precision", {"precision": np.int32}),
         ("data_type", {"data_type": "quaternion"}),
         ("arrangement", {"arrangement": "diagonal"}),
@@ -67,12 +71,14 @@ def test_bad_arguments_are_named(argument, kwargs):
     assert info.value.argument == argument, str(info.value)
 
 
+@needs_mathdx
 def test_tiles_larger_than_shared_memory_name_the_limit():
     with pytest.raises(OptionsError, match="232448") as info:
         Matmul((256, 256, 256), np.float64, sm=H100)
     assert info.value.argument == "size"
 
 
+@needs_mathdx
 def test_execute_outside_a_kernel_raises():
     with pytest.raises(RuntimeError, match="numba.cuda.jit"):
         Matmul((8, 8, 8), np.float32, sm=H100).execute(1.0, None, None, 0.0, None)

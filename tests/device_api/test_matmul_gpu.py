@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from . import _kernels
+pytest.importorskip("numba.cuda", reason="the device API tests need numba-cuda (the device extra)")
+
+from . import _kernels  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

@@ -212,7 +212,7 @@ def fake_launch(stream, device_id, name, count, *args):
 def install(monkeypatch):
     """Swap the GPU-facing pieces for host fakes; returns (fake cuFFT, default memory resource)."""
     from nvmathx._bindings import cufft, cuda_driver
-    from nvmathx._core import device, memory, streams
+    from nvmathx._core import device, execution, memory, streams
     from nvmathx.fft import _cufft_plan, _kernels
 
     fake = FakeCufft()
@@ -224,6 +224,7 @@ def install(monkeypatch):
     monkeypatch.setattr(cuda_driver, "stream_synchronize", lambda stream: None)
     monkeypatch.setattr(_cufft_plan, "_memset_async", lambda pointer, n, stream: ctypes.memset(pointer, 0, n))
     monkeypatch.setattr(device, "ensure_device", lambda device_id: None)
+    monkeypatch.setattr(execution, "_device_count", lambda: (1, None))  # one fake GPU
     resource = FakeMemoryResource()
     monkeypatch.setattr(memory, "default_memory_resource", lambda device_id: resource)
     monkeypatch.setattr(streams, "default_stream_handle", lambda device_id: 7)

@@ -44,8 +44,7 @@ def _close(got, expected, dtype):
 @pytest.mark.parametrize("name", FUNCTIONS_1D)
 @pytest.mark.parametrize("norm", [None, "ortho", "forward"])
 @pytest.mark.parametrize("precision", ["single", "double"])
-def test_one_dimensional(fake, name, norm, precision):
-    rng = np.random.default_rng()
+def test_one_dimensional(rng, fake, name, norm, precision):
     real = name in REAL_INPUT
     dtype = {("single", True): np.float32, ("single", False): np.complex64, ("double", True): np.float64,
              ("double", False): np.complex128}[precision, real]
@@ -61,8 +60,7 @@ def test_one_dimensional(fake, name, norm, precision):
 
 
 @pytest.mark.parametrize("name", FUNCTIONS_ND)
-def test_n_dimensional_and_strided(fake, name):
-    rng = np.random.default_rng()
+def test_n_dimensional_and_strided(rng, fake, name):
     base = _operand(name, (6, 8, 10), np.complex128 if name not in REAL_INPUT else np.float64, rng)
     views = [base, base[::-1, :, ::2], base.transpose(2, 0, 1), base[:, 1:7, ::-3]]
     for view in views:
@@ -74,8 +72,7 @@ def test_n_dimensional_and_strided(fake, name):
             _close(to_host(getattr(nfft, name)(device_view, **kwargs)), expected, np.float64)
 
 
-def test_four_axes_and_broadcast(fake):
-    rng = np.random.default_rng()
+def test_four_axes_and_broadcast(rng, fake):
     x = _operand("fftn", (3, 4, 5, 6), np.complex128, rng)
     _close(to_host(nfft.fftn(to_device(x))), np.fft.fftn(x), np.float64)
     row = _operand("fft", (8,), np.complex128, rng)
@@ -83,9 +80,8 @@ def test_four_axes_and_broadcast(fake):
     _close(to_host(nfft.fft2(to_device(wide))), np.fft.fft2(wide), np.float64)
 
 
-def test_plan_cache_hits_and_strides_in_key(fake):
+def test_plan_cache_hits_and_strides_in_key(rng, fake):
     fake_cufft, _ = fake
-    rng = np.random.default_rng()
     x = _operand("fft", (4, 16), np.complex64, rng)
     nfft.fft(to_device(x))
     nfft.fft(to_device(x))
@@ -101,9 +97,8 @@ def test_plan_cache_hits_and_strides_in_key(fake):
         nfft.plan_cache.set_limits(max_size=64)
 
 
-def test_half_precision_inputs_are_widened(fake):
+def test_half_precision_inputs_are_widened(rng, fake):
     ml_dtypes = pytest.importorskip("ml_dtypes")
-    rng = np.random.default_rng()
     x = rng.standard_normal((4, 16))
     for dtype in (np.float16, ml_dtypes.bfloat16):
         narrow = x.astype(dtype)
@@ -123,8 +118,7 @@ def test_unsupported_dtypes(fake):
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64])
-def test_integer_and_bool_operands_compute_in_double_like_scipy(fake, dtype):
-    rng = np.random.default_rng()
+def test_integer_and_bool_operands_compute_in_double_like_scipy(rng, fake, dtype):
     x = rng.integers(0, 2 if dtype is np.bool_ else 100, (4, 10)).astype(dtype)
     for name in ("fft", "rfft", "irfft", "hfft", "ihfft", "fftn", "rfftn"):
         expected = getattr(scipy.fft, name)(x)
@@ -133,16 +127,14 @@ def test_integer_and_bool_operands_compute_in_double_like_scipy(fake, dtype):
         _close(to_host(result), expected, np.float64)
 
 
-def test_overwrite_x_lets_c2r_use_the_operand(fake):
-    rng = np.random.default_rng()
+def test_overwrite_x_lets_c2r_use_the_operand(rng, fake):
     x = _operand("irfft", (4, 9), np.complex128, rng)
     expected = scipy.fft.irfft(x)
     _close(to_host(nfft.irfft(to_device(x), overwrite_x=True)), expected, np.float64)
 
 
-def test_stateful_fft_on_device(fake):
+def test_stateful_fft_on_device(rng, fake):
     fake_cufft, _ = fake
-    rng = np.random.default_rng()
     x, y = (_operand("fft", (8, 32), np.complex64, rng) for _ in range(2))
     resource = FakeMemoryResource()
     device_x = to_device(x)
@@ -163,8 +155,7 @@ def test_stateful_fft_on_device(fake):
         f.execute()
 
 
-def test_stateful_inplace_and_c2r(fake):
-    rng = np.random.default_rng()
+def test_stateful_inplace_and_c2r(rng, fake):
     x = _operand("fft", (4, 6, 8), np.complex128, rng)
     device_x = to_device(x[:, ::2])
     with nfft.FFT(device_x, axes=(0, 2), options={"inplace": True}) as f:
@@ -181,8 +172,7 @@ def test_stateful_inplace_and_c2r(fake):
     np.testing.assert_array_equal(to_host(device_spectrum), spectrum)
 
 
-def test_host_operand_with_cuda_execution(fake):
-    rng = np.random.default_rng()
+def test_host_operand_with_cuda_execution(rng, fake):
     x = _operand("fft", (4, 8), np.complex128, rng)
     with nfft.FFT(x, execution="cuda") as f:
         f.plan()
@@ -194,8 +184,7 @@ def test_host_operand_with_cuda_execution(fake):
         _close(f.execute(), np.fft.fftn(y), np.float64)
 
 
-def test_shifts_on_device(fake):
-    rng = np.random.default_rng()
+def test_shifts_on_device(rng, fake):
     x = rng.standard_normal((5, 6))
     np.testing.assert_array_equal(to_host(nfft.fftshift(to_device(x))), np.fft.fftshift(x))
     np.testing.assert_array_equal(to_host(nfft.ifftshift(to_device(x), axes=1)), np.fft.ifftshift(x, axes=1))
@@ -221,10 +210,9 @@ def test_empty_batch_and_zero_padding(fake):
     np.testing.assert_array_equal(to_host(padded), np.zeros((3, 4)))
 
 
-def test_copy_kernel_arguments_for_many_dimensions(fake):
+def test_copy_kernel_arguments_for_many_dimensions(rng, fake):
     from nvmathx.fft import _kernels
 
-    rng = np.random.default_rng()
     x = rng.standard_normal((2, 3) * 5)
     view = x.transpose(9, 0, 8, 1, 7, 2, 6, 3, 5, 4)[::-1]
     source = to_device(view)
@@ -294,9 +282,8 @@ def _misaligned(array, resource=None):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_real_transforms_keep_cufft_alignment(fake, dtype):
+def test_real_transforms_keep_cufft_alignment(rng, fake, dtype):
     # The stand-in refuses, as cuFFT does, a real side not aligned to the complex element.
-    rng = np.random.default_rng()
     x = rng.standard_normal((3, 5, 3)).astype(dtype)  # batches at odd real offsets along axis 0
     _close(to_host(nfft.rfft(to_device(x), axis=1)), scipy.fft.rfft(x, axis=1), dtype)
     z = scipy.fft.rfft(x, axis=1)
@@ -306,8 +293,7 @@ def test_real_transforms_keep_cufft_alignment(fake, dtype):
     _close(to_host(nfft.rfftn(to_device(transposed), axes=(0,))), scipy.fft.rfftn(transposed, axes=(0,)), dtype)
 
 
-def test_stateful_rfft_replans_for_a_misaligned_operand(fake):
-    rng = np.random.default_rng()
+def test_stateful_rfft_replans_for_a_misaligned_operand(rng, fake):
     x, y = rng.standard_normal((2, 4, 6))
     with nfft.FFT(to_device(x)) as f:
         f.plan()
@@ -318,7 +304,7 @@ def test_stateful_rfft_replans_for_a_misaligned_operand(fake):
         _close(to_host(f.execute()), scipy.fft.rfftn(x), np.float64)
 
 
-def test_results_come_back_in_each_callers_library(fake, monkeypatch):
+def test_results_come_back_in_each_callers_library(rng, fake, monkeypatch):
     """Two libraries' operands of one layout share a cuFFT plan but not a result allocator."""
     from nvmathx._core import tensor
 
@@ -334,7 +320,6 @@ def test_results_come_back_in_each_callers_library(fake, monkeypatch):
 
     monkeypatch.setitem(tensor._ADAPTER_CLASSES, "otherlib", OtherAdapter)
     monkeypatch.setitem(tensor._adapter_by_type, OtherArray, tensor._adapter_named("otherlib"))
-    rng = np.random.default_rng()
     x = _operand("fft", (4, 32), np.complex128, rng)
     ours = to_device(x)
     other = OtherArray(ours, ours.ptr, ours.shape, ours.strides, ours.dtype, 0, None)

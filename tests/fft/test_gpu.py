@@ -49,9 +49,8 @@ def _reference(name, x, **kwargs):
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("precision", ["single", "double"])
 @pytest.mark.parametrize("norm", [None, "ortho", "forward"])
-def test_every_transform_torch(name, precision, norm):
+def test_every_transform_torch(rng, name, precision, norm):
     torch = _torch()
-    rng = np.random.default_rng()
     x = _host(name, (8, 6, 32), precision, rng)
     kwargs = {"norm": norm}
     result = getattr(nfft, name)(torch.from_numpy(x).cuda(), **kwargs)
@@ -61,18 +60,16 @@ def test_every_transform_torch(name, precision, norm):
 
 @pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft"])
 @pytest.mark.parametrize("n", [1, 2, 3, 16, 97, 256, 1000])
-def test_lengths_and_padding_cupy(name, n):
+def test_lengths_and_padding_cupy(rng, name, n):
     cp = _cupy()
-    rng = np.random.default_rng()
     x = _host(name, (5, 40), "double", rng)
     result = getattr(nfft, name)(cp.asarray(x), n=n, axis=-1)
     assert isinstance(result, cp.ndarray)
     assert _relative_error(cp.asnumpy(result), _reference(name, x, n=n, axis=-1)) < 1e-12
 
 
-def test_four_axes_against_numpy():
+def test_four_axes_against_numpy(rng):
     cp = _cupy()
-    rng = np.random.default_rng()
     x = rng.standard_normal((6, 8, 10, 12)) + 1j * rng.standard_normal((6, 8, 10, 12))
     for name in ("fftn", "ifftn"):
         result = getattr(nfft, name)(cp.asarray(x))
@@ -83,9 +80,8 @@ def test_four_axes_against_numpy():
     assert _relative_error(cp.asnumpy(nfft.irfftn(spectrum, real.shape)), real) < 1e-12
 
 
-def test_strided_non_contiguous_view_against_numpy():
+def test_strided_non_contiguous_view_against_numpy(rng):
     cp = _cupy()
-    rng = np.random.default_rng()
     base = rng.standard_normal((16, 24, 20)) + 1j * rng.standard_normal((16, 24, 20))
     device = cp.asarray(base)
     for index in ((slice(None, None, 2), slice(3, 21), slice(None, None, -3)),
@@ -102,9 +98,8 @@ def test_strided_non_contiguous_view_against_numpy():
     np.testing.assert_array_equal(cp.asnumpy(device), base)  # the operand is untouched
 
 
-def test_irfft_keeps_its_operand_unless_overwrite_allowed():
+def test_irfft_keeps_its_operand_unless_overwrite_allowed(rng):
     torch = _torch()
-    rng = np.random.default_rng()
     spectrum = np.fft.rfft2(rng.standard_normal((64, 128)))
     device = torch.from_numpy(spectrum).cuda()
     before = device.clone()
@@ -115,9 +110,8 @@ def test_irfft_keeps_its_operand_unless_overwrite_allowed():
     assert _relative_error(result.cpu().numpy(), np.fft.irfft2(spectrum)) < 1e-12
 
 
-def test_half_precision_is_computed_in_single():
+def test_half_precision_is_computed_in_single(rng):
     torch = _torch()
-    rng = np.random.default_rng()
     x = torch.from_numpy(rng.standard_normal((16, 256)).astype(np.float32)).cuda()
     dtypes = [torch.float16]
     try:
@@ -134,9 +128,8 @@ def test_half_precision_is_computed_in_single():
         assert _relative_error(result.cpu().numpy(), np.fft.rfft(wide)) < TOLERANCE["single"]
 
 
-def test_stateful_fft_and_reset_operand():
+def test_stateful_fft_and_reset_operand(rng):
     torch = _torch()
-    rng = np.random.default_rng()
     a, b = (rng.standard_normal((32, 512)) + 1j * rng.standard_normal((32, 512)) for _ in range(2))
     ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
     with nfft.FFT(ta, axes=[1]) as f:
@@ -149,8 +142,7 @@ def test_stateful_fft_and_reset_operand():
         assert _relative_error(same.cpu().numpy(), np.fft.fft(b, axis=1)) < 1e-12
 
 
-def test_host_operand_with_cuda_execution():
-    rng = np.random.default_rng()
+def test_host_operand_with_cuda_execution(rng):
     x = rng.standard_normal((8, 64))
     with nfft.FFT(x, execution="cuda") as f:
         f.plan()
@@ -159,9 +151,8 @@ def test_host_operand_with_cuda_execution():
     assert _relative_error(result, np.fft.rfftn(x)) < 1e-12
 
 
-def test_graph_capture_and_replay():
+def test_graph_capture_and_replay(rng):
     torch = _torch()
-    rng = np.random.default_rng()
     shape = (64, 256)
     x = torch.from_numpy((rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)).cuda()
     stream = torch.cuda.Stream()
@@ -181,9 +172,8 @@ def test_graph_capture_and_replay():
             assert _relative_error(y.cpu().numpy(), np.fft.fft(fresh.astype(np.complex128), axis=1)) < 2e-6
 
 
-def test_graph_capture_with_scale_kernel():
+def test_graph_capture_with_scale_kernel(rng):
     torch = _torch()
-    rng = np.random.default_rng()
     x = torch.from_numpy(rng.standard_normal((16, 128)) + 0j).cuda()
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
@@ -199,8 +189,7 @@ def test_graph_capture_with_scale_kernel():
     assert _relative_error(y.cpu().numpy(), np.fft.fft(fresh, norm="ortho")) < 1e-12
 
 
-def test_cupy_torch_and_jax_operands():
-    rng = np.random.default_rng()
+def test_cupy_torch_and_jax_operands(rng):
     x = rng.standard_normal((4, 32)) + 1j * rng.standard_normal((4, 32))
     expected = np.fft.fft(x)
     cp = _cupy()
@@ -221,9 +210,8 @@ def test_cupy_torch_and_jax_operands():
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "int32", "int64", "uint8"])
-def test_integer_and_bool_operands_like_scipy(dtype):
+def test_integer_and_bool_operands_like_scipy(rng, dtype):
     torch = _torch()
-    rng = np.random.default_rng()
     x = rng.integers(0, 2 if dtype == "bool" else 100, (6, 20)).astype(dtype)
     for name in ("fft", "rfft", "irfft", "fftn", "ihfft"):
         expected = _reference(name, x)
@@ -266,12 +254,11 @@ def _recording_resource():
     return Recording()
 
 
-def test_custom_memory_resource_sees_the_work_area():
+def test_custom_memory_resource_sees_the_work_area(rng):
     torch = _torch()
     from cuda.core import Device
 
     Device(0).set_current()
-    rng = np.random.default_rng()
     # Large primes (Bluestein) and long multi-pass 1-D sizes need a cuFFT work area; cuFFT decides
     # which, so the first candidate it reports a nonzero work area for is used.
     for shape in ((2, 1_000_003), (8, 65537), (1 << 24,), (4, 6, 8, 1021)):
@@ -293,12 +280,12 @@ def test_custom_memory_resource_sees_the_work_area():
     assert _relative_error(result.cpu().numpy(), expected) < 1e-11
 
 
-def test_custom_memory_resource_sees_the_scratch_buffer():
+def test_custom_memory_resource_sees_the_scratch_buffer(rng):
     torch = _torch()
     from cuda.core import Device
 
     Device(0).set_current()
-    x = torch.from_numpy(np.random.default_rng().standard_normal((3, 5, 3))).cuda()
+    x = torch.from_numpy(rng.standard_normal((3, 5, 3))).cuda()
     resource = _recording_resource()
     # R2C along the middle, odd axis: a direct pass would read batches at odd real offsets, which
     # cuFFT refuses, so the operand is first copied into an aligned scratch buffer.
@@ -311,7 +298,7 @@ def test_custom_memory_resource_sees_the_scratch_buffer():
     assert _relative_error(result.cpu().numpy(), np.fft.rfft(x.cpu().numpy(), axis=1)) < 1e-12
 
 
-def test_green_context_stream():
+def test_green_context_stream(rng):
     torch = _torch()
     from cuda.core import ContextOptions, Device, SMResourceOptions
 
@@ -323,7 +310,6 @@ def test_green_context_stream():
         stream = context.create_stream()
     except Exception as error:  # green contexts need a recent driver and cuda.core
         pytest.skip(f"green contexts unavailable: {type(error).__name__}: {error}")
-    rng = np.random.default_rng()
     x = rng.standard_normal((64, 1024)) + 1j * rng.standard_normal((64, 1024))
     tx = torch.from_numpy(x).cuda()
     torch.cuda.synchronize()
@@ -356,11 +342,11 @@ def test_shift_on_device():
     np.testing.assert_array_equal(cp.asnumpy(nfft.ifftshift(cp.asarray(x), axes=0)), np.fft.ifftshift(x, axes=0))
 
 
-def test_scipy_backend_serves_device_arrays():
+def test_scipy_backend_serves_device_arrays(rng):
     import scipy.fft
 
     cp = _cupy()
-    x = np.random.default_rng().standard_normal(64) + 0j
+    x = rng.standard_normal(64) + 0j
     with scipy.fft.set_backend(nfft):
         result = scipy.fft.fft(cp.asarray(x))
         host = scipy.fft.fft(x)
@@ -408,13 +394,12 @@ def test_hypothesis_layouts():
     check()
 
 
-def test_kernels_copy_convert_and_scale():
+def test_kernels_copy_convert_and_scale(rng):
     cp = _cupy()
     from nvmathx._core.streams import resolve_stream
     from nvmathx.fft import _kernels
 
     stream = resolve_stream(None, 0)
-    rng = np.random.default_rng()
     x = rng.standard_normal((2, 3) * 5).astype(np.float16)
     view = cp.asarray(x).transpose(9, 0, 8, 1, 7, 2, 6, 3, 5, 4)[::-1]
     host_view = x.transpose(9, 0, 8, 1, 7, 2, 6, 3, 5, 4)[::-1]
@@ -427,13 +412,12 @@ def test_kernels_copy_convert_and_scale():
     np.testing.assert_array_equal(cp.asnumpy(target), 2.0 * host_view.astype(np.complex64))
 
 
-def test_scale_kernel_vector_and_scalar_paths():
+def test_scale_kernel_vector_and_scalar_paths(rng):
     cp = _cupy()
     from nvmathx._core.streams import resolve_stream
     from nvmathx.fft import _kernels
 
     stream = resolve_stream(None, 0)
-    rng = np.random.default_rng()
     for count in (1024, 1023):  # even counts of complex64 take 16-byte vectors
         x = (rng.standard_normal(count) + 1j * rng.standard_normal(count)).astype(np.complex64)
         device = cp.asarray(x)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers.torch_random import randn
 
 import nvmathx.fft as nfft
 
@@ -15,8 +16,8 @@ def test_frequencies(n, d):
 
 
 @pytest.mark.parametrize("shape", [(5,), (4, 7), (3, 4, 5)])
-def test_shifts(shape):
-    x = np.random.default_rng().standard_normal(shape)
+def test_shifts(rng, shape):
+    x = rng.standard_normal(shape)
     np.testing.assert_array_equal(nfft.fftshift(x), np.fft.fftshift(x))
     np.testing.assert_array_equal(nfft.ifftshift(x), np.fft.ifftshift(x))
     np.testing.assert_array_equal(nfft.ifftshift(nfft.fftshift(x)), x)
@@ -34,9 +35,9 @@ def test_torch_cpu_tensor_stays_torch():
     np.testing.assert_allclose(spectrum.numpy(), np.fft.fft(np.arange(6.0)))
 
 
-def test_torch_lazy_conjugate_is_resolved():
+def test_torch_lazy_conjugate_is_resolved(rng):
     torch = pytest.importorskip("torch")
-    x = torch.complex(torch.randn(8, dtype=torch.float64), torch.randn(8, dtype=torch.float64))
+    x = torch.complex(randn(rng, 8, dtype=torch.float64), randn(rng, 8, dtype=torch.float64))
     lazy = x.conj()
     assert lazy.is_conj()
     np.testing.assert_allclose(nfft.fft(lazy).numpy(), np.fft.fft(np.conj(x.numpy())))

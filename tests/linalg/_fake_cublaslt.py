@@ -287,7 +287,7 @@ class _FakeCoreStream:
 def install(monkeypatch):
     """Swap cuBLASLt and the device for host fakes; returns (fake cuBLASLt, default memory resource)."""
     from nvmathx._bindings import cuda_driver
-    from nvmathx._core import device, memory, streams
+    from nvmathx._core import device, execution, memory, streams
     from nvmathx.linalg import _autotune, _cublaslt_plan, plan_cache
 
     fake = FakeCublasLt()
@@ -301,6 +301,7 @@ def install(monkeypatch):
     monkeypatch.setattr(cuda_driver, "stream_is_capturing", lambda stream: False)
     monkeypatch.setattr(cuda_driver, "stream_wait_stream", lambda waiting, producing: None)
     monkeypatch.setattr(device, "ensure_device", lambda device_id: None)
+    monkeypatch.setattr(execution, "_device_count", lambda: (1, None))  # one fake GPU
     monkeypatch.setattr(_cublaslt_plan, "ensure_device", lambda device_id: None)
     monkeypatch.setattr(_cublaslt_plan, "_handles", {})
     monkeypatch.setattr(_autotune, "_flusher", lambda device_id, stream, resource: (lambda: None, FakeBuffer(1)))

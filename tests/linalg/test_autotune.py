@@ -2,7 +2,6 @@
 
 import gc
 
-import numpy as np
 import pytest
 
 from nvmathx.linalg import Matmul, plan_cache
@@ -34,11 +33,10 @@ def test_workspace_bytes_for_is_the_largest_candidate_plus_a_pad_with_an_epilog(
 
 
 @pytest.mark.parametrize("epilog", [None, "RELU"])
-def test_every_call_gets_the_whole_workspace(fake, epilog):
+def test_every_call_gets_the_whole_workspace(rng, fake, epilog):
     """cublasLtMatmul is given the whole allocated workspace whichever algorithm runs, as torch and
     nvmath-python do, not only the bytes the heuristic reported for that algorithm."""
     fake_lt, _ = fake
-    rng = np.random.default_rng()
     resource = FakeMemoryResource()
     expected = 2048 + (EPILOG_WORKSPACE_PAD if epilog else 0)
     with Matmul(to_device(random(rng, (8, 5))), to_device(random(rng, (5, 6))), options={"memory_resource": resource}) as mm:
@@ -91,11 +89,10 @@ def _cost_model(monkeypatch, plan, costs):
     monkeypatch.setattr(plan, "select", select)
 
 
-def test_a_burst_winner_loses_the_sustained_final(fake, monkeypatch):
+def test_a_burst_winner_loses_the_sustained_final(rng, fake, monkeypatch):
     """A candidate fast only in short bursts (boost clocks) loses to one that is faster sustained:
     every sample runs back to back for about 20 ms; execute() then runs the winner."""
     fake_lt, _ = fake
-    rng = np.random.default_rng()
     with Matmul(to_device(random(rng, (8, 4))), to_device(random(rng, (4, 8)))) as mm:
         first, bursty, slow = mm.plan()
         plan = mm._runner.plan

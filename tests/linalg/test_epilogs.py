@@ -31,24 +31,24 @@ def test_unknown_epilog(bad):
     assert info.value.argument == "epilog"
 
 
-def test_gelu_is_the_tanh_form():
-    x = np.random.default_rng().standard_normal(1000)
+def test_gelu_is_the_tanh_form(rng):
+    x = rng.standard_normal(1000)
     exact = 0.5 * x * (1 + np.array([math.erf(v / math.sqrt(2)) for v in x]))
     assert np.max(np.abs(gelu(x) - exact)) < 1e-3  # tanh form is within 1e-3 of the erf form
     expected = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
     np.testing.assert_allclose(gelu(x), expected, rtol=1e-14)
 
 
-def test_gelu_derivative_matches_finite_differences():
-    x = np.random.default_rng().standard_normal(1000) * 3
+def test_gelu_derivative_matches_finite_differences(rng):
+    x = rng.standard_normal(1000) * 3
     h = 1e-6
     numeric = (gelu(x + h) - gelu(x - h)) / (2 * h)
     np.testing.assert_allclose(gelu_derivative(x), numeric, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("n", [1, 7, 128, 129, 300])
-def test_relu_mask_round_trip(n):
-    positive = np.random.default_rng().standard_normal((2, 5, n)) > 0
+def test_relu_mask_round_trip(rng, n):
+    positive = rng.standard_normal((2, 5, n)) > 0
     packed = pack_relu_mask(positive)
     assert packed.dtype == np.uint8 and packed.shape == (2, 5, relu_aux_width(n))
     assert relu_aux_width(n) % 16 == 0
@@ -58,12 +58,12 @@ def test_relu_mask_round_trip(n):
     assert bool(packed[1, m, col // 8] >> (col % 8) & 1) == positive[1, m, col]
 
 
-def _rand(*shape):
-    return np.random.default_rng().standard_normal(shape)
+def _rand(rng, *shape):
+    return rng.standard_normal(shape)
 
 
-def test_forward_epilogs():
-    d, bias = _rand(2, 4, 6), _rand(6)
+def test_forward_epilogs(rng):
+    d, bias = _rand(rng, 2, 4, 6), _rand(rng, 6)
     cases = {
         "RELU": (np.maximum(d, 0), {}), "GELU": (gelu(d), {}), "BIAS": (d + bias, {}),
         "RELU_BIAS": (np.maximum(d + bias, 0), {}), "GELU_BIAS": (gelu(d + bias), {}),
@@ -79,9 +79,9 @@ def test_forward_epilogs():
             np.testing.assert_array_equal(aux[key], expected_aux[key])
 
 
-def test_gradient_epilogs():
-    d, z = _rand(2, 4, 6), _rand(2, 4, 6)
-    a, b = _rand(2, 4, 3), _rand(3, 6)
+def test_gradient_epilogs(rng):
+    d, z = _rand(rng, 2, 4, 6), _rand(rng, 2, 4, 6)
+    a, b = _rand(rng, 2, 4, 3), _rand(rng, 3, 6)
     result, aux = reference_epilog(epilog_spec("DRELU_BGRAD"), d, aux_input=pack_relu_mask(z > 0))
     np.testing.assert_allclose(result, d * (z > 0))
     np.testing.assert_allclose(aux["drelu_bgrad"], (d * (z > 0)).sum(axis=-2))

@@ -6,9 +6,9 @@ import pytest
 from nvmathx import InvalidStateError, OperandError, OptionsError, UnsupportedOperandError
 from nvmathx.linalg import Matmul, MatmulOptions, MatmulPlanPreferences, matmul
 
-rng = np.random.default_rng()
-A, B, C = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
-BIAS = rng.standard_normal(5).astype(np.float32)
+# Every call below fails before any arithmetic: the values do not matter, only shapes and dtypes.
+A, B, C = (np.linspace(-1, 1, n * m, dtype=np.float32).reshape(n, m) for n, m in ((4, 3), (3, 5), (4, 5)))
+BIAS = np.linspace(-1, 1, 5, dtype=np.float32)
 
 BAD_CALLS = [
     ("a", OperandError, lambda: matmul(np.ones((), np.float32), B)),

@@ -27,3 +27,16 @@ def test_example_on_cpu(script):
 @pytest.mark.parametrize("script", EXAMPLES, ids=[path.name for path in EXAMPLES])
 def test_example_on_gpu(script):
     _run(script, "--execution", "cuda")
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[path.name for path in EXAMPLES])
+def test_example_asked_for_cuda_without_a_gpu_says_so(script):
+    from nvmathx._bindings.cuda_driver import driver_available
+
+    if driver_available():
+        pytest.skip("this machine has a GPU")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(script), "--execution", "cuda"], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"{script.name}: execution: CUDA execution needs an NVIDIA GPU" in done.stderr

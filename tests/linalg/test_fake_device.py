@@ -48,8 +48,7 @@ def _check(gpu, cpu, dtype):
 @pytest.mark.parametrize("batch", [(), (3,)])
 @pytest.mark.parametrize("epilog", [None] + FORWARD + BACKWARD)
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
-def test_every_epilog(fake, dtype, epilog, batch):
-    rng = np.random.default_rng()
+def test_every_epilog(rng, fake, dtype, epilog, batch):
     m, n, k = 12, 20, 6
     a, b, inputs = epilog_operands(rng, dtype, epilog, batch, m, n, k, gelu_aux_ld=24)  # GELU_AUX pads N=20 to 24
     cpu = matmul(a, b, epilog=epilog, epilog_inputs=inputs or None, execution="cpu")
@@ -60,8 +59,7 @@ def test_every_epilog(fake, dtype, epilog, batch):
 @pytest.mark.parametrize("a_shape, b_shape", [((5, 3), (3, 4)), ((3,), (3, 4)), ((5, 3), (3,)), ((3,), (3,)),
                                               ((2, 5, 3), (3, 4)), ((5, 3), (2, 3, 4)), ((2, 2, 5, 3), (2, 2, 3, 4))])
 @pytest.mark.parametrize("order", ["C", "F", "T", "padded"])
-def test_shapes_and_layouts(fake, a_shape, b_shape, order):
-    rng = np.random.default_rng()
+def test_shapes_and_layouts(rng, fake, a_shape, b_shape, order):
 
     def make(shape):
         if order == "C" or len(shape) < 2:
@@ -79,8 +77,7 @@ def test_shapes_and_layouts(fake, a_shape, b_shape, order):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "complex64", "complex128"])
-def test_dtypes_with_c_broadcast_over_the_batch(fake, dtype):
-    rng = np.random.default_rng()
+def test_dtypes_with_c_broadcast_over_the_batch(rng, fake, dtype):
     a, b, c = random(rng, (3, 7, 5), dtype), random(rng, (5, 6), dtype), random(rng, (7, 6), dtype)
     alpha, beta = (1 - 2j, 0.5j) if dtype.startswith("complex") else (2.0, 0.5)
     gpu = matmul(to_device(a), to_device(b), to_device(c), alpha=alpha, beta=beta)
@@ -88,15 +85,13 @@ def test_dtypes_with_c_broadcast_over_the_batch(fake, dtype):
 
 
 @pytest.mark.parametrize("bias_shape", [(2, 1, 6), (2, 4, 6), (4, 6)])
-def test_bias_shapes(fake, bias_shape):
-    rng = np.random.default_rng()
+def test_bias_shapes(rng, fake, bias_shape):
     a, b, bias = random(rng, (2, 4, 3)), random(rng, (3, 6)), random(rng, bias_shape)
     gpu = matmul(to_device(a), to_device(b), epilog="RELU_BIAS", epilog_inputs={"bias": to_device(bias)})
     _check(gpu, matmul(a, b, epilog="RELU_BIAS", epilog_inputs={"bias": bias}, execution="cpu"), "float32")
 
 
-def test_float8_scales_amax_and_layout(fake):
-    rng = np.random.default_rng()
+def test_float8_scales_amax_and_layout(rng, fake):
     a, b_rows = random(rng, (32, 48), "float8_e4m3fn"), random(rng, (16, 48), "float8_e4m3fn")
     options = {"result_type": "float8_e4m3fn", "result_amax": True}
     scales = {"a": 0.5, "b": 2.0, "d": 0.25}
@@ -116,9 +111,8 @@ def _transposed(device_array):
     return d.buffer, d.ptr, d.shape[::-1], d.strides[::-1], d.dtype, d.device_id, d.stream
 
 
-def test_host_operands_staged_to_the_device(fake):
+def test_host_operands_staged_to_the_device(rng, fake):
     fake_lt, resource = fake
-    rng = np.random.default_rng()
     a, b, c = random(rng, (2, 9, 4)), random(rng, (4, 7)), random(rng, (9, 7))
     gpu = matmul(a, b, c, beta=1.0, epilog="GELU_AUX", execution="cuda")
     assert isinstance(gpu[0], np.ndarray) and isinstance(gpu[1]["gelu_aux"], np.ndarray)
@@ -126,9 +120,8 @@ def test_host_operands_staged_to_the_device(fake):
     assert resource.allocations and fake_lt.launches == 1
 
 
-def test_stateful_plan_algorithms_autotune_reset_free(fake):
+def test_stateful_plan_algorithms_autotune_reset_free(rng, fake):
     fake_lt, _ = fake
-    rng = np.random.default_rng()
     a, b, c = random(rng, (8, 5)), random(rng, (5, 6)), random(rng, (8, 6))
     da, db, dc = to_device(a), to_device(b), to_device(c)
     mm = Matmul(da, db, dc, alpha=2.0, beta=1.0)
@@ -156,17 +149,15 @@ def test_stateful_plan_algorithms_autotune_reset_free(fake):
         mm.execute()
 
 
-def test_workspace_from_the_memory_resource(fake):
-    rng = np.random.default_rng()
+def test_workspace_from_the_memory_resource(rng, fake):
     resource = FakeMemoryResource()
     with Matmul(to_device(random(rng, (4, 4))), to_device(random(rng, (4, 4))), options={"memory_resource": resource}) as mm:
         mm.plan()
         assert [size for size, _ in resource.allocations] == [2048]  # the largest candidate's workspace
 
 
-def test_function_form_cache(fake):
+def test_function_form_cache(rng, fake):
     fake_lt, _ = fake
-    rng = np.random.default_rng()
     a, b = random(rng, (6, 4)), random(rng, (4, 5))
     da, db = to_device(a), to_device(b)
     for alpha in (1.0, 2.0, 2.0):
@@ -182,9 +173,8 @@ def test_function_form_cache(fake):
     assert plan_cache.info(0).size == 2 and fake_lt.launches == 6
 
 
-def test_failed_plan_rolls_back(fake):
+def test_failed_plan_rolls_back(rng, fake):
     fake_lt, _ = fake
-    rng = np.random.default_rng()
     a, b = random(rng, (6, 4)), random(rng, (4, 5))
     with Matmul(to_device(a), to_device(b)) as mm:
         mm.plan()
@@ -198,10 +188,9 @@ def test_failed_plan_rolls_back(fake):
         _check(mm.execute(), matmul(a, b, execution="cpu"), "float32")  # the earlier plan still runs
 
 
-def test_planning_is_logged(fake, caplog):
+def test_planning_is_logged(rng, fake, caplog):
     import logging
 
-    rng = np.random.default_rng()
     logger = logging.getLogger("nvmathx.test.linalg")
     with caplog.at_level(logging.INFO, logger="nvmathx.test.linalg"):
         with Matmul(to_device(random(rng, (3, 2))), to_device(random(rng, (2, 3))), options={"logger": logger}) as mm:
@@ -212,8 +201,7 @@ def test_planning_is_logged(fake, caplog):
 
 
 @pytest.mark.parametrize("epilog", [None, "BIAS"])
-def test_host_operands_without_outputs_return_one_array(fake, epilog):
-    rng = np.random.default_rng()
+def test_host_operands_without_outputs_return_one_array(rng, fake, epilog):
     a, b, bias = random(rng, (9, 4), "float64"), random(rng, (4, 7), "float64"), random(rng, (7,), "float64")
     inputs = {"bias": bias} if epilog else None
     gpu = matmul(a, b, epilog=epilog, epilog_inputs=inputs, execution="cuda")
@@ -225,9 +213,8 @@ def test_host_operands_without_outputs_return_one_array(fake, epilog):
 
 
 @pytest.mark.parametrize("epilog", [None, "RELU", "BIAS"])
-def test_float8_bf16_result_scales_set_before_the_heuristic(fake, epilog):
+def test_float8_bf16_result_scales_set_before_the_heuristic(rng, fake, epilog):
     """An algorithm found before the scale pointers were set would not run (see the fake)."""
-    rng = np.random.default_rng()
     a, b_rows, bias = random(rng, (32, 16), "float8_e4m3fn"), random(rng, (48, 16), "float8_e5m2"), random(rng, (48,), "bfloat16")
     inputs = {"bias": bias} if epilog == "BIAS" else None
     options = {"result_type": "bfloat16"}
@@ -249,13 +236,12 @@ def test_float8_bf16_result_scales_set_before_the_heuristic(fake, epilog):
     _check(matmul(to_device(a), b, epilog=epilog, epilog_inputs=device_inputs, options=options), unscaled, "bfloat16")
 
 
-def test_autotune_sorted_by_time_failures_last(fake, monkeypatch):
+def test_autotune_sorted_by_time_failures_last(rng, fake, monkeypatch):
     """Sorted by the reported times (ties keep the heuristic's order); a failing candidate goes last."""
     from nvmathx._bindings import cublaslt as lt
 
     from . import _fake_cublaslt
 
-    rng = np.random.default_rng()
     with Matmul(to_device(random(rng, (8, 4))), to_device(random(rng, (4, 8)))) as mm:
         first, second, third = mm.plan()
         plan = mm._runner.plan
@@ -277,8 +263,7 @@ def test_autotune_sorted_by_time_failures_last(fake, monkeypatch):
         assert [alg for _, alg in mm.autotune(iterations=4)] == [second, first, third]
 
 
-def test_expanded_custom_options_follow_the_heuristic_and_run(fake):
-    rng = np.random.default_rng()
+def test_expanded_custom_options_follow_the_heuristic_and_run(rng, fake):
     a, b, bias = random(rng, (7, 5)), random(rng, (5, 6)), random(rng, (6,))
     da, db, dbias = to_device(a), to_device(b), to_device(bias)
     expected = matmul(a, b, epilog="RELU_BIAS", epilog_inputs={"bias": bias}, execution="cpu")
@@ -306,8 +291,7 @@ def test_expanded_custom_options_follow_the_heuristic_and_run(fake):
         again.free()
 
 
-def test_function_form_keys_the_expansion(fake):
-    rng = np.random.default_rng()
+def test_function_form_keys_the_expansion(rng, fake):
     a, b = random(rng, (4, 3)), random(rng, (3, 5))
     da, db = to_device(a), to_device(b)
     expected = matmul(a, b, execution="cpu")

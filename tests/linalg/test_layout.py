@@ -81,9 +81,8 @@ def test_lt_operands_swap_and_transpose():
     assert (lt_b.rows, lt_b.cols, lt_b.ld, lt_b.op) == (4, 3, 4, OP_N)  # a^T stored as K x M
 
 
-def test_lt_operands_reproduce_numpy_product():
+def test_lt_operands_reproduce_numpy_product(rng):
     """Interpret the buffers as cuBLASLt would (column-major) and check D^T = op(A) op(B)."""
-    rng = np.random.default_rng()
     for a_order in "CF":
         for b_order in "CF":
             a = np.asarray(rng.standard_normal((3, 4)), order=a_order)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers.torch_random import randn
 
 from nvmathx.linalg import matmul, relu_mask
 
@@ -49,10 +50,9 @@ def _compare_outputs(gpu_aux, cpu_aux, result_dtype, epilog):
 @pytest.mark.parametrize("batch", [(), (2,)], ids=["single", "batched"])
 @pytest.mark.parametrize("epilog", [None] + FORWARD + BACKWARD)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
-def test_dtype_and_epilog_match_cpu(dtype, epilog, batch):
+def test_dtype_and_epilog_match_cpu(rng, dtype, epilog, batch):
     from nvmathx._bindings.cublaslt import CublasLtError
 
-    rng = np.random.default_rng()
     a, b, inputs = epilog_operands(rng, dtype, epilog, batch, M, N, K)
     cpu = matmul(a, b, epilog=epilog, epilog_inputs=inputs or None, execution="cpu")
     try:
@@ -69,30 +69,28 @@ def test_dtype_and_epilog_match_cpu(dtype, epilog, batch):
 
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
-def test_complex_with_alpha_beta_c(dtype):
-    rng = np.random.default_rng()
+def test_complex_with_alpha_beta_c(rng, dtype):
     a, b, c = random(rng, (3, 33, 17), dtype), random(rng, (17, 9), dtype), random(rng, (33, 9), dtype)
     result = matmul(to_torch(a), to_torch(b), to_torch(c), alpha=0.5 - 2j, beta=1.5 + 0.25j)
     assert relative_error(to_numpy(result), reference(a, b, c, 0.5 - 2j, 1.5 + 0.25j)) < tolerance(dtype)
 
 
-def test_gelu_aux_padding_round_trips_through_dgelu():
+def test_gelu_aux_padding_round_trips_through_dgelu(rng):
     """N not a multiple of 8: gelu_aux is a view of a padded buffer that DGELU takes back."""
     torch = pytest.importorskip("torch")
-    x, w, bias = (torch.randn(*s, device="cuda", dtype=torch.float16) for s in ((64, 32), (32, 70), (70,)))
+    x, w, bias = (randn(rng, *s, device="cuda", dtype=torch.float16) for s in ((64, 32), (32, 70), (70,)))
     y, aux = matmul(x, w, epilog="GELU_AUX_BIAS", epilog_inputs={"bias": bias})
     assert tuple(aux["gelu_aux"].shape) == (64, 70) and aux["gelu_aux"].stride(0) == 72
     z = (x.float() @ w.float() + bias.float())
     assert relative_error(to_numpy(aux["gelu_aux"]), z.double().cpu().numpy()) < 2e-2
-    dout, w2 = torch.randn(64, 16, device="cuda", dtype=torch.float16), torch.randn(70, 16, device="cuda", dtype=torch.float16)
+    dout, w2 = randn(rng, 64, 16, device="cuda", dtype=torch.float16), randn(rng, 70, 16, device="cuda", dtype=torch.float16)
     dz = matmul(dout, w2.T, epilog="DGELU", epilog_inputs={"gelu_aux": aux["gelu_aux"]})
     cpu = matmul(to_numpy(dout), to_numpy(w2).T, epilog="DGELU", epilog_inputs={"gelu_aux": to_numpy(aux["gelu_aux"])}, execution="cpu")
     assert relative_error(to_numpy(dz), cpu.astype(np.float64)) < tolerance("float16")
 
 
 @pytest.mark.parametrize("bias_shape", [(2, 1, 72), (2, 96, 72), (96, 72)])
-def test_other_bias_shapes(bias_shape):
-    rng = np.random.default_rng()
+def test_other_bias_shapes(rng, bias_shape):
     a, b, bias = random(rng, (2, 96, 40), "bfloat16"), random(rng, (40, 72), "bfloat16"), random(rng, bias_shape, "bfloat16")
     cpu = matmul(a, b, epilog="GELU_BIAS", epilog_inputs={"bias": bias}, execution="cpu")
     gpu = matmul(to_torch(a), to_torch(b), epilog="GELU_BIAS", epilog_inputs={"bias": to_torch(bias)})
@@ -101,9 +99,8 @@ def test_other_bias_shapes(bias_shape):
 
 @pytest.mark.parametrize("b_dtype", ["float8_e4m3fn", "float8_e5m2"])
 @pytest.mark.parametrize("epilog", [None, "RELU", "GELU", "BIAS", "GELU_BIAS"])
-def test_float8_bf16_result(b_dtype, epilog):
+def test_float8_bf16_result(rng, b_dtype, epilog):
     torch = pytest.importorskip("torch")
-    rng = np.random.default_rng()
     a = random(rng, (128, 64), "float8_e4m3fn")
     b_rows = random(rng, (96, 64), b_dtype)  # b = b_rows.T, K contiguous
     bias = random(rng, (96,), "bfloat16")
@@ -118,9 +115,8 @@ def test_float8_bf16_result(b_dtype, epilog):
     assert relative_error(to_numpy(gpu), cpu.astype(np.float64)) < tolerance("bfloat16")
 
 
-def test_float8_result_with_d_scale_and_amax():
+def test_float8_result_with_d_scale_and_amax(rng):
     torch = pytest.importorskip("torch")
-    rng = np.random.default_rng()
     a, b_rows = random(rng, (64, 128), "float8_e4m3fn"), random(rng, (32, 128), "float8_e4m3fn")
     scales = {"a": 2.0, "b": 0.5, "d": 0.125}
     options = {"result_type": "float8_e4m3fn", "result_amax": True}
@@ -131,9 +127,9 @@ def test_float8_result_with_d_scale_and_amax():
     np.testing.assert_allclose(float(gpu_aux["result_amax"]), float(cpu_aux["result_amax"]), rtol=1e-2)
 
 
-def test_tf32_compute_option():
-    torch = pytest.importorskip("torch")
-    a, b = torch.randn(256, 512, device="cuda"), torch.randn(512, 128, device="cuda")
+def test_tf32_compute_option(rng):
+    pytest.importorskip("torch")
+    a, b = randn(rng, 256, 512, device="cuda"), randn(rng, 512, 128, device="cuda")
     exact = a.double() @ b.double()
     tf32 = matmul(a, b, options={"compute_type": "32F_FAST_TF32"})
     full = matmul(a, b)
@@ -141,8 +137,7 @@ def test_tf32_compute_option():
     assert error(full) < 1e-6 < error(tf32) < 5e-3
 
 
-def test_numpy_operands_on_cuda_return_numpy():
-    rng = np.random.default_rng()
+def test_numpy_operands_on_cuda_return_numpy(rng):
     a, b, c = random(rng, (2, 50, 30), "float32"), random(rng, (30, 20), "float32"), random(rng, (50, 20), "float32")
     result, aux = matmul(a, b, c, beta=0.5, epilog="RELU_AUX", execution="cuda")
     assert isinstance(result, np.ndarray) and isinstance(aux["relu_aux"], np.ndarray)

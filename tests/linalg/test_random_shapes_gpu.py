@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
+from helpers.torch_random import randn  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -14,21 +15,23 @@ pytestmark = pytest.mark.gpu
 EXTENTS = st.sampled_from([1, 2, 7, 64, 129, 384])
 
 
-def _matrix(torch, batch, rows, cols, transposed, padded):
+def _matrix(rng, batch, rows, cols, transposed, padded):
     extra = 3 if padded else 0
     if transposed:
-        return torch.randn(*batch, cols, rows + extra, device="cuda")[..., :rows].transpose(-1, -2)
-    return torch.randn(*batch, rows, cols + extra, device="cuda")[..., :cols]
+        return randn(rng, *batch, cols, rows + extra, device="cuda")[..., :rows].transpose(-1, -2)
+    return randn(rng, *batch, rows, cols + extra, device="cuda")[..., :cols]
 
 
 @settings(max_examples=60, deadline=None)
 @given(m=EXTENTS, n=EXTENTS, k=EXTENTS, batch=st.sampled_from([(), (3,), (2, 2)]),
        broadcast=st.sampled_from(["none", "a", "b"]), a_t=st.booleans(), b_t=st.booleans(),
-       a_pad=st.booleans(), b_pad=st.booleans(), vector=st.sampled_from(["none", "a", "b"]))
-def test_random_problems_match_numpy(m, n, k, batch, broadcast, a_t, b_t, a_pad, b_pad, vector):
-    torch = pytest.importorskip("torch")
-    a = _matrix(torch, () if broadcast == "a" else batch, m, k, a_t, a_pad)
-    b = _matrix(torch, () if broadcast == "b" else batch, k, n, b_t, b_pad)
+       a_pad=st.booleans(), b_pad=st.booleans(), vector=st.sampled_from(["none", "a", "b"]),
+       data_seed=st.integers(0, 2**32 - 1))
+def test_random_problems_match_numpy(m, n, k, batch, broadcast, a_t, b_t, a_pad, b_pad, vector, data_seed):
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(data_seed)  # hypothesis draws (and replays) the data's seed too
+    a = _matrix(rng, () if broadcast == "a" else batch, m, k, a_t, a_pad)
+    b = _matrix(rng, () if broadcast == "b" else batch, k, n, b_t, b_pad)
     if vector == "a":
         a = a[..., 0, :] if a.dim() == 2 else a
     elif vector == "b":

@@ -1,0 +1,461 @@
+"""One catalogue of bad calls across the public API: each must raise a typed error (an nvmathx error
+that is also a ValueError or TypeError, or a DeviceUnavailableError) whose message starts with the
+argument's name; none may crash, hang or return.
+
+Every row runs on the CPU (numpy operands, CPU execution space). Rows that make sense for device
+operands run again on the GPU code path with cuBLASLt, cuFFT and the device replaced by the host
+stand-ins of tests/linalg/_fake_cublaslt.py and tests/fft/_fake_device.py ("fake-gpu"), and, under
+the ``gpu`` marker, with cupy (or torch CUDA) operands on a real GPU. device_api rows run on the
+host only (descriptors are validated there); those that need libmathdx skip without it.
+"""
+
+import gc
+import signal
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from helpers.requirements import mathdx_missing
+
+import nvmathx.fft as nfft
+from nvmathx import (
+    DeviceUnavailableError,
+    ExecutionCPU,
+    InvalidStateError,
+    NvmathxError,
+    OperandError,
+    OptionsError,
+    UnsupportedOperandError,
+)
+from nvmathx.linalg import Matmul, MatmulOptions, MatmulPlanPreferences, matmul
+from nvmathx.linalg import plan_cache as matmul_plan_cache
+
+HANG_SECONDS = 60
+
+
+class Operands:
+    """The operands of one space, made on first use: float32 matrices ``A`` (4x3), ``B`` (3x5),
+    ``C`` (4x5), ``BIAS`` (5,), complex ``X`` (4x8) and real ``R`` (4x8)."""
+
+    def __init__(self, space: str):
+        self.space = space
+        self._made = {}
+
+    @property
+    def device(self) -> bool:
+        return self.space != "cpu"
+
+    def __call__(self, host: np.ndarray):
+        """``host`` as an array of this space."""
+        if self.space == "cpu":
+            return host
+        if self.space == "fake-gpu":
+            from linalg._fake_cublaslt import to_device
+
+            return to_device(np.array(host, order="C"))  # (ascontiguousarray makes 0-d arrays 1-d)
+        try:
+            import cupy
+        except ImportError:
+            cupy = None
+        if cupy is not None and host.dtype.name not in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+            return cupy.asarray(host)
+        import torch  # also for the dtypes cupy does not have
+
+        if host.dtype.name.startswith(("bfloat16", "float8")):
+            return torch.from_numpy(host.astype(np.float32)).cuda().to(getattr(torch, host.dtype.name))
+        return torch.from_numpy(np.array(host, order="C")).cuda()
+
+    def _make(self, name, build):
+        if name not in self._made:
+            self._made[name] = self(build())
+        return self._made[name]
+
+    A = property(lambda o: o._make("A", lambda: np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)))
+    B = property(lambda o: o._make("B", lambda: np.linspace(-1, 1, 15, dtype=np.float32).reshape(3, 5)))
+    C = property(lambda o: o._make("C", lambda: np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)))
+    BIAS = property(lambda o: o._make("BIAS", lambda: np.linspace(-1, 1, 5, dtype=np.float32)))
+    X = property(lambda o: o._make("X", lambda: np.exp(1j * np.arange(32.0)).reshape(4, 8)))
+    R = property(lambda o: o._make("R", lambda: np.cos(np.arange(32.0)).reshape(4, 8)))
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    call: object  # Operands -> anything; must raise
+    error: type
+    argument: str
+    device: bool = True  # also run with device operands
+    needs_mathdx: bool = False
+    tags: tuple = field(default=())
+
+
+def _planned_matmul(o, **kwargs):
+    mm = Matmul(o.A, o.B, **kwargs)
+    mm.plan()
+    return mm
+
+
+def _planned_fft(x, **kwargs):
+    f = nfft.FFT(x, **kwargs)
+    f.plan()
+    return f
+
+
+def _read_only(x):
+    x = x.copy()
+    x.flags.writeable = False
+    return x
+
+
+def _torch_cpu(host):
+    torch = pytest.importorskip("torch")
+    return torch.from_numpy(host)
+
+
+def _unsupported(dtype):
+    values = np.arange(1, 9)
+    if dtype == "float8":
+        import ml_dtypes
+
+        return values.astype(ml_dtypes.float8_e4m3fn)
+    return values.astype(dtype)
+
+
+def _device_fft(**kwargs):
+    from nvmathx.device_api import FFT
+
+    arguments = {"size": 64, "precision": np.float32, "direction": "forward", "sm": (9, 0)}
+    arguments.update(kwargs)
+    return FFT(**arguments)
+
+
+def _device_matmul(**kwargs):
+    from nvmathx.device_api import Matmul as DeviceMatmul
+
+    arguments = {"size": (32, 32, 32), "precision": np.float32, "sm": (9, 0)}
+    arguments.update(kwargs)
+    return DeviceMatmul(**arguments)
+
+
+O, U, P = OptionsError, UnsupportedOperandError, OperandError
+
+MATMUL = [
+    Row("matmul 0-d a", lambda o: matmul(o(np.ones((), np.float32)), o.B), P, "a"),
+    Row("matmul inner extents differ", lambda o: matmul(o.A, o(np.ones((4, 5), np.float32))), P, "b"),
+    Row("matmul int32 a", lambda o: matmul(o(np.ones((4, 3), np.int32)), o(np.ones((3, 5), np.int32))), U, "a"),
+    Row("matmul a is a string", lambda o: matmul("not an array", o.B), U, "a"),
+    Row("matmul a is an object", lambda o: matmul(object(), o.B), U, "a"),
+    Row("matmul b is a dict", lambda o: matmul(o.A, {"b": 1}), U, "b"),
+    Row("matmul b float64, a float32", lambda o: matmul(o.A, o(np.ones((3, 5)))), P, "b"),
+    Row("matmul c of the wrong shape", lambda o: matmul(o.A, o.B, o(np.ones((4, 4), np.float32)), beta=1), P, "c"),
+    Row("matmul c float64", lambda o: matmul(o.A, o.B, o(np.ones((4, 5))), beta=1), P, "c"),
+    Row("matmul beta without c", lambda o: matmul(o.A, o.B, beta=1.0), O, "beta"),
+    Row("matmul alpha a string", lambda o: matmul(o.A, o.B, alpha="2"), O, "alpha"),
+    Row("matmul complex alpha, real operands", lambda o: matmul(o.A, o.B, alpha=1j), O, "alpha"),
+    Row("matmul alpha None", lambda o: matmul(o.A, o.B, alpha=None), O, "alpha"),
+    Row("matmul beta a list", lambda o: matmul(o.A, o.B, o.C, beta=[1.0]), O, "beta"),
+    Row("matmul unknown epilog", lambda o: matmul(o.A, o.B, epilog="SWISH"), O, "epilog"),
+    Row("matmul epilog of a wrong type", lambda o: matmul(o.A, o.B, epilog=3.5), O, "epilog"),
+    Row("matmul BIAS without a bias", lambda o: matmul(o.A, o.B, epilog="BIAS"), P, "epilog_inputs"),
+    Row("matmul RELU given a bias", lambda o: matmul(o.A, o.B, epilog="RELU", epilog_inputs={"bias": o.BIAS}), O,
+        "epilog_inputs"),
+    Row("matmul bias of the wrong length",
+        lambda o: matmul(o.A, o.B, epilog="BIAS", epilog_inputs={"bias": o(np.ones(4, np.float32))}), P,
+        "epilog_inputs['bias']"),
+    Row("matmul bias float64", lambda o: matmul(o.A, o.B, epilog="BIAS", epilog_inputs={"bias": o(np.ones(5))}), P,
+        "epilog_inputs['bias']"),
+    Row("matmul bias not an array", lambda o: matmul(o.A, o.B, epilog="BIAS", epilog_inputs={"bias": "b"}), U,
+        "epilog_inputs['bias']"),
+    Row("matmul epilog_inputs a list", lambda o: matmul(o.A, o.B, epilog="BIAS", epilog_inputs=[o.BIAS]), O,
+        "epilog_inputs"),
+    Row("matmul relu_aux of the wrong shape",
+        lambda o: matmul(o.A, o.B, epilog="DRELU", epilog_inputs={"relu_aux": o(np.zeros((4, 16), np.float32))}), P,
+        "epilog_inputs['relu_aux']"),
+    Row("matmul gelu_aux of the wrong shape",
+        lambda o: matmul(o.A, o.B, epilog="DGELU", epilog_inputs={"gelu_aux": o(np.zeros((4, 6), np.float32))}), P,
+        "epilog_inputs['gelu_aux']"),
+    Row("matmul RELU of complex operands",
+        lambda o: matmul(o(np.ones((4, 3), np.complex64)), o(np.ones((3, 5), np.complex64)), epilog="RELU"), O,
+        "epilog"),
+    Row("matmul options an int", lambda o: matmul(o.A, o.B, options=42), O, "options"),
+    Row("matmul options unknown field", lambda o: matmul(o.A, o.B, options={"compute": "32F"}), O, "options"),
+    Row("matmul options.compute_type", lambda o: matmul(o.A, o.B, options={"compute_type": "TF32"}), O,
+        "options.compute_type"),
+    Row("matmul options.result_type", lambda o: matmul(o.A, o.B, options={"result_type": "float16"}), O,
+        "options.result_type"),
+    Row("matmul options.fast_accumulation without float8",
+        lambda o: matmul(o.A, o.B, options={"fast_accumulation": True}), O, "options.fast_accumulation"),
+    Row("MatmulOptions blocking False", lambda o: MatmulOptions(blocking=False), O, "options.blocking"),
+    Row("matmul preferences unknown field", lambda o: matmul(o.A, o.B, preferences={"fastest": True}), O,
+        "preferences"),
+    Row("MatmulPlanPreferences limit 0", lambda o: MatmulPlanPreferences(limit=0), O, "preferences.limit"),
+    Row("MatmulPlanPreferences expand_custom_options 'yes'",
+        lambda o: MatmulPlanPreferences(expand_custom_options="yes"), O, "preferences.expand_custom_options"),
+    Row("matmul execution 'tpu'", lambda o: matmul(o.A, o.B, execution="tpu"), O, "execution"),
+    Row("matmul execution dict without a name", lambda o: matmul(o.A, o.B, execution={"device_id": 0}), O,
+        "execution"),
+    Row("matmul ExecutionCPU(num_threads=0)", lambda o: matmul(o.A, o.B, execution=ExecutionCPU(num_threads=0)), O,
+        "execution.num_threads", device=False),
+    Row("matmul quantization_scales without float8", lambda o: matmul(o.A, o.B, quantization_scales={"a": 2.0}), O,
+        "quantization_scales"),
+    Row("matmul b from another library", lambda o: matmul(_torch_cpu(np.ones((4, 3), np.float32)), o.B), P, "b",
+        device=False),
+    Row("matmul stream with CPU execution", lambda o: matmul(o.A, o.B, stream=0), O, "stream", device=False),
+]
+
+MATMUL_STATEFUL = [
+    Row("Matmul alpha a string", lambda o: Matmul(o.A, o.B, alpha="x"), O, "alpha"),
+    Row("Matmul beta without c", lambda o: Matmul(o.A, o.B, beta=2.0), O, "beta"),
+    Row("Matmul options a string", lambda o: Matmul(o.A, o.B, options="fast"), O, "options"),
+    Row("Matmul execution 'gpu'", lambda o: Matmul(o.A, o.B, execution="gpu"), O, "execution"),
+    Row("Matmul stream with CPU execution", lambda o: Matmul(o.A, o.B, stream=0), O, "stream", device=False),
+    Row("Matmul.plan unknown epilog", lambda o: Matmul(o.A, o.B).plan(epilog="nope"), O, "epilog"),
+    Row("Matmul.plan preferences unknown field", lambda o: Matmul(o.A, o.B).plan(preferences={"bogus": 1}), O,
+        "preferences"),
+    Row("Matmul.plan BIAS without a bias", lambda o: Matmul(o.A, o.B).plan(epilog="BIAS"), P, "epilog_inputs"),
+    Row("Matmul.execute stream on the CPU", lambda o: _planned_matmul(o).execute(stream=0), O, "stream",
+        device=False),
+    Row("Matmul.reset_operands a of another shape",
+        lambda o: _planned_matmul(o).reset_operands(a=o(np.ones((5, 3), np.float32))), P, "a"),
+    Row("Matmul.reset_operands b float64", lambda o: _planned_matmul(o).reset_operands(b=o(np.ones((3, 5)))), P, "b"),
+    Row("Matmul.reset_operands c never planned", lambda o: _planned_matmul(o).reset_operands(c=o.C), P, "c"),
+    Row("Matmul.reset_operands alpha a string", lambda o: _planned_matmul(o).reset_operands(alpha="x"), O, "alpha"),
+    Row("Matmul.reset_operands a not an array", lambda o: _planned_matmul(o).reset_operands(a=[[1.0]]), U, "a"),
+    Row("Matmul.reset_operands bias never planned",
+        lambda o: _planned_matmul(o).reset_operands(epilog_inputs={"bias": o.BIAS}), P, "epilog_inputs"),
+]
+
+FFT_FUNCTIONS = [
+    Row("fftn empty axes", lambda o: nfft.fftn(o.X, axes=()), O, "axes"),
+    Row("fftn repeated axes", lambda o: nfft.fftn(o.X, axes=(0, 0)), O, "axes"),
+    Row("fftn axes that repeat modulo ndim", lambda o: nfft.fftn(o.X, axes=(0, -2)), O, "axes"),
+    Row("fft2 axis out of range", lambda o: nfft.fft2(o.X, axes=(5, 0)), O, "axes"),
+    Row("fftn axes a string", lambda o: nfft.fftn(o.X, axes="01"), O, "axes"),
+    Row("fft axis out of range", lambda o: nfft.fft(o.X, axis=2), O, "axis"),
+    Row("fft axis a float", lambda o: nfft.fft(o.X, axis=1.0), O, "axis"),
+    Row("fft n 0", lambda o: nfft.fft(o.X, n=0), O, "n"),
+    Row("fft n negative", lambda o: nfft.fft(o.X, n=-3), O, "n"),
+    Row("fft n a float", lambda o: nfft.fft(o.X, n=2.5), O, "n"),
+    Row("rfft n a string", lambda o: nfft.rfft(o.R, n="8"), O, "n"),
+    Row("fftn s with a 0", lambda o: nfft.fftn(o.X, s=(0, 4)), O, "s"),
+    Row("fftn s longer than axes", lambda o: nfft.fftn(o.X, s=(4, 4), axes=(0,)), O, "s"),
+    Row("fftn s longer than the operand", lambda o: nfft.fftn(o.X, s=(2, 4, 4)), O, "s"),
+    Row("rfftn s a string", lambda o: nfft.rfftn(o.R, s="ab"), O, "s"),
+    Row("fft unknown norm", lambda o: nfft.fft(o.X, norm="bogus"), O, "norm"),
+    Row("ifft norm an int", lambda o: nfft.ifft(o.X, norm=1), O, "norm"),
+    Row("irfft of one point", lambda o: nfft.irfft(o(np.ones((4, 1), complex))), O, "n"),
+    Row("hfft2 of one point on the last axis", lambda o: nfft.hfft2(o(np.ones((4, 1), complex))), O, "s"),
+    Row("fft of an object", lambda o: nfft.fft(object()), U, "x"),
+    Row("fft of a string", lambda o: nfft.fft("text"), U, "x"),
+    Row("fft of a dict", lambda o: nfft.fft({"x": 1}), U, "x"),
+    Row("fft of a 0-d array", lambda o: nfft.fft(np.array(1 + 0j)), O, "x", device=False),
+    Row("fftn of a 0-d array", lambda o: nfft.fftn(np.array(2.0)), O, "x", device=False),
+    Row("fft along an axis of no points", lambda o: nfft.fft(o(np.ones((3, 0), complex))), O, "x"),
+    Row("fft workers 0", lambda o: nfft.fft(o.X, workers=0), O, "workers"),
+    Row("fft workers a string", lambda o: nfft.fft(o.X, workers="x"), O, "workers"),
+    Row("rfft workers far below -cpu_count", lambda o: nfft.rfft(o.R, workers=-100000), O, "workers"),
+    Row("irfftn workers True", lambda o: nfft.irfftn(o.X, workers=True), O, "workers"),
+    Row("fft workers a float", lambda o: nfft.fft(o.X, workers=2.0), O, "workers"),
+    Row("fft plan a string", lambda o: nfft.fft(o.X, plan="not a plan"), O, "plan"),
+    Row("fft plan for another shape", lambda o: nfft.fft(o.X, plan=_planned_fft(o(np.ones((4, 4), complex)))), P,
+        "plan"),
+    Row("fft of an object array", lambda o: nfft.fft(_unsupported(object)), U, "x", device=False),
+    Row("fft of a string array", lambda o: nfft.fft(_unsupported(str)), U, "x", device=False),
+    Row("fftn of a bytes array", lambda o: nfft.fftn(_unsupported(bytes)), U, "x", device=False),
+    Row("fft of long double", lambda o: nfft.fft(_unsupported(np.longdouble)), U, "x", device=False,
+        tags=("longdouble",)),
+    Row("ifft of complex long double", lambda o: nfft.ifft(_unsupported(np.clongdouble)), U, "x", device=False,
+        tags=("longdouble",)),
+    Row("rfft of datetime64", lambda o: nfft.rfft(_unsupported("datetime64[s]")), U, "x", device=False),
+    Row("fft of float8", lambda o: nfft.fft(o(_unsupported("float8"))), U, "x"),
+    Row("rfft of a complex array", lambda o: nfft.rfft(o.X), U, "x"),
+    Row("rfft2 of a complex array", lambda o: nfft.rfft2(o.X), U, "x"),
+    Row("rfftn of a complex array", lambda o: nfft.rfftn(o.X), U, "x"),
+    Row("ihfft of a complex array", lambda o: nfft.ihfft(o.X), U, "x"),
+    Row("ihfftn of a complex array", lambda o: nfft.ihfftn(o.X), U, "x"),
+    Row("fftshift axes out of range", lambda o: nfft.fftshift(o.X, axes=5), O, "axes"),
+    Row("ifftshift repeated axes", lambda o: nfft.ifftshift(o.X, axes=(1, 1)), O, "axes"),
+    Row("fftshift of an object", lambda o: nfft.fftshift(object()), U, "x"),
+]
+
+FFT_STATEFUL = [
+    Row("FFT empty axes", lambda o: nfft.FFT(o.X, axes=()), O, "axes"),
+    Row("FFT repeated axes", lambda o: nfft.FFT(o.X, axes=(0, 0)), O, "axes"),
+    Row("FFT axis out of range", lambda o: nfft.FFT(o.X, axes=(3,)), O, "axes"),
+    Row("FFT of a 0-d array", lambda o: nfft.FFT(np.array(1 + 0j)), P, "x", device=False),
+    Row("FFT of an object", lambda o: nfft.FFT(object()), U, "x"),
+    Row("FFT of an object array", lambda o: nfft.FFT(_unsupported(object)), U, "x", device=False),
+    Row("FFT of long double", lambda o: nfft.FFT(_unsupported(np.longdouble)), U, "x", device=False,
+        tags=("longdouble",)),
+    Row("FFT of float8", lambda o: nfft.FFT(o(_unsupported("float8"))), U, "x"),
+    Row("FFT fft_type unknown", lambda o: nfft.FFT(o.X, options={"fft_type": "X2Y"}), O, "options.fft_type"),
+    Row("FFT R2C of a complex operand", lambda o: nfft.FFT(o.X, options={"fft_type": "R2C"}), O, "options.fft_type"),
+    Row("FFT C2R of a real operand", lambda o: nfft.FFT(o.R, options={"fft_type": "C2R"}), O, "options.fft_type"),
+    Row("FFT inplace C2R", lambda o: nfft.FFT(o.X, options={"inplace": True, "fft_type": "C2R"}), O,
+        "options.inplace"),
+    Row("FFT inplace of a real operand", lambda o: nfft.FFT(o.R, options={"inplace": True}), O, "options.inplace"),
+    Row("FFT inplace 'yes'", lambda o: nfft.FFT(o.X, options={"inplace": "yes"}), O, "options.inplace"),
+    Row("FFT last_axis_parity", lambda o: nfft.FFT(o.X, options={"fft_type": "C2R", "last_axis_parity": "neither"}),
+        O, "options.last_axis_parity"),
+    Row("FFT unknown option", lambda o: nfft.FFT(o.X, options={"bogus": 1}), O, "options"),
+    Row("FFT options an int", lambda o: nfft.FFT(o.X, options=5), O, "options"),
+    Row("FFT blocking False", lambda o: nfft.FFT(o.X, options={"blocking": False}), O, "options.blocking"),
+    Row("FFT memory_resource an object", lambda o: nfft.FFT(o.X, options={"memory_resource": object()}), O,
+        "options.memory_resource"),
+    Row("FFT logger a string", lambda o: nfft.FFT(o.X, options={"logger": "log"}), O, "options.logger"),
+    Row("FFT execution 'tpu'", lambda o: nfft.FFT(o.X, execution="tpu"), O, "execution"),
+    Row("FFT stream with CPU execution", lambda o: nfft.FFT(o.X, stream=0), O, "stream", device=False),
+    Row("FFT inplace of a read-only array", lambda o: nfft.FFT(_read_only(o.X), options={"inplace": True}), P, "x",
+        device=False),
+    Row("FFT.execute unknown direction", lambda o: _planned_fft(o.X).execute("sideways"), O, "direction"),
+    Row("FFT.execute direction True", lambda o: _planned_fft(o.X).execute(True), O, "direction"),
+    Row("FFT.execute R2C inverse", lambda o: _planned_fft(o.R).execute("inverse"), O, "direction"),
+    Row("FFT.execute stream on the CPU", lambda o: _planned_fft(o.X).execute(stream=0), O, "stream", device=False),
+    Row("FFT.reset_operand of another shape", lambda o: _planned_fft(o.X).reset_operand(o(np.ones((4, 9), complex))),
+        P, "x"),
+    Row("FFT.reset_operand of another dtype",
+        lambda o: _planned_fft(o.X).reset_operand(o(np.ones((4, 8), np.complex64))), P, "x"),
+    Row("FFT.reset_operand of other strides",
+        lambda o: _planned_fft(np.ones((8, 8), complex)).reset_operand(np.ones((8, 16), complex)[:, ::2]), P, "x",
+        device=False),
+    Row("FFT.reset_operand read-only in place",
+        lambda o: _planned_fft(o.X.copy(), options={"inplace": True}).reset_operand(_read_only(o.X)), P, "x",
+        device=False),
+    Row("FFT.reset_operand not an array", lambda o: _planned_fft(o.X).reset_operand("x"), U, "x"),
+]
+
+PLAN_CACHES = [
+    Row("matmul plan_cache.info('x')", lambda o: matmul_plan_cache.info("x"), O, "device_id"),
+    Row("matmul plan_cache.info(-5)", lambda o: matmul_plan_cache.info(-5), O, "device_id"),
+    Row("fft plan_cache.info(-1)", lambda o: nfft.plan_cache.info(-1), O, "device_id"),
+    Row("fft plan_cache.keys(1.5)", lambda o: nfft.plan_cache.keys(1.5), O, "device_id"),
+    Row("matmul plan_cache.set_limits(max_size=-1)", lambda o: matmul_plan_cache.set_limits(max_size=-1), O,
+        "max_size"),
+    Row("fft plan_cache.set_limits(max_memory_bytes='x')", lambda o: nfft.plan_cache.set_limits(max_memory_bytes="x"),
+        O, "max_memory_bytes"),
+]
+
+DEVICE_API = [
+    Row("device FFT size 0", lambda o: _device_fft(size=0), O, "size", device=False),
+    Row("device FFT size 1", lambda o: _device_fft(size=1), O, "size", device=False),
+    Row("device FFT size negative", lambda o: _device_fft(size=-4), O, "size", device=False),
+    Row("device FFT size a float", lambda o: _device_fft(size=2.5), O, "size", device=False),
+    Row("device FFT size a string", lambda o: _device_fft(size="64"), O, "size", device=False),
+    Row("device FFT size True", lambda o: _device_fft(size=True), O, "size", device=False),
+    Row("device FFT precision complex64", lambda o: _device_fft(precision=np.complex64), O, "precision",
+        device=False),
+    Row("device FFT precision float16", lambda o: _device_fft(precision=np.float16), O, "precision", device=False),
+    Row("device FFT precision not a dtype", lambda o: _device_fft(precision="not a dtype"), O, "precision",
+        device=False),
+    Row("device FFT fft_type r2r", lambda o: _device_fft(fft_type="r2r"), O, "fft_type", device=False),
+    Row("device FFT c2c without a direction", lambda o: _device_fft(direction=None), O, "direction", device=False),
+    Row("device FFT direction 'backward'", lambda o: _device_fft(direction="backward"), O, "direction", device=False),
+    Row("device FFT r2c inverse", lambda o: _device_fft(fft_type="r2c", direction="inverse"), O, "direction",
+        device=False),
+    Row("device FFT c2r forward", lambda o: _device_fft(fft_type="c2r", direction="forward"), O, "direction",
+        device=False),
+    Row("device FFT execution 'Warp'", lambda o: _device_fft(execution="Warp"), O, "execution", device=False),
+    Row("device FFT sm (6, 1)", lambda o: _device_fft(sm=(6, 1)), O, "sm", device=False),
+    Row("device FFT sm 'gfx90a'", lambda o: _device_fft(sm="gfx90a"), O, "sm", device=False),
+    Row("device FFT sm 9.0", lambda o: _device_fft(sm=9.0), O, "sm", device=False),
+    Row("device FFT elements_per_thread 0", lambda o: _device_fft(elements_per_thread=0), O, "elements_per_thread",
+        device=False),
+    Row("device FFT ffts_per_block negative", lambda o: _device_fft(ffts_per_block=-1), O, "ffts_per_block",
+        device=False),
+    Row("device FFT ffts_per_block 'many'", lambda o: _device_fft(ffts_per_block="many"), O, "ffts_per_block",
+        device=False),
+    Row("device FFT size beyond cuFFTDx", lambda o: _device_fft(size=1 << 20), O, "size", device=False,
+        needs_mathdx=True),
+    Row("device FFT untuned elements_per_thread", lambda o: _device_fft(size=1024, elements_per_thread=3), O,
+        "elements_per_thread", device=False, needs_mathdx=True),
+    Row("device Matmul size of two", lambda o: _device_matmul(size=(8, 8)), O, "size", device=False),
+    Row("device Matmul size with a 0", lambda o: _device_matmul(size=(8, 0, 8)), O, "size", device=False),
+    Row("device Matmul precision int32", lambda o: _device_matmul(precision=np.int32), O, "precision", device=False),
+    Row("device Matmul data_type", lambda o: _device_matmul(data_type="quaternion"), O, "data_type", device=False),
+    Row("device Matmul arrangement", lambda o: _device_matmul(arrangement="diagonal"), O, "arrangement",
+        device=False),
+    Row("device Matmul arrangement of two", lambda o: _device_matmul(arrangement=("row_major", "col_major")), O,
+        "arrangement", device=False),
+    Row("device Matmul block_dim of 2048 threads", lambda o: _device_matmul(block_dim=(2048, 1, 1)), O, "block_dim",
+        device=False),
+    Row("device Matmul block_dim with a 0", lambda o: _device_matmul(block_dim=(0, 1, 1)), O, "block_dim",
+        device=False),
+    Row("device Matmul block_dim a string", lambda o: _device_matmul(block_dim="large"), O, "block_dim",
+        device=False),
+    Row("device Matmul leading_dimension of two", lambda o: _device_matmul(leading_dimension=(1, 2)), O,
+        "leading_dimension", device=False),
+    Row("device Matmul sm (5, 2)", lambda o: _device_matmul(sm=(5, 2)), O, "sm", device=False),
+    Row("device Matmul tiles beyond shared memory", lambda o: _device_matmul(size=(512, 512, 512)), O, "size",
+        device=False, needs_mathdx=True),
+]
+
+CATALOGUE = MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + PLAN_CACHES + DEVICE_API
+
+
+def _rows(space):
+    for row in CATALOGUE:
+        if space != "cpu" and not row.device:
+            continue
+        marks = [pytest.mark.gpu] if space == "gpu" else []
+        if row.needs_mathdx and mathdx_missing():
+            marks.append(pytest.mark.skip(reason=mathdx_missing()))
+        if "longdouble" in row.tags and np.dtype(np.longdouble).itemsize == 8:
+            marks.append(pytest.mark.skip(reason="long double is double precision on this platform"))
+        yield pytest.param(space, row, id=f"{space}: {row.label}", marks=marks)
+
+
+@pytest.fixture
+def fail_on_hang():
+    """A call that hangs fails after HANG_SECONDS instead of stalling the run."""
+
+    def hung(signum, frame):
+        raise TimeoutError(f"the call did not return within {HANG_SECONDS} s")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(HANG_SECONDS)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def space_ready(monkeypatch):
+    """Install the host stand-ins of the device for the fake-gpu space (on request)."""
+
+    installed = []
+
+    def install(space):
+        if space == "fake-gpu":
+            from fft._fake_device import install as install_cufft
+            from linalg._fake_cublaslt import install as install_cublaslt
+
+            install_cublaslt(monkeypatch)
+            install_cufft(monkeypatch)
+            nfft.plan_cache.clear()
+            installed.append(space)
+
+    yield install
+    if installed:
+        gc.collect()  # plans made by the rows are freed while the stand-ins are still installed
+    nfft.plan_cache.clear()
+    matmul_plan_cache.clear()
+
+
+def test_the_catalogue_is_large_and_distinct():
+    labels = [row.label for row in CATALOGUE]
+    assert len(CATALOGUE) >= 100 and len(set(labels)) == len(labels)
+    assert sum(row.device for row in CATALOGUE) >= 60
+
+
+@pytest.mark.parametrize("space, row", [*_rows("cpu"), *_rows("fake-gpu"), *_rows("gpu")])
+def test_bad_call_raises_a_typed_error_naming_the_argument(space, row, fail_on_hang, space_ready):
+    space_ready(space)
+    operands = Operands(space)
+    with pytest.raises(row.error) as info:
+        returned = row.call(operands)
+        pytest.fail(f"returned {type(returned).__name__} instead of raising")
+    error = info.value
+    assert isinstance(error, NvmathxError) and isinstance(error, (ValueError, TypeError, DeviceUnavailableError))
+    assert not isinstance(error, InvalidStateError)
+    assert str(error).startswith(f"{row.argument}: "), str(error)
+    assert getattr(error, "argument", row.argument) == row.argument
