@@ -10,12 +10,12 @@ from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
 from .._core.logs import get_logger
 from .._core.options import check_or_create_options
-from .._core.streams import resolve_stream
+from .._core.streams import CallStreams, resolve_stream
 from .._core.tensor import copy_to_host, stage_to_device, wrap_operand
+from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._arguments import normalize_axes
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
-from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._options import FFTOptions, normalize_direction
 
 __all__ = ["FFT"]
@@ -87,10 +87,8 @@ class FFT:
         self._device_id = self._execution.device_id
         self._stream = resolve_stream(stream, self._device_id, operand.adapter.current_stream)
         self._device = operand if operand.device_id >= 0 else stage_to_device(operand, self._device_id, self._stream)
-        self._current_stream = self._device.adapter.current_stream
+        self._streams = CallStreams(self._device_id, self._device.adapter.current_stream)
         self._blocking = options.blocking is True  # read once: execute() is the hot path
-        self._last_handle = None
-        self._holder = None
         self._aligned = real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize)
         self.key = plan_key(self.fft_type, self._device.shape, self._device.strides, self._device.dtype, self.axes,
                             self.lengths, self._device_id, self._device.package, False, self._aligned)
@@ -143,15 +141,7 @@ class FFT:
         sign = self._default_direction if direction is None else normalize_direction(direction, self.fft_type)
         if self._on_cpu:
             return self._execute_cpu(sign)
-        if stream is None:
-            # The library's current stream (None without one): resolved again only when it changes.
-            handle = self._current_stream(self._device_id)
-            holder = self._holder
-            if holder is None or handle != self._last_handle:
-                holder = self._holder = resolve_stream(None, self._device_id, self._current_stream)
-                self._last_handle = handle
-        else:
-            holder = resolve_stream(stream, self._device_id)
+        holder = self._streams(stream)
         device = self._device
         result = transform.execute(device.ptr, device.obj, holder, sign)
         if device is not self._user:
@@ -212,7 +202,7 @@ class FFT:
         if self._aligned and not real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize):
             # cuFFT cannot read this operand directly: re-plan with a first copy (which reads any operand).
             self._aligned = False
-            self.key = self.key[:-1] + (False,)
+            self.key = self.key._replace(aligned=False)
             if self._transform is not None:
                 self._transform.free()
                 self._transform = None

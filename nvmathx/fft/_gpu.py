@@ -3,16 +3,19 @@ many times. Shared by the stateful :class:`~nvmathx.fft.FFT` and the cached func
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._core.dtypes import numpy_dtype
 from .._core.errors import UnsupportedOperandError
-from .._core.tensor import Operand, adapter_for, allocate_like, c_strides
+from .._core.streams import CallStreams
+from .._core.tensor import Operand
 from ._cufft_plan import CufftPlan, precision_dtypes
 from ._kernels import INTEGER_C_TYPES, can_copy
 from ._layout import C2C, C2R, R2C, output_shape, plan_layout, result_strides
 
-__all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
+__all__ = ["GpuTransform", "PlanKey", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
 
 _REAL = ("float16", "bfloat16", "float32", "float64")
 _COMPLEX = ("complex64", "complex128")
@@ -21,8 +24,23 @@ _COMPLEX = ("complex64", "complex128")
 _DTYPE_NAMES: dict = {}  # numpy's dtype.name is a slow property; names are looked up once per dtype
 
 
+class PlanKey(NamedTuple):
+    """What a cuFFT plan of the functions' cache depends on (see :func:`plan_key`)."""
+
+    fft_type: str
+    shape: tuple
+    strides: tuple
+    dtype: str
+    axes: tuple
+    lengths: tuple
+    device_id: int
+    package: str
+    overwrite: bool
+    aligned: bool
+
+
 def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package="", overwrite=False,
-             aligned=True) -> tuple:
+             aligned=True) -> PlanKey:
     """The plan-cache key of a transform: a pure, hashable function of the problem.
 
     Unlike CuPy's cache key, it includes the operand's strides: two operands of one shape but
@@ -47,8 +65,8 @@ def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package=
     name = _DTYPE_NAMES.get(dtype)
     if name is None:
         name = _DTYPE_NAMES[dtype] = numpy_dtype(dtype).name
-    return (fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package, overwrite,
-            aligned)
+    return PlanKey(fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package,
+                   overwrite, aligned)
 
 
 def real_input_aligned(fft_type, pointer: int, itemsize: int) -> bool:
@@ -118,11 +136,12 @@ class GpuTransform:
         copy_input = _needs_copy(fft_type, operand.dtype)
         if copy_input and not can_copy(operand.dtype, self._copy_target(operand.dtype)):
             raise UnsupportedOperandError("x", f"cannot convert {operand.dtype} for a {fft_type} transform")
+        self.streams = CallStreams(self.device_id, operand.adapter.current_stream)  # the library's current stream
         self._allocate = None
         strides = operand.strides
         if not inplace:
-            self._allocate = _bind_allocator(operand, self.shape, self.dtype,
-                                             result_strides(self.shape, operand.shape, operand.strides))
+            strides = result_strides(self.shape, operand.shape, operand.strides)
+            self._allocate = operand.adapter.result_allocator(self.shape, self.dtype, self.device_id, strides=strides)
             strides = self._probe_strides(operand)
         self.plan = None
         self.memory_bytes = 0
@@ -140,11 +159,8 @@ class GpuTransform:
 
     def _probe_strides(self, operand):
         """The strides the result allocator really produces (libraries honour layouts differently)."""
-        from .._core.streams import resolve_stream
-
-        stream = resolve_stream(None, self.device_id, operand.adapter.current_stream)
-        obj, _ = self._allocate(stream, operand.obj)
-        return adapter_for(obj).view(obj, "result").strides
+        obj, _ = self._allocate(self.streams())
+        return operand.adapter.view(obj, "result").strides
 
     def execute(self, pointer: int, operand_obj, stream, direction: int, factor: float = 1.0, conj: bool = False):
         """Run on the operand at ``pointer`` (``operand_obj`` is returned when in place) on ``stream``
@@ -152,7 +168,7 @@ class GpuTransform:
         if self.inplace:
             result, target = operand_obj, pointer
         else:
-            result, target = self._allocate(stream, operand_obj)
+            result, target = self._allocate(stream)
         if self.plan is not None:
             self.plan.run(pointer, target, direction, stream, factor, conj)
         return result
@@ -163,44 +179,3 @@ class GpuTransform:
             self.plan = None
         self._allocate = None
 
-
-def _bind_allocator(operand: Operand, shape, dtype, strides):
-    """A function ``allocate(stream, like) -> (array, pointer)`` for results of one shape and layout,
-    in the operand's library (torch gets a direct call to its allocator; ``like`` is the operand of
-    this call, whose layout the result may copy)."""
-    device_id = operand.device_id
-    if operand.package == "torch":
-        adapter = operand.adapter
-        torch = adapter.torch
-        torch_dtype = adapter.to_torch[np.dtype(dtype)]
-        device = adapter.torch_device(device_id)
-        if (tuple(shape) == tuple(operand.shape) and tuple(strides) == tuple(operand.strides)
-                and torch_dtype == adapter.to_torch[np.dtype(operand.dtype)]):
-            # The result is laid out like the (dense) operand: empty_like skips parsing dtype and device.
-            empty_like = torch.empty_like
-
-            def allocate(stream, like):
-                array = empty_like(like)
-                return array, array.data_ptr()
-        elif strides == c_strides(shape):
-            empty = torch.empty
-
-            def allocate(stream, like):
-                array = empty(shape, dtype=torch_dtype, device=device)
-                return array, array.data_ptr()
-        else:
-            empty_strided = torch.empty_strided
-
-            def allocate(stream, like):
-                array = empty_strided(shape, strides, dtype=torch_dtype, device=device)
-                return array, array.data_ptr()
-        return allocate
-
-    # A layout-only stand-in: a cached plan must not keep the caller's array alive.
-    prototype = Operand(None, 0, operand.shape, operand.strides, operand.dtype, device_id, operand.adapter)
-
-    def allocate(stream, like):
-        result = allocate_like(prototype, shape, dtype, device_id, stream, strides=strides)
-        return result.obj, result.ptr
-
-    return allocate

@@ -1,0 +1,24 @@
+"""nvmathx's own DeviceArray (host operands staged to a device, results for other DLPack users)."""
+
+from __future__ import annotations
+
+from ._adapter import Adapter, device_array
+from ._operand import Operand
+
+__all__ = ["NvmathxAdapter"]
+
+
+class NvmathxAdapter(Adapter):
+    name = "nvmathx"
+
+    def view(self, obj, argument, *, keep_conj=False):
+        return Operand(obj, obj.ptr, obj.shape, obj.strides, obj.dtype, obj.device_id, self)
+
+    def key(self, obj):
+        return (self.name, obj.shape, obj.strides, obj.dtype), obj.ptr, obj.device_id
+
+    def empty(self, shape, dtype, device_id, stream, strides=None, memory_resource=None):
+        return device_array(shape, dtype, device_id, stream, strides, memory_resource)
+
+    def from_device_array(self, array):
+        return array
