@@ -202,7 +202,7 @@ class FFT:
         if self._aligned and not real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize):
             # cuFFT cannot read this operand directly: re-plan with a first copy (which reads any operand).
             self._aligned = False
-            self.key = self.key._replace(aligned=False)
+            self.key = self.key[:-1] + (False,)
             if self._transform is not None:
                 self._transform.free()
                 self._transform = None

@@ -14,7 +14,7 @@ from .._core.tensor import as_array, key_function, operand_keys, wrap_operand
 from ._arguments import one_axis, shape_and_axes
 from ._cpu import run_on_cpu
 from ._fft import FFT
-from ._gpu import GpuTransform, PlanKey, plan_key, real_input_aligned
+from ._gpu import GpuTransform, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
 from ._normalize import check_norm, scale_factor, swap_direction
 
@@ -63,7 +63,7 @@ def _resolve(shape, s, axes, form, fft_type):
 class _Prepared(NamedTuple):
     """The pure part of a device call, worked out once per distinct call (see :func:`_prepare`)."""
 
-    key: PlanKey
+    key: tuple  # plan_key()
     axes: tuple
     lengths: tuple
     overwrite: bool
@@ -101,8 +101,8 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
     try:
         # The signature holds the library: the cached plan allocates results in the operand's library.
         # cuFFT reads a real operand only from an address aligned to the complex element: the low bits count.
-        call = (fft_type, form, direction, signature, device_id, s, axes, norm, overwrite_x, conj,
-                pointer & 15 if fft_type == R2C else 0)
+        low_bits = pointer & 15 if fft_type == R2C else 0
+        call = (fft_type, form, direction, signature, s, axes, norm, overwrite_x, conj, low_bits)
         prepared = _calls.get(call)
     except TypeError:  # lists as s/axes: not hashable
         call = prepared = None

@@ -3,8 +3,6 @@ many times. Shared by the stateful :class:`~nvmathx.fft.FFT` and the cached func
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from .._core.dtypes import numpy_dtype
@@ -15,7 +13,7 @@ from ._cufft_plan import CufftPlan, precision_dtypes
 from ._kernels import INTEGER_C_TYPES, can_copy
 from ._layout import C2C, C2R, R2C, output_shape, plan_layout, result_strides
 
-__all__ = ["GpuTransform", "PlanKey", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
+__all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
 
 _REAL = ("float16", "bfloat16", "float32", "float64")
 _COMPLEX = ("complex64", "complex128")
@@ -24,23 +22,8 @@ _COMPLEX = ("complex64", "complex128")
 _DTYPE_NAMES: dict = {}  # numpy's dtype.name is a slow property; names are looked up once per dtype
 
 
-class PlanKey(NamedTuple):
-    """What a cuFFT plan of the functions' cache depends on (see :func:`plan_key`)."""
-
-    fft_type: str
-    shape: tuple
-    strides: tuple
-    dtype: str
-    axes: tuple
-    lengths: tuple
-    device_id: int
-    package: str
-    overwrite: bool
-    aligned: bool
-
-
 def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package="", overwrite=False,
-             aligned=True) -> PlanKey:
+             aligned=True) -> tuple:
     """The plan-cache key of a transform: a pure, hashable function of the problem.
 
     Unlike CuPy's cache key, it includes the operand's strides: two operands of one shape but
@@ -65,8 +48,8 @@ def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package=
     name = _DTYPE_NAMES.get(dtype)
     if name is None:
         name = _DTYPE_NAMES[dtype] = numpy_dtype(dtype).name
-    return PlanKey(fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package,
-                   overwrite, aligned)
+    return (fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package, overwrite,
+            aligned)
 
 
 def real_input_aligned(fft_type, pointer: int, itemsize: int) -> bool:

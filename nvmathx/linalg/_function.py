@@ -198,7 +198,7 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
         entry.set_scalars(alpha, beta)
     if entry.rebind:
         return entry.run_bound(a, b, c, epilog_inputs, quantization_scales, stream)
-    return entry.runner.run_at(entry.streams(stream), a_ptr, b_ptr, c_ptr)
+    return entry.runner.run(entry.streams(stream), a_ptr, b_ptr, c_ptr)
 
 
 def _uncached(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, preferences, execution, stream):

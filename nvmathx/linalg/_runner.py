@@ -224,9 +224,17 @@ class GpuRunner:
 
     # -- running -------------------------------------------------------------------------------
 
-    def run(self, stream: StreamHolder):
+    def run(self, stream: StreamHolder, a: int | None = None, b: int = 0, c: int = 0):
         """Run the selected algorithm on ``stream`` and return the result (with a dict of auxiliary
-        outputs where the epilog makes some), in the caller's library."""
+        outputs where the epilog makes some), in the caller's library.
+
+        ``a``, ``b``, ``c``: the operands' addresses for this call (of the layouts the plan was made
+        for; the function form's cache hits), else those bound.
+        """
+        if a is not None:
+            self._a.value = b  # cuBLASLt's A is the user's b
+            self._b.value = a
+            self._c.value = c
         if stream is not self.stream:
             self.use_stream(stream)
         if self._simple:
@@ -237,13 +245,6 @@ class GpuRunner:
                 self.plan.raise_status(status)
             return result
         return self._run_with_outputs(stream)
-
-    def run_at(self, stream: StreamHolder, a: int, b: int, c: int):
-        """:meth:`run` on operands at these addresses, of the layouts the plan was made for."""
-        self._a.value = b  # cuBLASLt's A is the user's b
-        self._b.value = a
-        self._c.value = c
-        return self.run(stream)
 
     def set_launch_offsets(self, offsets) -> None:
         """Launch the plan once per entry of ``offsets``, a sequence of byte offsets ``(a, b, c, d)``

@@ -67,12 +67,13 @@ class Adapter:
         """``(signature, pointer, device_id)`` of ``obj``, as cheaply as the library allows.
 
         ``signature`` is hashable and holds everything of ``obj`` that a cached plan depends on:
-        the library, shape, strides, dtype and any lazy-view flag (torch's conjugate and negative
-        bits); equal signatures mean a plan made for one array serves the other. ``pointer`` is
+        the library, shape, strides, dtype, device and any lazy-view flag (torch's conjugate and
+        negative bits); equal signatures mean a plan made for one array serves the other. ``pointer`` is
         the address of the memory (for a lazy view, of the memory it views).
         """
         operand = self.view(obj, "operand")
-        return (self.name, operand.shape, operand.strides, operand.dtype.str), operand.ptr, operand.device_id
+        device_id = operand.device_id
+        return (self.name, operand.shape, operand.strides, operand.dtype.str, device_id), operand.ptr, device_id
 
     def resolve(self, obj):
         """``obj`` with any lazy view materialised (``obj`` itself when it is none)."""

@@ -25,7 +25,8 @@ class CupyAdapter(Adapter):
         return Operand(obj, obj.data.ptr, obj.shape, strides, dtype, obj.device.id, self)
 
     def key(self, obj):
-        return ("cupy", obj.shape, obj.strides, obj.dtype), obj.data.ptr, obj.device.id
+        device_id = obj.device.id
+        return ("cupy", obj.shape, obj.strides, obj.dtype, device_id), obj.data.ptr, device_id
 
     def current_stream(self, device_id):
         with self.cupy.cuda.Device(device_id):

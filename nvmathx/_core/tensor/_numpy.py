@@ -29,7 +29,7 @@ class NumpyAdapter(Adapter):
         return Operand(obj, interface["data"][0], shape, strides, dtype, -1, self)
 
     def key(self, obj):
-        return ("numpy", obj.shape, obj.strides, obj.dtype), obj.__array_interface__["data"][0], -1
+        return ("numpy", obj.shape, obj.strides, obj.dtype, -1), obj.__array_interface__["data"][0], -1
 
     def empty(self, shape, dtype, device_id, stream, strides=None, memory_resource=None):
         if device_id >= 0:

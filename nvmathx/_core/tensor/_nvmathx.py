@@ -15,7 +15,8 @@ class NvmathxAdapter(Adapter):
         return Operand(obj, obj.ptr, obj.shape, obj.strides, obj.dtype, obj.device_id, self)
 
     def key(self, obj):
-        return (self.name, obj.shape, obj.strides, obj.dtype), obj.ptr, obj.device_id
+        device_id = obj.device_id
+        return (self.name, obj.shape, obj.strides, obj.dtype, device_id), obj.ptr, device_id
 
     def empty(self, shape, dtype, device_id, stream, strides=None, memory_resource=None):
         return device_array(shape, dtype, device_id, stream, strides, memory_resource)

@@ -59,8 +59,9 @@ class TorchAdapter(Adapter):
         return Operand(obj, obj.data_ptr(), obj.shape, obj.stride(), dtype, device_id, self, conj)
 
     def key(self, obj):
-        return (("torch", obj.shape, obj.stride(), obj.dtype, obj.is_conj(), obj.is_neg()), obj.data_ptr(),
-                obj.get_device())
+        device_id = obj.get_device()
+        signature = ("torch", obj.shape, obj.stride(), obj.dtype, device_id, obj.is_conj(), obj.is_neg())
+        return signature, obj.data_ptr(), device_id
 
     def resolve(self, obj):
         return obj.resolve_conj().resolve_neg()
