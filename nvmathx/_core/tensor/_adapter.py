@@ -92,11 +92,11 @@ class Adapter:
         """
         shape = tuple(shape)
         dtype = numpy_dtype(dtype)
-        from_device_array = self.from_device_array
+        from_device_array, view = self.from_device_array, self.view
 
         def allocate_result(stream):
-            array = device_array(shape, dtype, device_id, stream, strides, memory_resource)
-            return from_device_array(array), array.ptr
+            result = from_device_array(device_array(shape, dtype, device_id, stream, strides, memory_resource))
+            return result, view(result, "result").ptr  # where the library put it (its from_dlpack may copy)
 
         return allocate_result
 

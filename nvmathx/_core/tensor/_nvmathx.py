@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..dtypes import numpy_dtype
 from ._adapter import Adapter, device_array
 from ._operand import Operand
 
@@ -17,6 +18,17 @@ class NvmathxAdapter(Adapter):
     def key(self, obj):
         device_id = obj.device_id
         return (self.name, obj.shape, obj.strides, obj.dtype, device_id), obj.ptr, device_id
+
+    def result_allocator(self, shape, dtype, device_id, *, strides=None, memory_resource=None):
+        shape = tuple(shape)
+        dtype = numpy_dtype(dtype)
+        from_device_array = self.from_device_array
+
+        def allocate_result(stream):
+            array = device_array(shape, dtype, device_id, stream, strides, memory_resource)
+            return from_device_array(array), array.ptr  # the array itself: no copy, no view needed
+
+        return allocate_result
 
     def empty(self, shape, dtype, device_id, stream, strides=None, memory_resource=None):
         return device_array(shape, dtype, device_id, stream, strides, memory_resource)
