@@ -124,7 +124,8 @@ class GpuTransform:
         strides = operand.strides
         if not inplace:
             strides = result_strides(self.shape, operand.shape, operand.strides)
-            self._allocate = operand.adapter.result_allocator(self.shape, self.dtype, self.device_id, strides=strides)
+            self._allocate = operand.adapter.result_allocator(self.shape, self.dtype, self.device_id, strides=strides,
+                                                              like=operand)
             strides = self._probe_strides(operand)
         self.plan = None
         self.memory_bytes = 0
@@ -142,7 +143,7 @@ class GpuTransform:
 
     def _probe_strides(self, operand):
         """The strides the result allocator really produces (libraries honour layouts differently)."""
-        obj, _ = self._allocate(self.streams())
+        obj, _ = self._allocate(self.streams(), operand.obj)
         return operand.adapter.view(obj, "result").strides
 
     def execute(self, pointer: int, operand_obj, stream, direction: int, factor: float = 1.0, conj: bool = False):
@@ -151,7 +152,7 @@ class GpuTransform:
         if self.inplace:
             result, target = operand_obj, pointer
         else:
-            result, target = self._allocate(stream)
+            result, target = self._allocate(stream, operand_obj)
         if self.plan is not None:
             self.plan.run(pointer, target, direction, stream, factor, conj)
         return result

@@ -224,7 +224,7 @@ class GpuRunner:
 
     # -- running -------------------------------------------------------------------------------
 
-    def run(self, stream: StreamHolder, a: int | None = None, b: int = 0, c: int = 0):
+    def run(self, stream: StreamHolder, a: int | None = None, b: int = 0, c: int | None = None):
         """Run the selected algorithm on ``stream`` and return the result (with a dict of auxiliary
         outputs where the epilog makes some), in the caller's library.
 
@@ -234,7 +234,8 @@ class GpuRunner:
         if a is not None:
             self._a.value = b  # cuBLASLt's A is the user's b
             self._b.value = a
-            self._c.value = c
+            if c is not None:  # (a plan made without c keeps its C pointer null)
+                self._c.value = c
         if stream is not self.stream:
             self.use_stream(stream)
         if self._simple:

@@ -207,3 +207,8 @@ def test_torch_result_allocator_makes_the_asked_layout():
     assert pointer == array.data_ptr()
     strided, _ = operand.adapter.result_allocator((2, 5), np.float32, -1, strides=(1, 2))(None)
     assert strided.stride() == (1, 2)
+    transposed = torch.randn(5, 4).t()  # results laid out like each call's operand
+    like = wrap_operand(transposed, "x")
+    allocate = like.adapter.result_allocator((4, 5), np.float32, -1, strides=(1, 4), like=like)
+    result, pointer = allocate(None, torch.randn(5, 4).t())
+    assert result.stride() == (1, 4) and result.dtype == torch.float32 and pointer == result.data_ptr()

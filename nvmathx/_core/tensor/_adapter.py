@@ -83,18 +83,21 @@ class Adapter:
         """The library's current stream handle on a device, or None when it has no such notion."""
         return None
 
-    def result_allocator(self, shape, dtype, device_id: int, *, strides=None, memory_resource=None):
-        """A function ``allocate(stream) -> (array, pointer)`` making results of one shape, dtype
-        and layout (C order unless ``strides`` says otherwise) in this library on a device.
+    def result_allocator(self, shape, dtype, device_id: int, *, strides=None, memory_resource=None, like=None):
+        """A function ``allocate(stream, operand=None) -> (array, pointer)`` making results of one
+        shape, dtype and layout (C order unless ``strides`` says otherwise) in this library on a
+        device.
 
         ``stream`` is the StreamHolder the result is ordered on; ``memory_resource`` serves
-        libraries without an allocator of their own.
+        libraries without an allocator of their own. ``like`` is an Operand whose shape, strides
+        and dtype every call's ``operand`` (an array of this library) shares: where the results
+        share them too, a library may make each one like that call's operand (torch: empty_like).
         """
         shape = tuple(shape)
         dtype = numpy_dtype(dtype)
         from_device_array, view = self.from_device_array, self.view
 
-        def allocate_result(stream):
+        def allocate_result(stream, operand=None):
             result = from_device_array(device_array(shape, dtype, device_id, stream, strides, memory_resource))
             return result, view(result, "result").ptr  # where the library put it (its from_dlpack may copy)
 

@@ -32,12 +32,12 @@ class CupyAdapter(Adapter):
         with self.cupy.cuda.Device(device_id):
             return self.cupy.cuda.get_current_stream().ptr
 
-    def result_allocator(self, shape, dtype, device_id, *, strides=None, memory_resource=None):
+    def result_allocator(self, shape, dtype, device_id, *, strides=None, memory_resource=None, like=None):
         shape = tuple(shape)
         dtype = np.dtype(dtype)
         empty = self.empty  # C order, or Fortran order when ``strides`` are Fortran's
 
-        def allocate_result(stream):
+        def allocate_result(stream, operand=None):
             array = empty(shape, dtype, device_id, stream, strides)
             return array, array.data.ptr
 

@@ -19,12 +19,12 @@ class NvmathxAdapter(Adapter):
         device_id = obj.device_id
         return (self.name, obj.shape, obj.strides, obj.dtype, device_id), obj.ptr, device_id
 
-    def result_allocator(self, shape, dtype, device_id, *, strides=None, memory_resource=None):
+    def result_allocator(self, shape, dtype, device_id, *, strides=None, memory_resource=None, like=None):
         shape = tuple(shape)
         dtype = numpy_dtype(dtype)
         from_device_array = self.from_device_array
 
-        def allocate_result(stream):
+        def allocate_result(stream, operand=None):
             array = device_array(shape, dtype, device_id, stream, strides, memory_resource)
             return from_device_array(array), array.ptr  # the array itself: no copy, no view needed
 
