@@ -286,6 +286,7 @@ class Matmul:
             return self._execute_cpu()
         runner = self._runner
         holder = self._streams(stream)
+        runner.use_stream(holder)  # (a released workspace is allocated again before an algorithm is selected)
         previous = runner.algorithm
         if algorithm is not None:
             if algorithm not in runner.algorithms:

@@ -94,3 +94,17 @@ def test_explicit_streams_are_resolved_once(fake, rng):
         mm.plan()
         mm.execute()
         assert mm._runner.stream is holder  # the construction stream, no other
+
+
+def test_any_algorithm_after_the_workspace_was_released(fake, rng):
+    a, b = random(rng, (8, 4)), random(rng, (4, 8))
+    with Matmul(to_device(a), to_device(b)) as mm:
+        algorithms = mm.plan()
+        assert max(algorithm.workspace_size for algorithm in algorithms) > 0
+        mm.execute(release_workspace=True)
+        assert mm._runner.workspace_bytes == 0
+        for algorithm in reversed(algorithms):
+            np.testing.assert_allclose(to_host(mm.execute(algorithm=algorithm)), a @ b, rtol=1e-5)
+            assert fake.last_launch[0] == int(np.frombuffer(algorithm.algo, np.uint64)[0])
+        np.testing.assert_allclose(to_host(mm.execute()), a @ b, rtol=1e-5)
+        assert fake.last_launch[0] == int(np.frombuffer(algorithms[0].algo, np.uint64)[0])
