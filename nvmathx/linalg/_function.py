@@ -7,7 +7,7 @@ import dataclasses
 from .._core.execution import ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
-from .._core.streams import CallStreams, order_after
+from .._core.streams import order_after
 from .._core.tensor import key_function, operand_keys
 from ._epilogs import epilog_spec
 from ._matmul import Matmul
@@ -140,10 +140,7 @@ def _plan(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, prefe
                 stream=stream)
     try:
         mm._plan(epilog, epilog_inputs, preferences, None, keep=1)
-        operands = mm._operands
-        views_copied = copied(*((operands[name], x) for name, x in (("a", a), ("b", b), ("c", c))))
-        streams = CallStreams(mm._streams.device_id, operands["a"].adapter.current_stream)
-        runner = mm._detach()
+        runner, streams, views_copied = mm._detach()
     finally:
         mm.free()
     return _CachedMatmul(runner, streams, alpha=alpha, beta=beta, has_c=c is not None,

@@ -117,7 +117,7 @@ class Matmul:
             self._streams = CallStreams(device_id, current, fixed)
             self._library_streams = CallStreams(device_id, current)  # where lazy views are materialised
             holder = self._streams()
-            self._after_copies(holder, (a_op, a), (b_op, b), (c_op, c))
+            self._copies = self._after_copies(holder, (a_op, a), (b_op, b), (c_op, c))
             self._staged = a_op.device_id < 0
             self._operands = {name: stage(op, device_id, holder, self._options.memory_resource)
                               for name, op in self._operands.items()}
@@ -211,13 +211,14 @@ class Matmul:
         self._ready = True
         return list(runner.algorithms)
 
-    def _detach(self):
-        """The planned runner, handed to the function form's cache (which binds each call's operands
-        itself); this Matmul is freed without it."""
+    def _detach(self) -> tuple:
+        """(runner, the operand library's stream choice, whether a, b or c is a copy of a lazy view),
+        handed to the function form's cache, which binds each call's operands itself; this Matmul
+        is freed without the runner."""
         runner, self._runner = self._runner, None
         runner.unbind()  # a cached plan must not keep this call's arrays alive
         self.free()
-        return runner
+        return runner, self._library_streams, self._copies
 
     @property
     def algorithms(self) -> list:
@@ -358,11 +359,14 @@ class Matmul:
             if scales:
                 self._runner.set_scales(scales)
 
-    def _after_copies(self, stream, *pairs) -> None:
+    def _after_copies(self, stream, *pairs) -> bool:
         """Order ``stream`` after the copies made of lazy views (torch's conjugate or negative bits),
-        which the library made on its current stream; ``pairs`` are (Operand, array given)."""
-        if copied(*pairs):
-            order_after(stream, self._library_streams())
+        which the library made on its current stream; ``pairs`` are (Operand, array given). Returns
+        whether there were any."""
+        if not copied(*pairs):
+            return False
+        order_after(stream, self._library_streams())
+        return True
 
     def _checked(self, operand, name, expected, current):
         if operand.package != self._host.package or operand.device_id != self._host.device_id:
