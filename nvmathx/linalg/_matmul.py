@@ -14,7 +14,7 @@ from ._autotune import autotune_algorithms
 from ._cpu import cpu_matmul
 from ._epilogs import epilog_spec
 from ._layout import pointer_alignment
-from ._operands import check_together, copied, host_view, info, stage, to_package_host, wrap_all, wrap_factor
+from ._operands import check_together, copied, host_view, info, stage, wrap_all, wrap_factor
 from ._options import MatmulOptions, MatmulPlanPreferences
 from ._planning import build_runner
 from ._problem import check_quantization_scales, check_scalars, describe_problem
@@ -307,8 +307,9 @@ class Matmul:
         out = cpu_matmul(self._problem, views["a"], views["b"], views["c"], self._alpha, self._beta, inputs, scales)
         if isinstance(out, tuple):
             result, aux = out
-            return to_package_host(result, self._host), {k: to_package_host(v, self._host) for k, v in aux.items()}
-        return to_package_host(out, self._host)
+            from_host = self._host.adapter.from_host
+            return from_host(result), {name: from_host(value) for name, value in aux.items()}
+        return self._host.adapter.from_host(out)
 
     # -- new operands --------------------------------------------------------------------------
 

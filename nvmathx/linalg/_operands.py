@@ -12,7 +12,7 @@ from .._core.tensor import Operand, resolve_operand, stage_to_device, wrap_opera
 from ._layout import matrix_layout
 from ._problem import OperandInfo
 
-__all__ = ["info", "wrap_all", "wrap_factor", "copied", "check_together", "host_view", "to_package_host", "stage"]
+__all__ = ["info", "wrap_all", "wrap_factor", "copied", "check_together", "host_view", "stage"]
 
 
 def info(operand: Operand | None) -> OperandInfo | None:
@@ -80,17 +80,6 @@ def host_view(operand: Operand) -> np.ndarray:
     raw = np.frombuffer((ctypes.c_char * span).from_address(operand.ptr), dtype=operand.dtype)
     strides = tuple(s * itemsize for s in operand.strides)
     return np.lib.stride_tricks.as_strided(raw, operand.shape, strides, writeable=False)
-
-
-def to_package_host(array: np.ndarray, like: Operand):
-    """``array`` as a new host array of ``like``'s library (numpy passes through)."""
-    if like.package == "numpy":
-        return array
-    array = np.ascontiguousarray(array)
-    obj = like.adapter.empty(array.shape, array.dtype, -1, None)
-    target = like.adapter.view(obj, "result")
-    ctypes.memmove(target.ptr, array.ctypes.data, array.nbytes)
-    return obj
 
 
 def stage(operand: Operand | None, device_id: int, stream, memory_resource) -> Operand | None:

@@ -212,3 +212,16 @@ def test_torch_result_allocator_makes_the_asked_layout():
     allocate = like.adapter.result_allocator((4, 5), np.float32, -1, strides=(1, 4), like=like)
     result, pointer = allocate(None, torch.randn(5, 4).t())
     assert result.stride() == (1, 4) and result.dtype == torch.float32 and pointer == result.data_ptr()
+
+
+@pytest.mark.parametrize("dtype_name", ["float32", "complex128", "bfloat16", "float8_e4m3fn"])
+def test_host_results_in_the_callers_library(rng, dtype_name):
+    values = rng.standard_normal((3, 5)).astype(numpy_dtype(dtype_name))
+    assert adapter_for(values).from_host(values) is values
+    result = adapter_for(torch.zeros(1)).from_host(values.T)
+    assert isinstance(result, torch.Tensor) and result.dtype == getattr(torch, dtype_name)
+    assert result.shape == (5, 3)
+    if dtype_name in ("bfloat16", "float8_e4m3fn"):  # (numpy of torch's float32 widening, exact)
+        np.testing.assert_array_equal(result.float().numpy(), values.T.astype(np.float32))
+    else:
+        np.testing.assert_array_equal(result.numpy(), values.T)

@@ -111,6 +111,10 @@ class Adapter:
         """Hand a DeviceArray to this library (zero-copy, through DLPack)."""
         return dlpack_module(self.name).from_dlpack(array)
 
+    def from_host(self, array: np.ndarray):
+        """A host array of this library holding ``array``'s values (a result computed on the CPU)."""
+        return dlpack_module(self.name).from_dlpack(np.ascontiguousarray(array))
+
 
 _DLPACK_MODULES = {"jaxlib": "jax.numpy", "jax": "jax.numpy"}
 

@@ -50,5 +50,8 @@ class CupyAdapter(Adapter):
         with self.cupy.cuda.Device(device_id):
             return self.cupy.empty(shape, dtype, order=order)
 
+    def from_host(self, array):
+        return array  # cupy has no host arrays: host results are numpy's
+
     def from_device_array(self, array):
         return self.cupy.from_dlpack(array)

@@ -38,5 +38,8 @@ class NumpyAdapter(Adapter):
             return np.empty(shape, dtype, order="F")
         return np.empty(shape, dtype)
 
+    def from_host(self, array):
+        return array
+
     def from_device_array(self, array):
         raise OperandError("result", "numpy cannot hold device memory; copy to host instead")

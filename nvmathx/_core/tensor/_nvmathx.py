@@ -33,5 +33,8 @@ class NvmathxAdapter(Adapter):
     def empty(self, shape, dtype, device_id, stream, strides=None, memory_resource=None):
         return device_array(shape, dtype, device_id, stream, strides, memory_resource)
 
+    def from_host(self, array):
+        return array  # DeviceArrays live on devices: host results are numpy's
+
     def from_device_array(self, array):
         return array

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
+
+import numpy as np
+
 from ..dtypes import numpy_dtype
 from ..errors import UnsupportedOperandError
 from ._adapter import Adapter
@@ -107,6 +111,15 @@ class TorchAdapter(Adapter):
         if strides is None or strides == c_strides(shape):
             return self.torch.empty(shape, dtype=torch_dtype, device=device)
         return self.torch.empty_strided(shape, strides, dtype=torch_dtype, device=device)
+
+    def from_host(self, array):
+        if array.dtype.kind in "biufc":
+            return self.torch.from_numpy(np.ascontiguousarray(array))  # shares the memory
+        # bfloat16 and float8 (ml_dtypes): torch.from_numpy does not take them; copy the bytes.
+        array = np.ascontiguousarray(array)
+        result = self.empty(array.shape, array.dtype, -1, None)
+        ctypes.memmove(result.data_ptr(), array.ctypes.data, array.nbytes)
+        return result
 
     def from_device_array(self, array):
         return self.torch.from_dlpack(array)
