@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from .._bindings import cuda_driver
 from .errors import OperandError
 
 __all__ = ["ensure_device", "device_properties"]
@@ -26,9 +27,7 @@ def ensure_device(device_id: int):
     if device is None:
         from cuda.core import Device
 
-        from .._bindings.cuda_driver import device_count
-
-        count = device_count()
+        count = cuda_driver.device_count()
         if not 0 <= device_id < count:
             raise OperandError("device_id", f"expected a device ordinal in [0, {count}) (got {device_id})")
         device = Device(device_id)

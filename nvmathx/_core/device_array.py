@@ -12,6 +12,8 @@ import ctypes
 
 import numpy as np
 
+from .._bindings import cuda_driver
+
 __all__ = ["DeviceArray"]
 
 
@@ -66,12 +68,10 @@ def _order_for_consumer(producer, consumer_stream) -> None:
     """Make the consumer's stream see the producer's writes (DLPack stream semantics)."""
     if producer is None or consumer_stream == -1:
         return
-    from .._bindings.cuda_driver import stream_synchronize, stream_wait_stream
-
     if consumer_stream is None:
-        stream_synchronize(producer.handle)
+        cuda_driver.stream_synchronize(producer.handle)
     elif int(consumer_stream) != producer.handle:
-        stream_wait_stream(int(consumer_stream), producer.handle)
+        cuda_driver.stream_wait_stream(int(consumer_stream), producer.handle)
 
 
 # DLPack structures (dlpack.h, legacy unversioned ABI).

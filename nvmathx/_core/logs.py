@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from .errors import OptionsError
+
 __all__ = ["get_logger"]
 
 _default = logging.getLogger("nvmathx")
@@ -14,7 +16,5 @@ def get_logger(logger=None) -> logging.Logger:
     if logger is None:
         return _default
     if not isinstance(logger, logging.Logger):
-        from .errors import OptionsError
-
         raise OptionsError("logger", f"expected a logging.Logger (got {type(logger).__name__})")
     return logger

@@ -6,26 +6,24 @@ subclass included) or the device's default resource, and are released by the own
 
 from __future__ import annotations
 
+from . import device
 from .errors import OptionsError
+from .streams import order_after
 
 __all__ = ["default_memory_resource", "check_memory_resource", "allocate", "Workspace"]
 
 
 def default_memory_resource(device_id: int):
     """The device's own memory resource (a stream-ordered pool)."""
-    from .device import ensure_device
-
-    return ensure_device(device_id).memory_resource
+    return device.ensure_device(device_id).memory_resource
 
 
 def check_memory_resource(memory_resource, argument: str = "memory_resource"):
     """Accept None or an object with the MemoryResource protocol (``allocate``/``deallocate``)."""
     if memory_resource is None:
         return None
-    if not (callable(getattr(memory_resource, "allocate", None)) and callable(getattr(memory_resource, "deallocate", None))):
-        raise OptionsError(
-            argument, f"expected a cuda.core MemoryResource (got {type(memory_resource).__name__})"
-        )
+    if not all(callable(getattr(memory_resource, name, None)) for name in ("allocate", "deallocate")):
+        raise OptionsError(argument, f"expected a cuda.core MemoryResource (got {type(memory_resource).__name__})")
     return memory_resource
 
 
@@ -57,12 +55,7 @@ class Workspace:
         """Pointer to at least ``nbytes`` usable on ``stream`` (a StreamHolder); 0 when none needed."""
         if nbytes == 0:
             return 0
-        if self._stream is not None and stream.handle != self._stream.handle:
-            from .._bindings.cuda_driver import stream_is_capturing, stream_wait_stream
-
-            # A capture records its own dependencies; an event from outside it would break it.
-            if not (stream_is_capturing(stream.handle) or stream_is_capturing(self._stream.handle)):
-                stream_wait_stream(stream.handle, self._stream.handle)
+        order_after(stream, self._stream)
         self._stream = stream
         if nbytes > self.nbytes:
             self.release()

@@ -1,19 +1,22 @@
-"""Stream arguments: normalise once, cache, and hand out raw handles for the hot path.
+"""Streams: normalise stream arguments once, pick each call's stream, and order one stream after another.
 
 A stream argument may be a cuda.core ``Stream``, anything with ``__cuda_stream__`` (torch and cupy
 streams), a raw ``cudaStream_t`` as an int, or ``None`` for the operand package's current stream
 (torch, cupy), else the device's default stream. Wrapping a handle in a cuda.core Stream costs
 about 13 us, so every handle is wrapped at most once per process (:class:`StreamHolder` is cached
-by handle and device).
+by handle and device). :class:`CallStreams` picks the stream of each call of a plan, and
+:func:`order_after` is the one rule for handing a resource from one stream to another.
 """
 
 from __future__ import annotations
 
 import threading
 
+from .._bindings import cuda_driver
+from . import device
 from .errors import OptionsError
 
-__all__ = ["StreamHolder", "resolve_stream", "default_stream_handle"]
+__all__ = ["StreamHolder", "CallStreams", "resolve_stream", "default_stream_handle", "order_after", "is_capturing"]
 
 
 class StreamHolder:
@@ -63,9 +66,7 @@ def default_stream_handle(device_id: int) -> int:
     """The handle of cuda.core's default stream for ``device_id`` (cached)."""
     handle = _default_handles.get(device_id)
     if handle is None:
-        from .device import ensure_device
-
-        stream = ensure_device(device_id).default_stream
+        stream = device.ensure_device(device_id).default_stream
         handle = _default_handles[device_id] = int(stream.handle)
         _holder(handle, device_id, core=stream)
     return handle
@@ -116,3 +117,75 @@ def resolve_stream(stream, device_id: int, package_current_stream=None) -> Strea
         "expected a cuda.core Stream, an object with __cuda_stream__ (torch or cupy stream), "
         f"a raw stream handle (int) or None (got {type(stream).__name__})",
     )
+
+
+def _no_current_stream(device_id: int) -> None:
+    return None
+
+
+_UNSET = object()
+
+
+class CallStreams:
+    """The stream each call of a plan runs on.
+
+    A call names a stream (``stream=``), or takes the plan's ``fixed`` stream when it has one,
+    else the operand library's current stream at the time of the call (so that a plan follows
+    ``torch.cuda.stream(...)`` and graph captures), else the device's default stream. The holder
+    of the last current stream is kept: a call whose library stream has not changed costs one
+    query and one comparison.
+
+    Parameters
+    ----------
+    device_id : int
+    current_stream : callable or None
+        The operand library's current-stream query (``Adapter.current_stream``).
+    fixed : StreamHolder or None
+        The plan's own stream (given at construction), which calls without ``stream=`` use.
+    """
+
+    __slots__ = ("device_id", "fixed", "_current", "_handle", "_holder")
+
+    def __init__(self, device_id: int, current_stream=None, fixed: StreamHolder | None = None):
+        self.device_id = device_id
+        self.fixed = fixed
+        self._current = current_stream or _no_current_stream
+        self._handle = _UNSET  # equal to no handle: the first call looks its stream up
+        self._holder = None
+
+    def __call__(self, stream=None) -> StreamHolder:
+        """The StreamHolder for a call with ``stream=`` (see the class; errors as :func:`resolve_stream`)."""
+        if stream is not None:
+            return resolve_stream(stream, self.device_id)
+        if self.fixed is not None:
+            return self.fixed
+        handle = self._current(self.device_id)
+        if handle != self._handle:
+            self._holder = _holder(default_stream_handle(self.device_id) if handle is None else handle, self.device_id)
+            self._handle = handle
+        return self._holder
+
+
+def is_capturing(stream_handle: int) -> bool:
+    """Whether a stream is capturing a graph; a query that fails (as it does on the legacy default
+    stream while another stream captures) counts as capturing."""
+    try:
+        return cuda_driver.stream_is_capturing(stream_handle)
+    except cuda_driver.CudaDriverError:
+        return True
+
+
+def order_after(stream: StreamHolder, previous: StreamHolder | None) -> bool:
+    """Make ``stream`` wait for the work queued so far on ``previous`` (the stream that last used a
+    resource ``stream`` is about to use). Returns whether a wait was recorded.
+
+    Nothing is recorded when there is no previous stream, when it is ``stream`` itself, or while
+    either stream captures a graph: a capture records its own dependencies, and an event from
+    outside it would invalidate it (the caller orders capture and replay).
+    """
+    if previous is None or previous.handle == stream.handle:
+        return False
+    if is_capturing(stream.handle) or is_capturing(previous.handle):
+        return False
+    cuda_driver.stream_wait_stream(stream.handle, previous.handle)
+    return True

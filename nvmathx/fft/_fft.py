@@ -10,12 +10,12 @@ from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
 from .._core.logs import get_logger
 from .._core.options import check_or_create_options
-from .._core.streams import resolve_stream
+from .._core.streams import CallStreams, resolve_stream
 from .._core.tensor import copy_to_host, is_read_only, stage_to_device, wrap_operand
+from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._arguments import normalize_axes
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
-from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._options import FFTOptions, normalize_direction
 
 __all__ = ["FFT"]
@@ -103,10 +103,8 @@ class FFT:
         self._device_id = self._execution.device_id
         self._stream = resolve_stream(stream, self._device_id, operand.adapter.current_stream)
         self._device = operand if operand.device_id >= 0 else stage_to_device(operand, self._device_id, self._stream)
-        self._current_stream = self._device.adapter.current_stream
+        self._streams = CallStreams(self._device_id, self._device.adapter.current_stream)
         self._blocking = options.blocking is True  # read once: execute() is the hot path
-        self._last_handle = None
-        self._holder = None
         self._aligned = real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize)
         self._callbacks = {}  # "prolog"/"epilog" -> Attachment, given to plan()
         self.key = self._plan_key()
@@ -194,15 +192,7 @@ class FFT:
             if stream is not None:
                 raise OptionsError("stream", "CPU execution takes no stream")
             return self._execute_cpu(sign)
-        if stream is None:
-            # The library's current stream (None without one): resolved again only when it changes.
-            handle = self._current_stream(self._device_id)
-            holder = self._holder
-            if holder is None or handle != self._last_handle:
-                holder = self._holder = resolve_stream(None, self._device_id, self._current_stream)
-                self._last_handle = handle
-        else:
-            holder = resolve_stream(stream, self._device_id)
+        holder = self._streams(stream)
         device = self._device
         result = transform.execute(device.ptr, device.obj, holder, sign)
         if device is not self._user:

@@ -6,14 +6,16 @@ from :data:`plan_cache` (per device and thread), keyed by :func:`plan_key`.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .._core.errors import OperandError, OptionsError
 from .._core.plan_cache import PlanCache
-from .._core.streams import resolve_stream
-from .._core.tensor import wrap_operand
+from .._core.tensor import as_array, key_function, operand_keys, wrap_operand
 from ._arguments import one_axis, shape_and_axes
+from ._callbacks import attachment, attachments_key
 from ._cpu import check_workers, run_on_cpu
-from ._fastpath import describe
-from ._gpu import GpuTransform, plan_key
+from ._fft import FFT
+from ._gpu import GpuTransform, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
 from ._normalize import check_norm, scale_factor, swap_direction
 
@@ -60,57 +62,73 @@ def _resolve(shape, s, axes, form, fft_type):
     return lengths, axes_
 
 
-def _prepare(fft_type, form, direction, shape, strides, dtype, device_id, package, s, axes, norm, overwrite_x,
-             conj, aligned):
-    """(plan key, axes, lengths, overwrite, scale factor, fuse) of a device call: a pure function of
-    its arguments, memoised by the caller. ``fuse``: "ortho" and "forward" scale in cuFFT's store
-    where the layout allows (the default "backward" inverse keeps its elementwise pass, so that the
-    most common call never waits for cuFFT to link a callback)."""
+class _Prepared(NamedTuple):
+    """The pure part of a device call, worked out once per distinct call (see :func:`_prepare`)."""
+
+    key: tuple  # plan_key()
+    axes: tuple
+    lengths: tuple
+    overwrite: bool
+    factor: float
+    aligned: bool  # R2C: cuFFT may read the operand where it is
+    copies: bool  # a lazy view (torch's conjugate or negative bit), materialised for cuFFT on every call
+    fuse: bool  # the scale applied in cuFFT's store, where the layout allows
+
+
+def _prepare(operand, *, fft_type, form, direction, s, axes, norm, overwrite_x, conj, copies) -> _Prepared:
+    """The plan key, axes, lengths, overwrite flag and scale factor of a device call on ``operand``:
+    a pure function of the arguments, memoised by the caller. ``fuse``: "ortho" and "forward" scale
+    in cuFFT's store where the layout allows (the default "backward" inverse keeps its elementwise
+    pass, so that the most common call never waits for cuFFT to link a callback)."""
     checked_norm = check_norm(norm)
-    lengths, resolved_axes = _resolve(shape, s, axes, form, fft_type)
+    lengths, resolved_axes = _resolve(operand.shape, s, axes, form, fft_type)
     if conj:  # hfft / ihfft scale the opposite direction, as scipy does
         checked_norm = swap_direction(checked_norm)
     overwrite = bool(overwrite_x) and fft_type == C2R and not conj
-    key = plan_key(fft_type, shape, strides, dtype, resolved_axes, lengths, device_id, package, overwrite, aligned)
+    aligned = real_input_aligned(fft_type, operand.ptr, operand.dtype.itemsize)
+    key = plan_key(fft_type, operand.shape, operand.strides, operand.dtype, resolved_axes, lengths, operand.device_id,
+                   operand.package, overwrite, aligned)
     factor = scale_factor(checked_norm, direction, lengths)
     fuse = checked_norm != "backward" and not conj
-    return key, resolved_axes, lengths, overwrite, factor, fuse
+    return _Prepared(key, resolved_axes, lengths, overwrite, factor, aligned, copies, fuse)
 
 
 def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan, conj=False,
                prolog=None, epilog=None):
     """Every public function: ``form`` is 1 (``n``/``axis``), 2 or 3 (``s``/``axes``, 2-D or n-D),
     ``direction`` -1 forward or +1 inverse, ``conj`` the Hermitian variants (hfft*, ihfft*)."""
-    x, pointer, shape, strides, dtype, device_id, package, adapter = describe(x)
+    key_of = operand_keys.get(type(x))
+    if key_of is None:  # an array-like (scipy takes lists and scalars), or an array type not seen yet
+        x = as_array(x)
+        key_of = key_function(x, "x")
+    signature, pointer, device_id = key_of(x)
     if device_id < 0:
-        check_norm(norm)
-        _resolve(shape, s, axes, form, fft_type)
-        if plan is not None:
-            _check_cpu_plan(plan, shape)
         if prolog is not None or epilog is not None:
             raise OptionsError("prolog" if prolog is not None else "epilog", "callbacks run on cuFFT: pass a GPU array")
-        return run_on_cpu(name, fft_type, x, s, axes, norm, overwrite_x, workers=workers)
+        return _on_cpu(name, x, form=form, fft_type=fft_type, s=s, axes=axes, norm=norm, overwrite_x=overwrite_x,
+                       workers=workers, plan=plan)
     if workers is not None:  # scipy.fft's rule for arrays that are not numpy's
         check_workers(workers, on_device=True)
-    # cuFFT reads a real operand only from an address aligned to the complex element.
-    aligned = fft_type != R2C or not pointer % (2 * dtype.itemsize)
     try:
-        # The package is part of it: the cached plan allocates results in the operand's library.
-        call = (fft_type, form, direction, shape, strides, dtype, device_id, package, s, axes, norm, overwrite_x, conj,
-                aligned)
+        # The signature holds the library: the cached plan allocates results in the operand's library.
+        # cuFFT reads a real operand only from an address aligned to the complex element: the low bits count.
+        low_bits = pointer & 15 if fft_type == R2C else 0
+        call = (fft_type, form, direction, signature, s, axes, norm, overwrite_x, conj, low_bits)
         prepared = _calls.get(call)
     except TypeError:  # lists as s/axes: not hashable
         call = prepared = None
     if prepared is None:
-        prepared = _prepare(fft_type, form, direction, shape, strides, dtype, device_id, package, s, axes, norm,
-                            overwrite_x, conj, aligned)
+        operand = wrap_operand(x, "x")
+        prepared = _prepare(operand, fft_type=fft_type, form=form, direction=direction, s=s, axes=axes, norm=norm,
+                            overwrite_x=overwrite_x, conj=conj, copies=operand.obj is not x)
         if call is not None and len(_calls) < _RESOLVED_LIMIT:
             _calls[call] = prepared
-    key, resolved_axes, lengths, overwrite, factor, fuse = prepared
+    key, resolved_axes, lengths, overwrite, factor, aligned, copies, fuse = prepared
+    if copies:
+        x = wrap_operand(x, "x").obj
+        pointer = key_of(x)[1]
     attached = {}
     if prolog is not None or epilog is not None:  # callbacks: a plan of their own, keyed by them
-        from ._callbacks import attachment, attachments_key
-
         attached = {"prolog": attachment(prolog, "prolog", device_id), "epilog": attachment(epilog, "epilog", device_id)}
         key = key + (attachments_key(attached["prolog"], attached["epilog"]),)
     if plan is not None:
@@ -121,13 +139,21 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
             transform = GpuTransform(wrap_operand(x, "x"), fft_type, resolved_axes, lengths, overwrite=overwrite,
                                      input_aligned=aligned, **attached)
             plan_cache.put(device_id, key, transform)
-    stream = resolve_stream(None, device_id, adapter.current_stream)
-    return transform.execute(pointer, x, stream, direction, factor, conj, fuse)
+    return transform.execute(pointer, x, transform.streams(), direction, factor, conj, fuse)
+
+
+def _on_cpu(name, x, *, form, fft_type, s, axes, norm, overwrite_x, workers, plan):
+    """A host operand: checked as on the GPU, run by scipy.fft (a lazy view materialised first)."""
+    operand = wrap_operand(x, "x")
+    x, shape = operand.obj, operand.shape
+    check_norm(norm)
+    _resolve(shape, s, axes, form, fft_type)
+    if plan is not None:
+        _check_cpu_plan(plan, shape)
+    return run_on_cpu(name, fft_type, x, s, axes, norm, overwrite_x, workers=workers)
 
 
 def _check_plan(plan, key):
-    from ._fft import FFT
-
     if not isinstance(plan, FFT):
         raise OptionsError("plan", f"expected an nvmathx.fft.FFT or None (got {type(plan).__name__})")
     transform = plan._transform_for_key(key)
@@ -137,8 +163,6 @@ def _check_plan(plan, key):
 
 
 def _check_cpu_plan(plan, shape):
-    from ._fft import FFT
-
     if not isinstance(plan, FFT):
         raise OptionsError("plan", f"expected an nvmathx.fft.FFT or None (got {type(plan).__name__})")
     if plan.operand_shape != tuple(shape):

@@ -7,7 +7,8 @@ import numpy as np
 
 from .._core.dtypes import numpy_dtype
 from .._core.errors import UnsupportedOperandError
-from .._core.tensor import Operand, adapter_for, allocate_like, c_strides
+from .._core.streams import CallStreams
+from .._core.tensor import Operand
 from ._cufft_plan import CufftPlan, precision_dtypes
 from ._kernels import INTEGER_C_TYPES, can_copy
 from ._layout import C2C, C2R, R2C, output_shape, plan_layout, result_strides
@@ -126,11 +127,13 @@ class GpuTransform:
         copy_input = _needs_copy(fft_type, operand.dtype)
         if copy_input and not can_copy(operand.dtype, self._copy_target(operand.dtype)):
             raise UnsupportedOperandError("x", f"cannot convert {operand.dtype} for a {fft_type} transform")
+        self.streams = CallStreams(self.device_id, operand.adapter.current_stream)  # the library's current stream
         self._allocate = None
         strides = operand.strides
         if not inplace:
-            self._allocate = _bind_allocator(operand, self.shape, self.dtype,
-                                             result_strides(self.shape, operand.shape, operand.strides))
+            strides = result_strides(self.shape, operand.shape, operand.strides)
+            self._allocate = operand.adapter.result_allocator(self.shape, self.dtype, self.device_id, strides=strides,
+                                                              like=operand)
             strides = self._probe_strides(operand)
         self.plan = None
         self.memory_bytes = 0
@@ -149,11 +152,8 @@ class GpuTransform:
 
     def _probe_strides(self, operand):
         """The strides the result allocator really produces (libraries honour layouts differently)."""
-        from .._core.streams import resolve_stream
-
-        stream = resolve_stream(None, self.device_id, operand.adapter.current_stream)
-        obj, _ = self._allocate(stream, operand.obj)
-        return adapter_for(obj).view(obj, "result").strides
+        obj, _ = self._allocate(self.streams(), operand.obj)
+        return operand.adapter.view(obj, "result").strides
 
     def execute(self, pointer: int, operand_obj, stream, direction: int, factor: float = 1.0, conj: bool = False,
                 fuse: bool = False):
@@ -174,44 +174,3 @@ class GpuTransform:
             self.plan = None
         self._allocate = None
 
-
-def _bind_allocator(operand: Operand, shape, dtype, strides):
-    """A function ``allocate(stream, like) -> (array, pointer)`` for results of one shape and layout,
-    in the operand's library (torch gets a direct call to its allocator; ``like`` is the operand of
-    this call, whose layout the result may copy)."""
-    device_id = operand.device_id
-    if operand.package == "torch":
-        adapter = operand.adapter
-        torch = adapter.torch
-        torch_dtype = adapter.to_torch[np.dtype(dtype)]
-        device = adapter.torch_device(device_id)
-        if (tuple(shape) == tuple(operand.shape) and tuple(strides) == tuple(operand.strides)
-                and torch_dtype == adapter.to_torch[np.dtype(operand.dtype)]):
-            # The result is laid out like the (dense) operand: empty_like skips parsing dtype and device.
-            empty_like = torch.empty_like
-
-            def allocate(stream, like):
-                array = empty_like(like)
-                return array, array.data_ptr()
-        elif strides == c_strides(shape):
-            empty = torch.empty
-
-            def allocate(stream, like):
-                array = empty(shape, dtype=torch_dtype, device=device)
-                return array, array.data_ptr()
-        else:
-            empty_strided = torch.empty_strided
-
-            def allocate(stream, like):
-                array = empty_strided(shape, strides, dtype=torch_dtype, device=device)
-                return array, array.data_ptr()
-        return allocate
-
-    # A layout-only stand-in: a cached plan must not keep the caller's array alive.
-    prototype = Operand(None, 0, operand.shape, operand.strides, operand.dtype, device_id, operand.adapter)
-
-    def allocate(stream, like):
-        result = allocate_like(prototype, shape, dtype, device_id, stream, strides=strides)
-        return result.obj, result.ptr
-
-    return allocate

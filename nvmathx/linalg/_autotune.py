@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 
 from .._bindings import cublaslt as lt
-from .._bindings.cuda_driver import memcpy_async
-from .._core.device import ensure_device
+from .._bindings import cuda_driver
+from .._core import device
 from .._core.memory import allocate
 from ._runner import GpuRunner
 
@@ -17,13 +18,13 @@ __all__ = ["autotune_algorithms", "sample_runs", "rank"]
 
 def _flusher(device_id: int, stream, memory_resource):
     """A callable that evicts L2 by copying a buffer of twice its size on ``stream``."""
-    l2_bytes = int(getattr(ensure_device(device_id).properties, "l2_cache_size", 0) or 64 * 1024 * 1024)
+    l2_bytes = int(getattr(device.ensure_device(device_id).properties, "l2_cache_size", 0) or 64 * 1024 * 1024)
     half = 2 * l2_bytes
     buffer = allocate(2 * half, stream, device_id, memory_resource)
     base = int(buffer.handle)
 
     def flush():
-        memcpy_async(base + half, base, half, stream.handle)
+        cuda_driver.memcpy_async(base + half, base, half, stream.handle)
 
     return flush, buffer
 
@@ -42,15 +43,13 @@ _MAX_SAMPLE_RUNS = 200
 _SUSTAIN_S = 0.3
 
 
-def _sustain(plan, algorithm, core) -> None:
+def _sustain(runner, algorithm, core) -> None:
     """Run ``algorithm`` back to back for about ``_SUSTAIN_S`` seconds of wall time."""
-    import time
-
-    plan.select(algorithm)
+    runner.select(algorithm)
     deadline = time.perf_counter() + _SUSTAIN_S
     runs = 0
     while time.perf_counter() < deadline:
-        plan.run()
+        runner.launch()
         runs += 1
         if runs % 8 == 0:
             core.sync()  # keep the queue short, so that wall time tracks GPU time
@@ -70,7 +69,7 @@ def rank(times: dict[int, float]) -> list[int]:
 
 
 def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tuple[float, object]]:
-    """(ms per run, algorithm) for every candidate of ``runner.plan``, fastest first.
+    """(ms per run, algorithm) for every candidate of ``runner``, fastest first.
 
     The list is sorted by the reported times (ties keep the heuristic's order); an algorithm that
     fails to run is reported with ``inf`` and placed last. First the heuristic's first usable
@@ -87,9 +86,9 @@ def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tupl
     core = stream.core
     timing = EventOptions(timing_enabled=True)
     flush, flush_buffer = _flusher(plan.device_id, stream, plan.options.memory_resource)
-    scratch, ptr, _outputs = runner.scratch(stream)
-    plan.d_ptr.value = ptr
-    times = {index: math.inf for index in range(len(plan.algorithms))}
+    scratch = runner.scratch(stream)
+    algorithms = runner.algorithms
+    times = {index: math.inf for index in range(len(algorithms))}
 
     def timed(indices, runs, rounds) -> dict[int, float]:
         samples = {index: [] for index in indices}
@@ -99,12 +98,12 @@ def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tupl
             for index in indices[shift:] + indices[:shift]:
                 if samples[index] is None:
                     continue
-                plan.select(plan.algorithms[index])
+                runner.select(algorithms[index])
                 flush()
                 start = core.record(options=timing)
                 try:
                     for _ in range(runs):
-                        plan.run()
+                        runner.launch()
                 except lt.CublasLtError:
                     samples[index] = None
                     continue
@@ -115,15 +114,15 @@ def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tupl
 
     try:
         usable = []
-        for index, algorithm in enumerate(plan.algorithms):  # warm-up; drop what cannot run
-            plan.select(algorithm)
+        for index, algorithm in enumerate(algorithms):  # warm-up; drop what cannot run
+            runner.select(algorithm)
             try:
-                plan.run()
+                runner.launch()
                 usable.append(index)
             except lt.CublasLtError:
                 pass
         if usable:
-            _sustain(plan, plan.algorithms[usable[0]], core)
+            _sustain(runner, algorithms[usable[0]], core)
             probe = timed(usable, iterations, 1)
             usable = [index for index in usable if math.isfinite(probe[index])]
             runs = sample_runs(iterations, min(probe.values()))
@@ -132,4 +131,4 @@ def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tupl
         core.sync()
         flush_buffer.close(core)
         del scratch
-    return [(times[index], plan.algorithms[index]) for index in rank(times)]
+    return [(times[index], algorithms[index]) for index in rank(times)]

@@ -1,5 +1,5 @@
-"""cuBLASLt plans: descriptors and layouts for one problem, its candidate algorithms, its workspace,
-and the launch arguments prepared once so that a call sets a few pointers and runs.
+"""cuBLASLt plans: the descriptors and layouts of one problem, and the queries that find and check
+its algorithms (the launch itself is :class:`~nvmathx.linalg._runner.GpuRunner`'s).
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import numpy as np
 from .._bindings import cublaslt as lt
 from .._core.device import ensure_device
 from .._core.dtypes import numpy_dtype
-from .._core.errors import InvalidStateError, OperandError
-from .._core.memory import Workspace
+from .._core.errors import OperandError
 from ._options import COMPUTE_TYPES, MatmulOptions, MatmulPlanPreferences
 from ._problem import MatmulProblem
 from ._traits import LtTraits
@@ -36,17 +35,6 @@ def lt_handle(device_id: int) -> int:
         ensure_device(device_id)
         handle = _handles[device_id] = lt.create()
     return handle
-
-
-def _capturing(stream_handle: int) -> bool:
-    """Whether a stream is capturing; a query that fails (e.g. on the legacy stream while another
-    stream captures) counts as capturing."""
-    from .._bindings.cuda_driver import CudaDriverError, stream_is_capturing
-
-    try:
-        return stream_is_capturing(stream_handle)
-    except CudaDriverError:
-        return True
 
 
 @dataclass(frozen=True)
@@ -121,9 +109,10 @@ def _custom_option_max(algo: bytes) -> int:
 
 
 class LtPlan:
-    """Descriptors of one problem and the launch arguments of its current algorithm.
+    """The descriptors and layouts of one problem, and its scalars (alpha and beta, read by the
+    library at launch).
 
-    Built by :meth:`create`; :meth:`free` releases everything (safe to call twice).
+    Built by :meth:`create`; :meth:`free` destroys the descriptors (safe to call twice).
     """
 
     def __init__(self, problem: MatmulProblem, traits: LtTraits, device_id: int, options: MatmulOptions):
@@ -134,18 +123,9 @@ class LtPlan:
         self.handle = lt_handle(device_id)
         self.desc = 0
         self.layouts: list[int] = []
-        self.algorithms: list[MatmulAlgorithm] = []
-        self.workspace = Workspace(device_id, options.memory_resource)
         scale_dtype = numpy_dtype(problem.scale_type)
         self.alpha = np.zeros(1, scale_dtype)
         self.beta = np.zeros(1, scale_dtype)
-        self.algo_buffer = (ctypes.c_uint64 * 8)()
-        # Launch arguments, in cublasLtMatmul's order; the mutable ones are kept by name.
-        self.a_ptr, self.b_ptr, self.c_ptr, self.d_ptr = (ctypes.c_void_p(0) for _ in range(4))
-        self.workspace_ptr = ctypes.c_void_p(0)
-        self.workspace_size = ctypes.c_size_t(0)
-        self.stream_ptr = ctypes.c_void_p(0)
-        self.args = None
         self.freed = False
 
     @classmethod
@@ -209,6 +189,14 @@ class LtPlan:
     def _operands(self):
         return (self.handle, self.desc, self.a_layout, self.b_layout, self.c_layout, self.d_layout)
 
+    def launch_arguments(self, a, b, c, d, algo, workspace, workspace_size, stream) -> tuple:
+        """cublasLtMatmul's sixteen arguments in its order, around the caller's pointer slots
+        (``ctypes.c_void_p``; ``workspace_size`` a ``c_size_t``, ``algo`` a 64-byte buffer)."""
+        p = ctypes.c_void_p
+        return (p(self.handle), p(self.desc), p(self.alpha.ctypes.data), a, p(self.a_layout), b, p(self.b_layout),
+                p(self.beta.ctypes.data), c, p(self.c_layout), d, p(self.d_layout), p(ctypes.addressof(algo)),
+                workspace, workspace_size, stream)
+
     # -- algorithms ----------------------------------------------------------------------------
 
     def find_algorithms(self, preferences: MatmulPlanPreferences) -> list[MatmulAlgorithm]:
@@ -262,7 +250,8 @@ class LtPlan:
             try:
                 checked.append(self._check(algorithm.algo))
             except lt.CublasLtError as error:
-                raise OperandError("algorithms", f"item {index} does not fit this problem ({error.status_name})") from None
+                message = f"item {index} does not fit this problem ({error.status_name})"
+                raise OperandError("algorithms", message) from None
         if not checked:
             raise OperandError("algorithms", "expected at least one MatmulAlgorithm")
         return checked
@@ -271,102 +260,20 @@ class LtPlan:
         problem, shape = self.problem, self.problem.shape
         epilog = problem.epilog.name if problem.epilog else "none"
         return (f"{problem.a_dtype} x {problem.b_dtype} -> {problem.result_dtype}, M={shape.m} N={shape.n} K={shape.k} "
-                f"batch={shape.batch_shape}, compute {problem.compute_type}, scale {problem.scale_type}, epilog {epilog}")
-
-    # -- launch --------------------------------------------------------------------------------
-
-    def prepare(self, algorithms: list[MatmulAlgorithm], stream) -> None:
-        """Allocate a workspace that fits every candidate (ordered on ``stream``), select the first
-        algorithm and build the launch arguments."""
-        self.algorithms = list(algorithms)
-        self._bind_workspace(stream)
-        self.stream_ptr.value = stream.handle or None
-        self.stream_handle = stream.handle
-        self.select(self.algorithms[0])
-        p = ctypes.c_void_p
-        self.args = (
-            p(self.handle), p(self.desc), p(self.alpha.ctypes.data), self.a_ptr, p(self.a_layout), self.b_ptr,
-            p(self.b_layout), p(self.beta.ctypes.data), self.c_ptr, p(self.c_layout), self.d_ptr, p(self.d_layout),
-            p(ctypes.addressof(self.algo_buffer)), self.workspace_ptr, self.workspace_size, self.stream_ptr,
-        )
-        self.launch = lt.matmul_function()
-
-    def select(self, algorithm: MatmulAlgorithm) -> None:
-        """Make ``algorithm`` the one :meth:`run` uses (its workspace must fit what was allocated)."""
-        if algorithm.workspace_size > self.workspace.nbytes:
-            raise OperandError("algorithm", f"needs {algorithm.workspace_size} bytes of workspace, more than planned "
-                               f"({self.workspace.nbytes}); pass one of the algorithms plan() returned")
-        ctypes.memmove(self.algo_buffer, algorithm.algo, lt.ALGO_SIZE)
-        self.algorithm = algorithm
-
-    @property
-    def workspace_needed(self) -> int:
-        """Bytes of workspace to allocate: see :func:`workspace_bytes_for`."""
-        return workspace_bytes_for(self.algorithms, self.problem.epilog is not None)
-
-    def _bind_workspace(self, stream) -> None:
-        # Every call gets the whole workspace, whichever algorithm runs (as torch and nvmath-python
-        # do), not just the bytes the heuristic reported for that algorithm.
-        self.workspace_ptr.value = self.workspace.ensure(self.workspace_needed, stream) or None
-        self.workspace_size.value = self.workspace.nbytes if self.workspace_ptr.value else 0
-
-    def use_stream(self, stream) -> None:
-        """Run on ``stream`` (a StreamHolder) from now on, ordered after the workspace's last use."""
-        if stream.handle == self.stream_handle:
-            return
-        # Inside a graph capture a wait on uncaptured work would break the capture: there the
-        # caller orders capture and replay.
-        if self.workspace.nbytes and not _capturing(stream.handle) and not _capturing(self.stream_handle):
-            from .._bindings.cuda_driver import stream_wait_stream
-
-            stream_wait_stream(stream.handle, self.stream_handle)
-        self.workspace._stream = stream
-        self.stream_handle = stream.handle
-        self.stream_ptr.value = stream.handle or None
-
-    def run(self) -> None:
-        """One cublasLtMatmul with the prepared arguments (pointers set by the caller)."""
-        status = self.launch(*self.args)
-        if status:
-            self.raise_status(status)
+                f"batch={shape.batch_shape}, compute {problem.compute_type}, scale {problem.scale_type}, "
+                f"epilog {epilog}")
 
     def raise_status(self, status: int):
         lt.check(status, "cublasLtMatmul", self.describe())
 
-    @property
-    def workspace_ready(self) -> bool:
-        return self.workspace.buffer is not None or not self.workspace_needed
-
-    def release_workspace(self) -> None:
-        """Give the workspace back now; the next :meth:`reacquire_workspace` allocates it again."""
-        self.workspace.release()
-        self.workspace_ptr.value = None
-        self.workspace_size.value = 0
-
-    def reacquire_workspace(self, stream) -> None:
-        if self.workspace.buffer is None:
-            self._bind_workspace(stream)
-
-    @property
-    def workspace_bytes(self) -> int:
-        return self.workspace.nbytes
-
     def free(self) -> None:
-        """Destroy the descriptors and release the workspace. Safe to call twice."""
+        """Destroy the descriptors. Safe to call twice."""
         if self.freed:
             return
         self.freed = True
-        self.args = None
-        try:
-            self.workspace.release()
-        finally:
-            for layout in self.layouts:
-                lt.matrix_layout_destroy(layout)
-            self.layouts = []
-            if self.desc:
-                lt.matmul_desc_destroy(self.desc)
-                self.desc = 0
-
-    def check_alive(self):
-        if self.freed:
-            raise InvalidStateError("this matmul plan was freed")
+        for layout in self.layouts:
+            lt.matrix_layout_destroy(layout)
+        self.layouts = []
+        if self.desc:
+            lt.matmul_desc_destroy(self.desc)
+            self.desc = 0

@@ -2,12 +2,12 @@
 
 import numpy as np
 
+from ._epilogs import gelu
+from ._function import matmul
+
 
 def _gelu_bias(execution):
     """gelu(x @ w + b) in one call (cuBLASLt's GELU_BIAS epilog on the GPU)."""
-    from . import matmul
-    from ._epilogs import gelu
-
     rng = np.random.default_rng()
     x, w, bias = (rng.standard_normal(shape).astype(np.float32) for shape in ((512, 256), (256, 384), (384,)))
     result = matmul(x, w, epilog="GELU_BIAS", epilog_inputs={"bias": bias}, execution=execution)
@@ -17,8 +17,6 @@ def _gelu_bias(execution):
 
 def _batched(execution):
     """alpha * a @ b + beta * c over a batch of 8, b broadcast."""
-    from . import matmul
-
     rng = np.random.default_rng()
     a, b, c = (rng.standard_normal(shape) for shape in ((8, 96, 64), (64, 80), (8, 96, 80)))
     result = matmul(a, b, c, alpha=0.5, beta=2.0, execution=execution)

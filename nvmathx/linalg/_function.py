@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from .._core.errors import OptionsError
 from .._core.execution import ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
-from .._core.streams import resolve_stream
-from .._core.tensor import adapter_for, wrap_operand
+from .._core.streams import order_after
+from .._core.tensor import key_function, operand_keys
 from ._epilogs import epilog_spec
 from ._matmul import Matmul
-from ._operands import info, wrap_all
+from ._operands import copied, wrap_all
 from ._options import MatmulOptions, MatmulPlanPreferences
-from ._problem import check_quantization_scales, check_scalar, describe_problem
+from ._problem import check_quantization_scales, check_scalars
 
 __all__ = ["matmul", "matmul_plan_key", "plan_cache"]
 
@@ -24,51 +23,9 @@ plan_cache = PlanCache("matmul", max_size=128, max_memory_bytes=1 << 30)
 # -- keys ----------------------------------------------------------------------------------------
 
 
-# Pointer alignment up to 256 bytes, inline (a hot path): the lowest set bit when one of the low
-# eight bits is set, else 256 (a null pointer counts as 256, as the planner treats it).
-
-
-def _torch_signature(x):
-    ptr = x.data_ptr()
-    return ("torch", x.shape, x.stride(), x.dtype, x.get_device(), ptr & 255 and ptr & -ptr or 256), ptr
-
-
-def _cupy_signature(x):
-    ptr = x.data.ptr
-    return ("cupy", x.shape, x.strides, x.dtype, x.device.id, ptr & 255 and ptr & -ptr or 256), ptr
-
-
-def _numpy_signature(x):
-    ptr = x.ctypes.data
-    return ("numpy", x.shape, x.strides, x.dtype, -1, ptr & 255 and ptr & -ptr or 256), ptr
-
-
-def _adapter_signature(adapter):
-    """Any other library, through its adapter's own signature and pointer."""
-    signature, pointer, name = adapter.signature, adapter.pointer, adapter.name
-
-    def signature_of(x):
-        ptr = pointer(x)
-        return (name, *signature(x), ptr & 255 and ptr & -ptr or 256), ptr  # (shape, strides, dtype, device)
-
-    return signature_of
-
-
-_SIGNATURES = {"torch": _torch_signature, "cupy": _cupy_signature, "numpy": _numpy_signature}
-_signature_by_type: dict = {}
-
-
-def _signature_function(x, argument):
-    """The signature function of ``x``'s type (found once per type)."""
-    adapter = adapter_for(x, argument)
-    function = _signature_by_type[type(x)] = _SIGNATURES.get(adapter.name) or _adapter_signature(adapter)
-    return function
-
-
-def _signature(x, argument):
-    """(hashable description, pointer) of an array: library, shape, strides, dtype, device, alignment."""
-    function = _signature_by_type.get(type(x)) or _signature_function(x, argument)
-    return function(x)
+def _alignment(ptr: int) -> int:
+    """Pointer alignment up to 256 bytes (a null pointer counts as 256, as the planner treats it)."""
+    return ptr & 255 and ptr & -ptr or 256
 
 
 def matmul_plan_key(a, b, c=None, *, epilog=None, epilog_inputs=None, quantization_scales=None, options=None,
@@ -76,37 +33,46 @@ def matmul_plan_key(a, b, c=None, *, epilog=None, epilog_inputs=None, quantizati
     """The plan-cache key of a :func:`matmul` call: everything that changes the plan.
 
     The key is a hashable tuple built only from the arguments: each array's library, shape,
-    strides, dtype, device and pointer alignment (up to 256 bytes), the epilog, which
-    quantization scales are numbers or arrays, and the options, preferences and execution
-    space. Values (pointers, ``alpha``, ``beta``, numeric scales) are not part of it.
+    strides, dtype, lazy-view flags (torch's conjugate and negative bits) and pointer alignment (up
+    to 256 bytes), the epilog, which quantization scales are numbers or arrays, and the options,
+    preferences and execution space. Values (pointers, ``alpha``, ``beta``, numeric scales) are
+    not part of it.
     """
     return _key(a, b, c, epilog, epilog_inputs, quantization_scales, options, preferences, execution)[0]
 
 
 def _key(a, b, c, epilog, epilog_inputs, scales, options, preferences, execution):
-    signatures = _signature_by_type
-    sig_a, ptr_a = (signatures.get(type(a)) or _signature_function(a, "a"))(a)
-    sig_b, ptr_b = (signatures.get(type(b)) or _signature_function(b, "b"))(b)
-    pointers = {"a": ptr_a, "b": ptr_b}
-    sig_c = None
+    """(key, device of a, addresses of a, b and c) of a call."""
+    sig_a, a_ptr, device_id = (operand_keys.get(type(a)) or key_function(a, "a"))(a)
+    sig_b, b_ptr, _ = (operand_keys.get(type(b)) or key_function(b, "b"))(b)
+    sig_c = c_ptr = None
     if c is not None:
-        sig_c, pointers["c"] = _signature(c, "c")
+        sig_c, c_ptr, _ = (operand_keys.get(type(c)) or key_function(c, "c"))(c)
+        sig_c = (sig_c, _alignment(c_ptr))
     extra = None
     if epilog_inputs or scales:
-        inputs = []
-        for name, value in sorted((epilog_inputs or {}).items()) if isinstance(epilog_inputs, dict) else ():
-            signature, pointers[name] = _signature(value, f"epilog_inputs[{name!r}]")
-            inputs.append((name, signature))
-        if isinstance(scales, dict):
-            kinds = tuple(sorted((k, "array" if hasattr(v, "shape") else "number") for k, v in scales.items()))
-        else:
-            kinds = ("not a dict", type(scales).__name__)  # planning raises the typed error
-        extra = (tuple(inputs), kinds)
+        extra = _extra_key(epilog_inputs, scales)
     if epilog is not None and not isinstance(epilog, (str, int)):
         epilog_spec(epilog)  # raises the typed error for an unhashable or unknown epilog
     if options is not None or preferences is not None or execution is not None:
-        options, preferences, execution = _normalized(options, preferences, execution, sig_a[4])
-    return (sig_a, sig_b, sig_c, epilog, extra, options, preferences, execution), pointers
+        options, preferences, execution = _normalized(options, preferences, execution, device_id)
+    # _alignment(a_ptr) and _alignment(b_ptr), inline: this is every call's path
+    key = (sig_a, a_ptr & 255 and a_ptr & -a_ptr or 256, sig_b, b_ptr & 255 and b_ptr & -b_ptr or 256, sig_c, epilog,
+           extra, options, preferences, execution)
+    return key, device_id, a_ptr, b_ptr, c_ptr
+
+
+def _extra_key(epilog_inputs, scales) -> tuple:
+    """The epilog inputs' signatures and which float8 scales are arrays."""
+    inputs = []
+    for name, value in sorted(epilog_inputs.items()) if isinstance(epilog_inputs, dict) else ():
+        signature, ptr, _ = (operand_keys.get(type(value)) or key_function(value, f"epilog_inputs[{name!r}]"))(value)
+        inputs.append((name, signature, _alignment(ptr)))
+    if isinstance(scales, dict):
+        kinds = tuple(sorted((k, "array" if hasattr(v, "shape") else "number") for k, v in scales.items()))
+    else:
+        kinds = ("not a dict", type(scales).__name__)  # planning raises the typed error
+    return tuple(inputs), kinds
 
 
 def _normalized(options, preferences, execution, device_id):
@@ -128,53 +94,57 @@ def _normalized(options, preferences, execution, device_id):
 
 
 class _CachedMatmul:
-    """A planned problem kept in the cache: the runner, and its operand library's stream getter."""
+    """A plan of :func:`matmul` kept in the cache: a Matmul's runner, the stream choice of its
+    operands' library, and the alpha and beta it last wrote (checked then)."""
 
-    __slots__ = ("runner", "plan", "current_stream", "fast", "alpha", "beta", "holder")
+    __slots__ = ("runner", "streams", "alpha", "beta", "complex", "has_c", "rebind")
 
-    def __init__(self, runner, current_stream):
+    def __init__(self, runner, streams, *, alpha, beta, has_c, rebind):
         self.runner = runner
-        self.plan = runner.plan
-        self.current_stream = current_stream
-        self.fast = not runner.outputs and not runner.blocking
-        self.alpha = self.beta = None
-        self.holder = runner.stream  # the stream the plan last ran on
+        self.streams = streams  # follows the library's current stream
+        self.alpha, self.beta = alpha, beta
+        self.complex = runner.plan.problem.a_dtype.startswith("complex")
+        self.has_c = has_c
+        # Epilog inputs, float8 scales and lazy views (materialised into copies) are bound per call.
+        self.rebind = rebind
 
     @property
     def workspace_bytes(self) -> int:
-        return self.plan.workspace_bytes
+        return self.runner.workspace_bytes
+
+    def set_scalars(self, alpha, beta) -> None:
+        self.runner.set_scalars(*check_scalars(alpha, beta, complex_ok=self.complex, has_c=self.has_c))
+        self.alpha, self.beta = alpha, beta
+
+    def run_bound(self, a, b, c, epilog_inputs, scales, stream):
+        """Bind this call's operands (materialising lazy views), epilog inputs and scales, and run."""
+        runner = self.runner
+        a_op, b_op, c_op, inputs = wrap_all(a, b, c, epilog_inputs)
+        runner.bind(a_op, b_op, c_op, inputs)
+        if runner.scale_keys:  # every call states its scales: those it omits are 1.0
+            runner.set_scales(check_quantization_scales(scales, runner.plan.problem), complete=True)
+        holder = self.streams(stream)
+        given = (epilog_inputs or {}).items()
+        if copied((a_op, a), (b_op, b), (c_op, c), *((inputs[name], value) for name, value in given)):
+            order_after(holder, self.streams())  # the copies were made on the library's current stream
+        return runner.run(holder)
 
     def free(self) -> None:
-        try:
-            self.runner.free()
-        finally:
-            self.plan.free()
+        self.runner.free()
 
 
-def _build(a, b, c, alpha, beta, epilog, epilog_inputs, scales, options, preferences, device_id, stream):
-    from ._planning import build_runner
-
-    options = check_or_create_options(MatmulOptions, options, "options")
-    preferences = check_or_create_options(MatmulPlanPreferences, preferences, "preferences")
-    a_op, b_op, c_op, inputs = wrap_all(a, b, c, epilog_inputs)
-    problem = describe_problem(info(a_op), info(b_op), info(c_op), beta=beta, epilog=epilog_spec(epilog),
-                               epilog_inputs={name: info(op) for name, op in inputs.items()}, options=options)
-    complex_ok = problem.a_dtype.startswith("complex")
-    check_scalar(alpha, "alpha", complex_ok)
-    check_scalar(beta, "beta", complex_ok)
-    scales = check_quantization_scales(scales, problem)
-    holder = resolve_stream(stream, device_id, a_op.adapter.current_stream)
-    runner = build_runner(problem, {"a": a_op, "b": b_op, "c": c_op}, inputs, options, preferences, None, holder, None,
-                          device_id, keep=1)
+def _plan(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, preferences, execution,
+          stream) -> _CachedMatmul:
+    """A cache entry, planned as ``Matmul(...).plan(...)`` does (keeping only the best candidate)."""
+    mm = Matmul(a, b, c, alpha=alpha, beta=beta, quantization_scales=scales, options=options, execution=execution,
+                stream=stream)
     try:
-        runner.set_scales(scales)
-    except BaseException:
-        runner.plan.free()
-        raise
-    return _CachedMatmul(runner, a_op.adapter.current_stream)
-
-
-_PLAIN_NUMBERS = (int, float)
+        mm._plan(epilog, epilog_inputs, preferences, None, keep=1)
+        runner, streams, views_copied = mm._detach()
+    finally:
+        mm.free()
+    return _CachedMatmul(runner, streams, alpha=alpha, beta=beta, has_c=c is not None,
+                         rebind=bool(epilog_inputs or scales) or views_copied)
 
 
 def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, quantization_scales=None, options=None,
@@ -208,55 +178,27 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
     array([[0., 0., 1., 2.],
            [0., 0., 1., 2.]], dtype=float32)
     """
-    key, pointers = _key(a, b, c, epilog, epilog_inputs, quantization_scales, options, preferences, execution)
-    device_id = key[0][4]
-    if device_id < 0 or not (execution is None or (isinstance(execution, ExecutionCUDA) and execution.device_id == device_id)
-                             or execution == "cuda"):
-        return _uncached(a, b, c, alpha, beta, epilog, epilog_inputs, quantization_scales, options, preferences, execution, stream)
-    if type(alpha) not in _PLAIN_NUMBERS or type(beta) not in _PLAIN_NUMBERS:
-        check_scalar(alpha, "alpha", True)
-        check_scalar(beta, "beta", True)
-    if beta and c is None:
-        raise OptionsError("beta", f"beta={beta!r} needs c")
+    key, device_id, a_ptr, b_ptr, c_ptr = _key(a, b, c, epilog, epilog_inputs, quantization_scales, options,
+                                              preferences, execution)
+    if device_id < 0 or not (execution is None or execution == "cuda"
+                             or (isinstance(execution, ExecutionCUDA) and execution.device_id == device_id)):
+        return _uncached(a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=epilog_inputs,
+                         scales=quantization_scales, options=options, preferences=preferences, execution=execution,
+                         stream=stream)
     entry = plan_cache.get(device_id, key)
     if entry is None:
-        entry = _build(a, b, c, alpha, beta, epilog, epilog_inputs, quantization_scales, options, preferences, device_id, stream)
+        entry = _plan(a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=epilog_inputs,
+                      scales=quantization_scales, options=options, preferences=preferences, execution=execution,
+                      stream=stream)
         plan_cache.put(device_id, key, entry)
-    plan = entry.plan
-    handle = entry.current_stream(device_id) if stream is None else None
-    if handle is None:
-        handle = resolve_stream(stream, device_id).handle
-    if handle != plan.stream_handle:
-        entry.holder = resolve_stream(handle, device_id)
-        plan.use_stream(entry.holder)
-    plan.a_ptr.value = pointers["b"] or None  # cuBLASLt's A is the user's b
-    plan.b_ptr.value = pointers["a"] or None
-    if alpha != entry.alpha or beta != entry.beta:
-        entry.runner.set_scalars(alpha, beta)
-        entry.alpha, entry.beta = alpha, beta
-    if key[4] is not None:
-        _bind_extras(entry, a, b, c, epilog_inputs, quantization_scales)
-    elif c is not None:
-        plan.c_ptr.value = pointers["c"] or None
-    if entry.fast:
-        result, ptr = entry.runner.alloc_result(entry.holder)
-        plan.d_ptr.value = ptr
-        status = plan.launch(*plan.args)
-        if status:
-            plan.raise_status(status)
-        return result
-    return entry.runner.run(entry.holder)
+    if alpha is not entry.alpha or beta is not entry.beta:  # values checked once, when they change
+        entry.set_scalars(alpha, beta)
+    if entry.rebind:
+        return entry.run_bound(a, b, c, epilog_inputs, quantization_scales, stream)
+    return entry.runner.run(entry.streams(stream), a_ptr, b_ptr, c_ptr)
 
 
-def _bind_extras(entry, a, b, c, epilog_inputs, scales):
-    """Point the plan at this call's c, epilog inputs and float8 scales."""
-    inputs = {name: wrap_operand(value, f"epilog_inputs[{name!r}]") for name, value in (epilog_inputs or {}).items()}
-    entry.runner.bind(wrap_operand(a, "a"), wrap_operand(b, "b"), wrap_operand(c, "c") if c is not None else None, inputs)
-    if entry.runner.scale_keys:  # every call states its scales: those it omits are 1.0
-        entry.runner.set_scales(check_quantization_scales(scales, entry.plan.problem), complete=True)
-
-
-def _uncached(a, b, c, alpha, beta, epilog, epilog_inputs, scales, options, preferences, execution, stream):
+def _uncached(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, preferences, execution, stream):
     with Matmul(a, b, c, alpha=alpha, beta=beta, quantization_scales=scales, options=options, execution=execution,
                 stream=stream) as mm:
         mm.plan(epilog=epilog, epilog_inputs=epilog_inputs, preferences=preferences)

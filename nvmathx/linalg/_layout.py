@@ -24,7 +24,7 @@ __all__ = [
     "round_up",
 ]
 
-OP_N, OP_T = 0, 1
+OP_N, OP_T, OP_C = 0, 1, 2  # cublasOperation_t: as stored, transposed, conjugate-transposed
 
 
 class MatmulShape(NamedTuple):

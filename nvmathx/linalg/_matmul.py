@@ -8,14 +8,16 @@ from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
 from .._core.logs import get_logger
 from .._core.options import check_or_create_options, check_positive_int
-from .._core.streams import resolve_stream
+from .._core.streams import CallStreams, order_after, resolve_stream
 from .._core.tensor import wrap_operand
+from ._autotune import autotune_algorithms
 from ._cpu import cpu_matmul
 from ._epilogs import epilog_spec
 from ._layout import pointer_alignment
-from ._operands import check_together, host_view, info, stage, to_package_host, wrap_all
+from ._operands import check_together, copied, host_view, info, stage, wrap_all, wrap_factor
 from ._options import MatmulOptions, MatmulPlanPreferences
-from ._problem import check_quantization_scales, check_scalar, describe_problem
+from ._planning import build_runner
+from ._problem import check_quantization_scales, check_scalars, describe_problem
 
 __all__ = ["Matmul"]
 
@@ -90,16 +92,15 @@ class Matmul:
     def __init__(self, a, b, c=None, *, alpha=1, beta=0, quantization_scales=None, options=None, execution=None,
                  stream=None):
         self._state = _FREED  # until construction succeeds
-        self._fast = False
+        self._ready = False  # planned for the GPU: execute() goes straight to the runner
         self._options = check_or_create_options(MatmulOptions, options, "options")
         self._logger = get_logger(self._options.logger)
         a_op, b_op, c_op, _ = wrap_all(a, b, c, None)
         self._infos = {"a": info(a_op), "b": info(b_op), "c": info(c_op)}
         self._base = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=beta, epilog=None,
                                       epilog_inputs={}, options=self._options)
-        complex_ok = self._base.a_dtype.startswith("complex")
-        self._alpha = check_scalar(alpha, "alpha", complex_ok)
-        self._beta = check_scalar(beta, "beta", complex_ok)
+        self._alpha, self._beta = check_scalars(alpha, beta, complex_ok=self._base.a_dtype.startswith("complex"),
+                                                has_c=c is not None)
         self._scales = check_quantization_scales(quantization_scales, self._base)
         self._execution = normalize_execution(execution, a_op.device_id)
         self._cpu = isinstance(self._execution, ExecutionCPU)
@@ -107,17 +108,18 @@ class Matmul:
         self._operands = {"a": a_op, "b": b_op, "c": c_op}
         self._inputs = {}
         self._runner = self._problem = None
-        self._current_stream = None
         if not self._cpu:
             device_id = self._execution.device_id
             # Without stream=, execute() follows the operand library's current stream (torch, cupy),
             # so that work lands where the caller's framework would put it (a graph capture too).
-            follows = stream is None and a_op.device_id >= 0 and a_op.adapter.current_stream(device_id) is not None
-            self._current_stream = a_op.adapter.current_stream if follows else None
-            self._device_id = device_id
-            self._stream = resolve_stream(stream, device_id, self._current_stream)
+            current = a_op.adapter.current_stream if a_op.device_id >= 0 else None
+            fixed = resolve_stream(stream, device_id) if stream is not None else None
+            self._streams = CallStreams(device_id, current, fixed)
+            self._library_streams = CallStreams(device_id, current)  # where lazy views are materialised
+            holder = self._streams()
+            self._copies = self._after_copies(holder, (a_op, a), (b_op, b), (c_op, c))
             self._staged = a_op.device_id < 0
-            self._operands = {name: stage(op, device_id, self._stream, self._options.memory_resource)
+            self._operands = {name: stage(op, device_id, holder, self._options.memory_resource)
                               for name, op in self._operands.items()}
         elif stream is not None:
             raise OptionsError("stream", "CPU execution takes no stream")
@@ -136,14 +138,11 @@ class Matmul:
         method raises InvalidStateError."""
         if self._state == _FREED:
             return
-        self._state, self._fast = _FREED, False
+        self._state, self._ready = _FREED, False
         runner, self._runner = self._runner, None
-        if runner is not None:
-            try:
-                runner.free()
-            finally:
-                runner.plan.free()
         self._operands = self._inputs = {}
+        if runner is not None:
+            runner.free()
 
     def __enter__(self):
         self._check_state(_CONSTRUCTED, _PLANNED)
@@ -181,51 +180,51 @@ class Matmul:
         list of MatmulAlgorithm
             The candidates, best first (empty for CPU execution, which has none to choose).
         """
+        return self._plan(epilog, epilog_inputs, preferences, algorithms)
+
+    def _plan(self, epilog, epilog_inputs, preferences, algorithms, keep=None) -> list:
+        """plan(); ``keep`` limits the candidates (and so the workspace) to the best ``keep``."""
         self._check_state(_CONSTRUCTED, _PLANNED)
         preferences = check_or_create_options(MatmulPlanPreferences, preferences, "preferences")
         spec = epilog_spec(epilog)
-        inputs = {name: wrap_operand(value, f"epilog_inputs[{name!r}]") for name, value in _input_dict(epilog_inputs).items()}
+        inputs = {name: wrap_operand(value, f"epilog_inputs[{name!r}]")
+                  for name, value in _input_dict(epilog_inputs).items()}
         check_together(self._host, [(f"epilog_inputs[{name!r}]", op) for name, op in inputs.items()])
         problem = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=self._beta, epilog=spec,
                                    epilog_inputs={name: info(op) for name, op in inputs.items()}, options=self._options)
         self._logger.info("matmul plan: %s", problem)
+        self._input_infos = {name: info(op) for name, op in inputs.items()}
         if self._cpu:
-            self._input_infos = {name: info(op) for name, op in inputs.items()}
             self._problem, self._inputs, self._state = problem, inputs, _PLANNED
             return []
-        from ._planning import build_runner
-
-        self._input_infos = {name: info(op) for name, op in inputs.items()}
-        inputs = {name: stage(op, self._execution.device_id, self._stream, self._options.memory_resource)
+        stream = self._streams()
+        self._after_copies(stream, *((inputs[name], value) for name, value in _input_dict(epilog_inputs).items()))
+        inputs = {name: stage(op, self._execution.device_id, stream, self._options.memory_resource)
                   for name, op in inputs.items()}
-        runner = build_runner(problem, self._operands, inputs, self._options, preferences, algorithms, self._stream,
-                              self._host if self._staged else None, self._execution.device_id)
-        try:
-            runner.set_scalars(self._alpha, self._beta)
-            runner.set_scales(self._scales)
-        except BaseException:
-            runner.plan.free()
-            raise
+        runner = build_runner(problem, self._operands, inputs, options=self._options, preferences=preferences,
+                              stream=stream, alpha=self._alpha, beta=self._beta, scales=self._scales,
+                              algorithms=algorithms, host_like=self._host if self._staged else None, keep=keep)
         if self._runner is not None:
             old, self._runner = self._runner, None
             old.free()
-            old.plan.free()
         self._runner, self._problem, self._inputs, self._state = runner, problem, inputs, _PLANNED
-        self._refresh_fast_path()
-        return list(runner.plan.algorithms)
+        self._ready = True
+        return list(runner.algorithms)
 
-    def _refresh_fast_path(self):
-        runner = self._runner
-        self._fast = (self._state == _PLANNED and runner is not None and not runner.outputs and not runner.blocking
-                      and runner.plan.workspace_ready and runner.plan.stream_handle == self._stream.handle)
-        if self._fast:
-            self._alloc, self._lt, self._args = runner.alloc_result, runner.plan, runner.plan.args
+    def _detach(self) -> tuple:
+        """(runner, the operand library's stream choice, whether a, b or c is a copy of a lazy view),
+        handed to the function form's cache, which binds each call's operands itself; this Matmul
+        is freed without the runner."""
+        runner, self._runner = self._runner, None
+        runner.unbind()  # a cached plan must not keep this call's arrays alive
+        self.free()
+        return runner, self._library_streams, self._copies
 
     @property
     def algorithms(self) -> list:
         """The planned candidate algorithms, in the order ``execute()`` prefers them."""
         self._check_state(_PLANNED)
-        return [] if self._cpu else list(self._runner.plan.algorithms)
+        return [] if self._cpu else list(self._runner.algorithms)
 
     def autotune(self, iterations: int = 10) -> list:
         """Time every candidate on the actual operands and reorder them, fastest first.
@@ -244,15 +243,13 @@ class Matmul:
         check_positive_int(iterations, "iterations")
         if self._cpu:
             return []
-        from ._autotune import autotune_algorithms
-
-        plan = self._runner.plan
-        plan.use_stream(self._stream)
-        timings = autotune_algorithms(self._runner, self._stream, iterations)
-        plan.algorithms = [algorithm for _, algorithm in timings]
-        plan.select(plan.algorithms[0])
+        runner = self._runner
+        stream = self._streams()
+        runner.use_stream(stream)
+        timings = autotune_algorithms(runner, stream, iterations)
+        runner.algorithms = [algorithm for _, algorithm in timings]
+        runner.select(runner.algorithms[0])
         self._logger.info("matmul autotune: %s", [(round(ms, 4), repr(a)) for ms, a in timings])
-        self._refresh_fast_path()
         return timings
 
     # -- execution -----------------------------------------------------------------------------
@@ -278,15 +275,8 @@ class Matmul:
             The result, plus a dict of auxiliary outputs when the epilog (or ``result_amax``)
             produces some.
         """
-        if (self._fast and algorithm is None and stream is None and not release_workspace
-                and (self._current_stream is None or self._current_stream(self._device_id) == self._stream.handle)):
-            result, ptr = self._alloc(self._stream)
-            plan = self._lt
-            plan.d_ptr.value = ptr
-            status = plan.launch(*self._args)
-            if status:
-                plan.raise_status(status)
-            return result
+        if self._ready and algorithm is None and not release_workspace:
+            return self._runner.run(self._streams(stream))
         return self._execute_general(algorithm, stream, release_workspace)
 
     def _execute_general(self, algorithm, stream, release_workspace):
@@ -295,27 +285,20 @@ class Matmul:
             if stream is not None or algorithm is not None:
                 raise OptionsError("stream" if stream is not None else "algorithm", "CPU execution takes none")
             return self._execute_cpu()
-        runner, plan = self._runner, self._runner.plan
-        if stream is not None:
-            holder = resolve_stream(stream, self._execution.device_id)
-        elif self._current_stream is not None:
-            holder = self._stream = resolve_stream(None, self._execution.device_id, self._current_stream)
-        else:
-            holder = self._stream
-        plan.reacquire_workspace(holder)
-        plan.use_stream(holder)
-        previous = plan.algorithm
+        runner = self._runner
+        holder = self._streams(stream)
+        runner.use_stream(holder)  # (a released workspace is allocated again before an algorithm is selected)
+        previous = runner.algorithm
         if algorithm is not None:
-            if algorithm not in plan.algorithms:
+            if algorithm not in runner.algorithms:
                 raise OperandError("algorithm", "is not one of this plan's algorithms (see plan() or .algorithms)")
-            plan.select(plan.algorithms[plan.algorithms.index(algorithm)])  # the plan's own workspace size
+            runner.select(runner.algorithms[runner.algorithms.index(algorithm)])  # the plan's own workspace size
         try:
             return runner.run(holder)
         finally:
-            plan.select(previous)
+            runner.select(previous)
             if release_workspace:
-                plan.release_workspace()
-            self._refresh_fast_path()
+                runner.release_workspace()
 
     def _execute_cpu(self):
         views = {name: host_view(op) if op is not None else None for name, op in self._operands.items()}
@@ -324,8 +307,9 @@ class Matmul:
         out = cpu_matmul(self._problem, views["a"], views["b"], views["c"], self._alpha, self._beta, inputs, scales)
         if isinstance(out, tuple):
             result, aux = out
-            return to_package_host(result, self._host), {k: to_package_host(v, self._host) for k, v in aux.items()}
-        return to_package_host(out, self._host)
+            from_host = self._host.adapter.from_host
+            return from_host(result), {name: from_host(value) for name, value in aux.items()}
+        return self._host.adapter.from_host(out)
 
     # -- new operands --------------------------------------------------------------------------
 
@@ -340,29 +324,32 @@ class Matmul:
             When a new operand differs from the one it replaces (the message names it and says how).
         """
         self._check_state(_CONSTRUCTED, _PLANNED)
-        new = {}
+        new, given = {}, {}
         for name, value in (("a", a), ("b", b), ("c", c)):
             if value is None:
                 continue
             if self._infos[name] is None:
                 raise OperandError(name, "was not given at construction, so it cannot be reset")
-            new[name] = self._checked(wrap_operand(value, name), name, self._infos[name], self._operands[name])
+            operand = wrap_factor(value, name) if name in ("a", "b") else wrap_operand(value, name)
+            new[name], given[name] = self._checked(operand, name, self._infos[name], self._operands[name]), value
         new_inputs = {}
         for name, value in _input_dict(epilog_inputs).items():
             if name not in self._inputs:
                 raise OperandError("epilog_inputs", f"{name!r} is not an input of the planned epilog")
-            new_inputs[name] = self._checked(wrap_operand(value, f"epilog_inputs[{name!r}]"), f"epilog_inputs[{name!r}]",
-                                             self._input_infos[name], self._inputs[name])
-        complex_ok = self._base.a_dtype.startswith("complex")
-        alpha = self._alpha if alpha is None else check_scalar(alpha, "alpha", complex_ok)
-        beta = self._beta if beta is None else check_scalar(beta, "beta", complex_ok)
-        if beta != 0 and self._infos["c"] is None:
-            raise OptionsError("beta", f"beta={beta!r} needs c")
+            argument = f"epilog_inputs[{name!r}]"
+            new_inputs[name] = self._checked(wrap_operand(value, argument), argument, self._input_infos[name],
+                                             self._inputs[name])
+            given[argument] = value
+        alpha, beta = check_scalars(self._alpha if alpha is None else alpha, self._beta if beta is None else beta,
+                                    complex_ok=self._base.a_dtype.startswith("complex"),
+                                    has_c=self._infos["c"] is not None)
         scales = check_quantization_scales(quantization_scales, self._base) if quantization_scales is not None else {}
         if not self._cpu:
-            device_id, mr = self._execution.device_id, self._options.memory_resource
-            new = {name: stage(op, device_id, self._stream, mr) for name, op in new.items()}
-            new_inputs = {name: stage(op, device_id, self._stream, mr) for name, op in new_inputs.items()}
+            device_id, mr, stream = self._execution.device_id, self._options.memory_resource, self._streams()
+            operands = {**new, **{f"epilog_inputs[{name!r}]": op for name, op in new_inputs.items()}}
+            self._after_copies(stream, *((operands[name], value) for name, value in given.items()))
+            new = {name: stage(op, device_id, stream, mr) for name, op in new.items()}
+            new_inputs = {name: stage(op, device_id, stream, mr) for name, op in new_inputs.items()}
         self._operands.update(new)
         self._inputs.update(new_inputs)
         self._alpha, self._beta = alpha, beta
@@ -373,16 +360,31 @@ class Matmul:
             if scales:
                 self._runner.set_scales(scales)
 
+    def _after_copies(self, stream, *pairs) -> bool:
+        """Order ``stream`` after the copies made of lazy views (torch's conjugate or negative bits),
+        which the library made on its current stream; ``pairs`` are (Operand, array given). Returns
+        whether there were any."""
+        if not copied(*pairs):
+            return False
+        order_after(stream, self._library_streams())
+        return True
+
     def _checked(self, operand, name, expected, current):
         if operand.package != self._host.package or operand.device_id != self._host.device_id:
             raise OperandError(name, f"must be a {self._host.package} array on the same device as before")
         if info(operand) != expected:
-            raise OperandError(name, f"must match the planned operand: shape {expected.shape}, strides {expected.strides}, "
-                               f"dtype {expected.dtype} (got shape {operand.shape}, strides {operand.strides}, dtype {operand.dtype})")
-        if operand.device_id >= 0 and current is not None and pointer_alignment(operand.ptr) < pointer_alignment(current.ptr):
+            raise OperandError(name, f"must match the planned operand: {_layout(expected)} (got {_layout(operand)})")
+        if (operand.device_id >= 0 and current is not None
+                and pointer_alignment(operand.ptr) < pointer_alignment(current.ptr)):
             raise OperandError(name, f"is aligned to {pointer_alignment(operand.ptr)} bytes, less than the planned "
                                f"{pointer_alignment(current.ptr)}; plan a new Matmul")
         return operand
+
+
+def _layout(operand) -> str:
+    """An Operand's or OperandInfo's layout, for messages."""
+    lazy = ", a conjugate view" if operand.conj else ""
+    return f"shape {operand.shape}, strides {operand.strides}, dtype {operand.dtype}{lazy}"
 
 
 def _input_dict(epilog_inputs) -> dict:

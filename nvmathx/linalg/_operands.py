@@ -1,5 +1,5 @@
 """Operands of one matmul: viewing them, checking they live together, staging host arrays for CUDA
-execution, host numpy views for CPU execution, and result allocators for the hot path."""
+execution, and host numpy views for CPU execution."""
 
 from __future__ import annotations
 
@@ -7,30 +7,56 @@ import ctypes
 
 import numpy as np
 
-from .._core.dtypes import numpy_dtype
-from .._core.errors import OperandError, OptionsError
-from .._core.tensor import Operand, allocate_like, stage_to_device, wrap_operand
+from .._core.errors import NvmathxError, OperandError, OptionsError
+from .._core.tensor import Operand, resolve_operand, stage_to_device, wrap_operand
+from ._layout import matrix_layout
 from ._problem import OperandInfo
 
-__all__ = ["info", "wrap_all", "check_together", "host_view", "to_package_host", "make_allocator", "stage"]
+__all__ = ["info", "wrap_all", "wrap_factor", "copied", "check_together", "host_view", "stage"]
 
 
 def info(operand: Operand | None) -> OperandInfo | None:
     if operand is None:
         return None
-    return OperandInfo(tuple(operand.shape), tuple(operand.strides), operand.dtype.name)
+    return OperandInfo(tuple(operand.shape), tuple(operand.strides), operand.dtype.name, operand.conj)
+
+
+def conj_is_free(operand: Operand, argument: str) -> bool:
+    """Whether cuBLASLt can read a lazily conjugated ``a`` or ``b`` as it is: its CUBLAS_OP_C
+    conjugates only a matrix it transposes, and under ``D^T = B^T A^T`` the operands it transposes
+    are the column-major ones (a conjugate transpose such as ``x.mH`` of a row-major ``x``)."""
+    try:
+        layout = matrix_layout(operand.shape, operand.strides, tuple(operand.shape[:-2]), argument, argument)
+    except NvmathxError:  # the layout is for planning to reject, on the materialised copy
+        return False
+    return layout.order == "col"
+
+
+def wrap_factor(x, argument: str) -> Operand:
+    """View ``a`` or ``b``: a lazily conjugated device operand stays lazy where cuBLASLt conjugates it
+    for free (see :func:`conj_is_free`), every other lazy view is materialised once."""
+    operand = wrap_operand(x, argument, keep_conj=True)
+    if operand.conj and not conj_is_free(operand, argument):
+        operand = resolve_operand(operand, argument)
+    return operand
 
 
 def wrap_all(a, b, c, epilog_inputs) -> tuple[Operand, Operand, Operand | None, dict]:
     """View every operand (typed errors name ``a``, ``b``, ``c`` or ``epilog_inputs[...]``)."""
     if epilog_inputs is not None and not isinstance(epilog_inputs, dict):
         raise OptionsError("epilog_inputs", f"expected a dict of arrays or None (got {type(epilog_inputs).__name__})")
-    a_op = wrap_operand(a, "a")
-    b_op = wrap_operand(b, "b")
+    a_op = wrap_factor(a, "a")
+    b_op = wrap_factor(b, "b")
     c_op = wrap_operand(c, "c") if c is not None else None
     inputs = {name: wrap_operand(value, f"epilog_inputs[{name!r}]") for name, value in (epilog_inputs or {}).items()}
     check_together(a_op, [("b", b_op), ("c", c_op)] + [(f"epilog_inputs[{k!r}]", v) for k, v in inputs.items()])
     return a_op, b_op, c_op, inputs
+
+
+def copied(*pairs) -> bool:
+    """Whether any ``(Operand, array given)`` pair views a copy of the array: a lazy view (torch's
+    conjugate or negative bit) materialised, on the library's current stream."""
+    return any(operand is not None and operand.obj is not value for operand, value in pairs)
 
 
 def check_together(a: Operand, others) -> None:
@@ -52,18 +78,8 @@ def host_view(operand: Operand) -> np.ndarray:
     itemsize = operand.dtype.itemsize
     span = (sum((e - 1) * s for e, s in zip(operand.shape, operand.strides)) + 1) * itemsize
     raw = np.frombuffer((ctypes.c_char * span).from_address(operand.ptr), dtype=operand.dtype)
-    return np.lib.stride_tricks.as_strided(raw, operand.shape, tuple(s * itemsize for s in operand.strides), writeable=False)
-
-
-def to_package_host(array: np.ndarray, like: Operand):
-    """``array`` as a new host array of ``like``'s library (numpy passes through)."""
-    if like.package == "numpy":
-        return array
-    array = np.ascontiguousarray(array)
-    obj = like.adapter.empty(array.shape, array.dtype, -1, None)
-    target = like.adapter.view(obj, "result")
-    ctypes.memmove(target.ptr, array.ctypes.data, array.nbytes)
-    return obj
+    strides = tuple(s * itemsize for s in operand.strides)
+    return np.lib.stride_tricks.as_strided(raw, operand.shape, strides, writeable=False)
 
 
 def stage(operand: Operand | None, device_id: int, stream, memory_resource) -> Operand | None:
@@ -71,31 +87,3 @@ def stage(operand: Operand | None, device_id: int, stream, memory_resource) -> O
     if operand is None or operand.device_id >= 0:
         return operand
     return stage_to_device(operand, device_id, stream, memory_resource)
-
-
-def make_allocator(like: Operand, shape, dtype_name: str, device_id: int, memory_resource):
-    """A callable ``alloc(stream) -> (array, pointer)`` for results of ``like``'s library.
-
-    torch results come from a pre-bound ``torch.empty`` (torch's caching allocator, a few
-    microseconds, capturable in CUDA graphs); other libraries go through the shared allocation path
-    (staged host operands allocate from ``memory_resource``).
-    """
-    shape = tuple(shape)
-    adapter = like.adapter
-    if adapter.name == "torch":
-        torch_dtype = adapter.to_torch[numpy_dtype(dtype_name)]
-        # new_empty on an empty template parses one argument, not torch.empty's keywords (~1 us less).
-        new_empty = adapter.torch.empty(0, dtype=torch_dtype, device=adapter.torch_device(device_id)).new_empty
-
-        def alloc(stream):
-            array = new_empty(shape)
-            return array, array.data_ptr()
-
-        return alloc
-    dtype = numpy_dtype(dtype_name)
-
-    def alloc(stream):
-        result = allocate_like(like, shape, dtype, device_id, stream, memory_resource=memory_resource)
-        return result.obj, result.ptr
-
-    return alloc

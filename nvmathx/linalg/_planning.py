@@ -10,24 +10,34 @@ from ._traits import lt_traits
 __all__ = ["build_runner"]
 
 
-def build_runner(problem, operands: dict, inputs: dict, options, preferences, algorithms, stream, host_like, device_id,
-                 keep: int | None = None) -> GpuRunner:
-    """A GpuRunner for device operands (everything it allocated is released if a step fails).
+def build_runner(problem, operands: dict, inputs: dict, *, options, preferences, stream, alpha, beta, scales: dict,
+                 algorithms=None, host_like=None, keep: int | None = None) -> GpuRunner:
+    """A GpuRunner for device operands, ready to run: candidates found (or ``algorithms`` checked),
+    workspace allocated on ``stream``, alpha, beta and float8 scales written. Everything it
+    allocated is released if a step fails.
 
-    ``keep`` limits the candidates kept (and so the workspace allocated) to the best ``keep``.
+    ``operands`` maps ``"a"``, ``"b"``, ``"c"`` to device Operands (c may be None), ``inputs`` the
+    epilog inputs; ``keep`` limits the candidates kept (and so the workspace allocated) to the
+    best ``keep``.
     """
     a, b, c = operands["a"], operands["b"], operands["c"]
     pointers = {"a": a.ptr, "b": b.ptr, "c": c.ptr if c is not None else 0}
     if "bias" in inputs:
         pointers["bias"] = inputs["bias"].ptr
     traits = lt_traits(problem, info(a), info(b), info(c), {name: info(op) for name, op in inputs.items()}, pointers)
-    plan = LtPlan.create(problem, traits, device_id, options)
+    plan = LtPlan.create(problem, traits, stream.device_id, options)
     try:
-        runner = GpuRunner(plan, a, stream, host_like, options.blocking is True)
-        runner.bind(a, b, c, inputs)  # real input pointers first: the heuristic reads their alignment
-        found = plan.check_algorithms(algorithms) if algorithms is not None else plan.find_algorithms(preferences)
-        plan.prepare(found[:keep], stream)
+        runner = GpuRunner(plan, a, stream, host_like=host_like, blocking=options.blocking is True)
     except BaseException:
         plan.free()
+        raise
+    try:
+        runner.bind(a, b, c, inputs)  # real input pointers first: the heuristic reads their alignment
+        found = plan.check_algorithms(algorithms) if algorithms is not None else plan.find_algorithms(preferences)
+        runner.prepare(found[:keep])
+        runner.set_scalars(alpha, beta)
+        runner.set_scales(scales)
+    except BaseException:
+        runner.free()
         raise
     return runner

@@ -14,8 +14,8 @@ from ._epilogs import WITHOUT_BIAS, EPILOGS, EpilogSpec, relu_aux_width
 from ._layout import MatmulShape, matmul_shape
 from ._options import FP8_DTYPES, INPUT_DTYPES, MatmulOptions, default_compute_type, default_scale_type, resolve_result_dtype
 
-__all__ = ["OperandInfo", "MatmulProblem", "describe_problem", "check_scalar", "check_quantization_scales",
-           "cpu_compute_dtype", "full_matrix"]
+__all__ = ["OperandInfo", "MatmulProblem", "describe_problem", "check_scalar", "check_scalars", "check_beta",
+           "check_quantization_scales", "cpu_compute_dtype", "full_matrix"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class OperandInfo:
     shape: tuple
     strides: tuple
     dtype: str
+    conj: bool = False  # the values are the conjugates of the memory (a lazy view cuBLASLt conjugates)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,20 @@ def check_scalar(value, argument: str, complex_ok: bool):
     if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real) and not complex_ok:
         raise OptionsError(argument, f"a complex value needs complex operands (got {value!r})")
     return value
+
+
+def check_beta(beta, has_c: bool) -> None:
+    """beta scales c: a nonzero beta needs c."""
+    if beta != 0 and not has_c:
+        raise OptionsError("beta", f"beta={beta!r} needs c")
+
+
+def check_scalars(alpha, beta, *, complex_ok: bool, has_c: bool) -> tuple:
+    """(alpha, beta) checked: numbers (complex ones for complex operands), and beta only with c."""
+    check_scalar(alpha, "alpha", complex_ok)
+    check_scalar(beta, "beta", complex_ok)
+    check_beta(beta, has_c)
+    return alpha, beta
 
 
 def cpu_compute_dtype(dtype_name: str) -> str:
@@ -181,8 +196,7 @@ def describe_problem(a: OperandInfo, b: OperandInfo, c: OperandInfo | None, *, b
     """
     _check_dtypes(a, b)
     shape = matmul_shape(a.shape, b.shape)
-    if c is None and beta != 0:
-        raise OptionsError("beta", f"beta={beta!r} needs c")
+    check_beta(beta, c is not None)
     if c is not None:
         _check_c_shape(c, shape)
     result_dtype = resolve_result_dtype(options, a.dtype, c.dtype if c is not None else None)

@@ -1,16 +1,21 @@
-"""A cuBLASLt plan bound to operands: pointers, scalars, float8 scales, outputs and host copies."""
+"""The matmul runner: one cuBLASLt plan bound to device operands, and the one place that writes
+cublasLtMatmul's arguments and launches it (for ``Matmul.execute``, the cached plans of ``matmul()``
+and autotuning)."""
 
 from __future__ import annotations
+
+import ctypes
 
 import numpy as np
 
 from .._bindings import cublaslt as lt
+from .._bindings import cuda_driver
 from .._core.device_array import DeviceArray
 from .._core.errors import OperandError
-from .._core.memory import allocate
+from .._core.memory import Workspace, allocate
+from .._core.streams import StreamHolder
 from .._core.tensor import Operand, copy_to_host, wrap_operand
-from ._cublaslt_plan import LtPlan
-from ._operands import make_allocator
+from ._cublaslt_plan import LtPlan, MatmulAlgorithm, workspace_bytes_for
 from ._options import FP8_DTYPES
 
 __all__ = ["GpuRunner"]
@@ -25,32 +30,62 @@ _SCALE_SLOT_BYTES = 16  # each scale on its own 16-byte boundary
 class GpuRunner:
     """Runs one LtPlan on bound device operands and returns results of the caller's library.
 
-    ``host_like`` is the caller's host operand when the operands were staged from host memory
-    (results are then copied back), else None.
+    The launch arguments are prepared once (:meth:`prepare`); a call sets the pointers that change
+    and launches. The runner owns the plan, its workspace and the stream it runs on: a call on
+    another stream is ordered after the workspace's last use (see :func:`~nvmathx._core.streams.order_after`).
+
+    Parameters
+    ----------
+    plan : LtPlan
+    like : Operand
+        A device operand of the caller's library (results are made in it).
+    stream : StreamHolder
+        The stream for planning (workspace, float8 scales).
+    host_like : Operand or None
+        The caller's host operand when the operands were staged from host memory (results are
+        then copied back), else None.
+    blocking : bool
+        Wait for each result before returning it.
     """
 
-    def __init__(self, plan: LtPlan, like: Operand, stream, host_like: Operand | None, blocking: bool):
+    def __init__(self, plan: LtPlan, like: Operand, stream: StreamHolder, *, host_like: Operand | None = None,
+                 blocking: bool = False):
         self.plan = plan
-        self.like = like
         self.stream = stream
         self.host_like = host_like
         self.blocking = blocking or host_like is not None
         problem, traits = plan.problem, plan.traits
-        mr = plan.options.memory_resource
-        self.alloc_result = make_allocator(like, problem.shape.result_shape, problem.result_dtype, plan.device_id, mr)
+        device_id, mr = plan.device_id, plan.options.memory_resource
+        allocator = like.adapter.result_allocator
+        self._allocate = allocator(problem.shape.result_shape, problem.result_dtype, device_id, memory_resource=mr)
         self.outputs = []  # (name, allocator, descriptor attribute, columns to keep or None)
         epilog = problem.epilog
         if epilog is not None and epilog.aux_output:
             dtype = "uint8" if epilog.aux_output == "relu_aux" else problem.result_dtype
-            keep = problem.shape.n if epilog.aux_output == "gelu_aux" and traits.aux_shape[-1] != problem.shape.n else None
-            self.outputs.append((epilog.aux_output, make_allocator(like, traits.aux_shape, dtype, plan.device_id, mr),
+            padded = epilog.aux_output == "gelu_aux" and traits.aux_shape[-1] != problem.shape.n
+            keep = problem.shape.n if padded else None
+            self.outputs.append((epilog.aux_output, allocator(traits.aux_shape, dtype, device_id, memory_resource=mr),
                                  _D.EPILOGUE_AUX_POINTER, keep))
         if epilog is not None and epilog.bgrad:
-            self.outputs.append((epilog.bgrad, make_allocator(like, traits.bgrad_shape, problem.result_dtype, plan.device_id, mr),
-                                 _D.BIAS_POINTER, None))
+            self.outputs.append((epilog.bgrad, allocator(traits.bgrad_shape, problem.result_dtype, device_id,
+                                                         memory_resource=mr), _D.BIAS_POINTER, None))
         if problem.result_amax:
-            self.outputs.append(("result_amax", make_allocator(like, (), "float32", plan.device_id, mr), _D.AMAX_D_POINTER, None))
+            self.outputs.append(("result_amax", allocator((), "float32", device_id, memory_resource=mr),
+                                 _D.AMAX_D_POINTER, None))
+        self.launch_offsets = ()  # see set_launch_offsets
+        self._simple = not self.outputs and not self.blocking  # run() allocates, launches, returns
         self.kept = {}  # operands whose pointers the plan holds
+        # cublasLtMatmul's arguments: the slots that change between calls, then the whole tuple.
+        self._a, self._b, self._c, self._d = (ctypes.c_void_p(0) for _ in range(4))
+        self._workspace_ptr = ctypes.c_void_p(0)
+        self._workspace_size = ctypes.c_size_t(0)
+        self._stream_ptr = ctypes.c_void_p(0)
+        self._algo = (ctypes.c_uint64 * 8)()
+        self._args = None
+        self._launch = None
+        self.workspace = Workspace(device_id, mr)
+        self.algorithms: list[MatmulAlgorithm] = []
+        self.algorithm = None
         self.scale_buffer = None
         self.scale_keys = ()
         self.scale_values = np.ones(_SCALE_SLOT_BYTES // 4 * len(_SCALE_SLOTS), np.float32)
@@ -60,23 +95,29 @@ class GpuRunner:
     # -- binding -------------------------------------------------------------------------------
 
     def bind(self, a: Operand, b: Operand, c: Operand | None, inputs: dict) -> None:
-        plan = self.plan
-        plan.a_ptr.value = b.ptr or None  # cuBLASLt's A is the user's b
-        plan.b_ptr.value = a.ptr or None
+        """Point the plan at these operands (of the planned layouts) and keep them alive."""
+        problem = self.plan.problem
+        self._a.value = b.ptr  # cuBLASLt's A is the user's b
+        self._b.value = a.ptr
         if c is not None:
-            plan.c_ptr.value = c.ptr or None
-        elif plan.problem.bias_mode == "fold":
-            plan.c_ptr.value = inputs["bias"].ptr or None
+            self._c.value = c.ptr
+        elif problem.bias_mode == "fold":
+            self._c.value = inputs["bias"].ptr
         else:
-            plan.c_ptr.value = None
-        if plan.problem.bias_mode == "fused":
-            plan.set_pointer(_D.BIAS_POINTER, inputs["bias"].ptr)
-        epilog = plan.problem.epilog
+            self._c.value = None
+        if problem.bias_mode == "fused":
+            self.plan.set_pointer(_D.BIAS_POINTER, inputs["bias"].ptr)
+        epilog = problem.epilog
         if epilog is not None and epilog.aux_input:
-            plan.set_pointer(_D.EPILOGUE_AUX_POINTER, inputs[epilog.aux_input].ptr)
+            self.plan.set_pointer(_D.EPILOGUE_AUX_POINTER, inputs[epilog.aux_input].ptr)
         self.kept = {"a": a, "b": b, "c": c, **inputs}
 
+    def unbind(self) -> None:
+        """Forget the bound operands (a cached plan must not keep its first caller's arrays alive)."""
+        self.kept = {}
+
     def set_scalars(self, alpha, beta) -> None:
+        """Write checked alpha and beta (see ``check_scalars``)."""
         plan = self.plan
         plan.alpha[0] = alpha
         plan.beta[0] = 1 if plan.problem.bias_mode == "fold" else beta
@@ -101,10 +142,9 @@ class GpuRunner:
         return int(self.scale_buffer.handle) + _SCALE_SLOT_BYTES * _SCALE_SLOTS[key]
 
     def _upload_scales(self) -> None:
-        from .._bindings.cuda_driver import memcpy_async, stream_synchronize
-
-        memcpy_async(int(self.scale_buffer.handle), self.scale_values.ctypes.data, self.scale_values.nbytes, self.stream.handle)
-        stream_synchronize(self.stream.handle)
+        cuda_driver.memcpy_async(int(self.scale_buffer.handle), self.scale_values.ctypes.data, self.scale_values.nbytes,
+                                 self.stream.handle)
+        cuda_driver.stream_synchronize(self.stream.handle)
 
     def set_scales(self, scales: dict, complete: bool = False) -> None:
         """Point cuBLASLt at the float8 scales: device arrays as they are, numbers through our buffer.
@@ -119,16 +159,18 @@ class GpuRunner:
             if key not in scales and not complete:
                 continue
             value = scales.get(key, 1.0)
+            argument = f"quantization_scales[{key!r}]"
             if hasattr(value, "shape"):
-                operand = wrap_operand(value, f"quantization_scales[{key!r}]")
+                operand = wrap_operand(value, argument)
                 if operand.dtype != np.float32 or operand.size != 1:
-                    raise OperandError(f"quantization_scales[{key!r}]", f"expected one float32 element (got {operand.dtype}, shape {operand.shape})")
+                    raise OperandError(argument, f"expected one float32 element (got {operand.dtype}, shape "
+                                                 f"{operand.shape})")
                 if operand.device_id == plan.device_id:
                     plan.set_pointer(_SCALE_ATTRIBUTES[key], operand.ptr)
                     self.kept[f"scale_{key}"] = operand
                     continue
                 if operand.device_id >= 0:
-                    raise OperandError(f"quantization_scales[{key!r}]", f"lives on GPU {operand.device_id}, not {plan.device_id}")
+                    raise OperandError(argument, f"lives on GPU {operand.device_id}, not {plan.device_id}")
                 value = float(np.asarray(value, dtype=np.float32).reshape(-1)[0])
             index = _SCALE_SLOT_BYTES // 4 * _SCALE_SLOTS[key]
             changed = changed or self.scale_values[index] != np.float32(value)
@@ -137,32 +179,126 @@ class GpuRunner:
         if changed:
             self._upload_scales()
 
+    # -- algorithms, workspace and stream ------------------------------------------------------
+
+    def prepare(self, algorithms: list[MatmulAlgorithm]) -> None:
+        """Make ``algorithms`` the candidates, allocate a workspace that fits every one of them (on
+        the planning stream), select the first and build the launch arguments."""
+        self.algorithms = list(algorithms)
+        self._args = self.plan.launch_arguments(self._a, self._b, self._c, self._d, self._algo, self._workspace_ptr,
+                                                self._workspace_size, self._stream_ptr)
+        self._launch = lt.matmul_function()
+        stream, self.stream = self.stream, None
+        self.use_stream(stream)
+        self.select(self.algorithms[0])
+
+    def select(self, algorithm: MatmulAlgorithm) -> None:
+        """Make ``algorithm`` the one that runs (its workspace must fit what was allocated)."""
+        if algorithm.workspace_size > self.workspace.nbytes:
+            raise OperandError("algorithm", f"needs {algorithm.workspace_size} bytes of workspace, more than planned "
+                               f"({self.workspace.nbytes}); pass one of the algorithms plan() returned")
+        ctypes.memmove(self._algo, algorithm.algo, lt.ALGO_SIZE)
+        self.algorithm = algorithm
+
+    def use_stream(self, stream: StreamHolder) -> None:
+        """Run on ``stream`` from now on, ordered after the workspace's last use (allocated again
+        after :meth:`release_workspace`)."""
+        # Every call gets the whole workspace, whichever algorithm runs (as torch and nvmath-python
+        # do), not just the bytes the heuristic reported for that algorithm.
+        needed = workspace_bytes_for(self.algorithms, self.plan.problem.epilog is not None)
+        self._workspace_ptr.value = self.workspace.ensure(needed, stream)
+        self._workspace_size.value = self.workspace.nbytes if self._workspace_ptr.value else 0
+        self._stream_ptr.value = stream.handle
+        self.stream = stream
+
+    def release_workspace(self) -> None:
+        """Give the workspace back now; the next run allocates it again."""
+        self.workspace.release()
+        self._workspace_ptr.value = None
+        self._workspace_size.value = 0
+        self.stream = None  # the next run binds its stream, and with it a workspace
+
+    @property
+    def workspace_bytes(self) -> int:
+        return self.workspace.nbytes
+
     # -- running -------------------------------------------------------------------------------
 
-    def allocate_outputs(self, stream) -> dict:
+    def run(self, stream: StreamHolder, a: int | None = None, b: int = 0, c: int | None = None):
+        """Run the selected algorithm on ``stream`` and return the result (with a dict of auxiliary
+        outputs where the epilog makes some), in the caller's library.
+
+        ``a``, ``b``, ``c``: the operands' addresses for this call (of the layouts the plan was made
+        for; the function form's cache hits), else those bound.
+        """
+        if a is not None:
+            self._a.value = b  # cuBLASLt's A is the user's b
+            self._b.value = a
+            if c is not None:  # (a plan made without c keeps its C pointer null)
+                self._c.value = c
+        if stream is not self.stream:
+            self.use_stream(stream)
+        if self._simple:
+            result, ptr = self._allocate(stream)
+            self._d.value = ptr
+            status = self._launch(*self._args)
+            if status:
+                self.plan.raise_status(status)
+            return result
+        return self._run_with_outputs(stream)
+
+    def set_launch_offsets(self, offsets) -> None:
+        """Launch the plan once per entry of ``offsets``, a sequence of byte offsets ``(a, b, c, d)``
+        added to the bound addresses (for products one cuBLASLt batch cannot describe); empty (the
+        default) launches it once at the bound addresses."""
+        self.launch_offsets = tuple(tuple(int(offset) for offset in entry) for entry in offsets)
+        if any(len(entry) != 4 for entry in self.launch_offsets):
+            raise ValueError("launch offsets are (a, b, c, d) byte offsets")
+        self._simple = not self.outputs and not self.blocking and not self.launch_offsets
+
+    def launch(self) -> None:
+        """cublasLtMatmul with the arguments as they are (autotuning points them at scratch), once per
+        launch offset when there are some."""
+        if self.launch_offsets:
+            self._launch_at_offsets()
+            return
+        status = self._launch(*self._args)
+        if status:
+            self.plan.raise_status(status)
+
+    def _launch_at_offsets(self) -> None:
+        slots = (self._b, self._a, self._c, self._d)  # the user's a, b, c, d (cuBLASLt's B is the user's a)
+        bases = [slot.value or 0 for slot in slots]
+        try:
+            for offsets in self.launch_offsets:
+                for slot, base, offset in zip(slots, bases, offsets):
+                    slot.value = base + offset if base else None
+                status = self._launch(*self._args)
+                if status:
+                    self.plan.raise_status(status)
+        finally:
+            for slot, base in zip(slots, bases):
+                slot.value = base or None
+
+    def _allocate_outputs(self, stream) -> dict:
         """New auxiliary output arrays, with the descriptor pointed at them."""
         arrays = {}
-        for name, alloc, attribute, _ in self.outputs:
-            array, ptr = alloc(stream)
+        for name, allocate_output, attribute, _ in self.outputs:
+            array, ptr = allocate_output(stream)
             self.plan.set_pointer(attribute, ptr)
             arrays[name] = array
         return arrays
 
-    def run(self, stream):
-        """Allocate the result (and outputs), run, and return them in the caller's library."""
-        plan = self.plan
-        outputs = self.allocate_outputs(stream) if self.outputs else None
-        result, ptr = self.alloc_result(stream)
-        plan.d_ptr.value = ptr
-        plan.run()
+    def _run_with_outputs(self, stream):
+        outputs = self._allocate_outputs(stream) if self.outputs else None
+        result, self._d.value = self._allocate(stream)
+        self.launch()
         if self.host_like is not None:
             result = self._to_host(result, stream)
             if outputs is not None:  # no outputs stays None: the caller gets the bare result
                 outputs = {name: self._to_host(array, stream) for name, array in outputs.items()}
         elif self.blocking:
-            from .._bindings.cuda_driver import stream_synchronize
-
-            stream_synchronize(stream.handle)
+            cuda_driver.stream_synchronize(stream.handle)
         if outputs is None:
             return result
         for name, _, _, keep in self.outputs:
@@ -174,17 +310,24 @@ class GpuRunner:
         device = wrap_operand(array, "result") if not isinstance(array, Operand) else array
         return copy_to_host(device, self.host_like, stream)
 
-    def scratch(self, stream):
-        """(result, pointer, outputs) to autotune into: fresh buffers, never the caller's arrays."""
-        outputs = self.allocate_outputs(stream) if self.outputs else {}
-        result, ptr = self.alloc_result(stream)
-        return result, ptr, outputs
+    def scratch(self, stream) -> tuple:
+        """Point the result and outputs at fresh buffers to autotune into, never the caller's
+        arrays; returns them (to be kept while they are written)."""
+        outputs = self._allocate_outputs(stream) if self.outputs else {}
+        result, self._d.value = self._allocate(stream)
+        return result, outputs
 
     def free(self) -> None:
-        if self.scale_buffer is not None:
-            self.scale_buffer.close(self.stream.core)
-            self.scale_buffer = None
-        self.kept = {}
+        """Release the float8 scales, the workspace and the plan's descriptors. Safe to call twice."""
+        try:
+            if self.scale_buffer is not None:
+                self.scale_buffer.close(self.stream.core if self.stream is not None else None)
+                self.scale_buffer = None
+            self.workspace.release()
+        finally:
+            self.kept = {}
+            self._args = None
+            self.plan.free()
 
 
 def _first_columns(array, count: int):

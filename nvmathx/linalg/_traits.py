@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .._core.dtypes import numpy_dtype
 from .._core.errors import OperandError, OptionsError, UnsupportedLayoutError
 from ._epilogs import gelu_aux_ld, relu_aux_width
-from ._layout import OP_N, OP_T, LtMatrix, batch_stride, lt_operands, matrix_layout, pointer_alignment
+from ._layout import OP_C, OP_N, OP_T, LtMatrix, batch_stride, lt_operands, matrix_layout, pointer_alignment
 from ._problem import MatmulProblem, OperandInfo, full_matrix
 
 __all__ = ["LtTraits", "lt_traits"]
@@ -61,6 +61,17 @@ def _check_fp8(problem: MatmulProblem, a_layout, b_layout, pointers):
             raise OperandError(name, "float8 operands must be 16-byte aligned")
     if problem.epilog is not None and problem.epilog.bias and problem.result_dtype.startswith("float8"):
         raise OptionsError("epilog", f"{problem.epilog.name} with a float8 result is not supported; use result_type bfloat16 or float16")
+
+
+def _conjugated(matrix: LtMatrix, info: OperandInfo, argument: str) -> LtMatrix:
+    """cuBLASLt's matrix of an operand whose values are the conjugates of its memory: CUBLAS_OP_C,
+    which conjugates the matrix it transposes (a column-major operand, under D^T = B^T A^T)."""
+    if not info.conj:
+        return matrix
+    if matrix.op != OP_T:
+        raise UnsupportedLayoutError(argument, "a lazily conjugated operand must be column-major (a conjugate "
+                                     "transpose such as x.mH)", remedy="materialise it first (x.resolve_conj())")
+    return matrix._replace(op=OP_C)
 
 
 def _row_major(info: OperandInfo, problem: MatmulProblem, argument: str) -> LtMatrix:
@@ -122,6 +133,7 @@ def lt_traits(problem: MatmulProblem, a: OperandInfo, b: OperandInfo, c: Operand
     if problem.is_fp8:
         _check_fp8(problem, a_layout, b_layout, pointers)
     lt_a, lt_b = lt_operands(a_layout, b_layout)
+    lt_a, lt_b = _conjugated(lt_a, b, "b"), _conjugated(lt_b, a, "a")
     fields = {}
     if epilog is not None:
         if epilog.bgrad_of == "a" and lt_b.op != OP_T:

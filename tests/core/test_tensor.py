@@ -6,7 +6,16 @@ from helpers.torch_random import randn
 
 from nvmathx._core.dtypes import numpy_dtype
 from nvmathx._core.errors import OperandError, UnsupportedOperandError
-from nvmathx._core.tensor import Operand, adapter_for, c_strides, f_strides, wrap_operand
+from nvmathx._core.tensor import (
+    Operand,
+    adapter_for,
+    c_strides,
+    f_strides,
+    key_function,
+    operand_keys,
+    resolve_operand,
+    wrap_operand,
+)
 
 
 def test_c_and_f_strides():
@@ -96,7 +105,8 @@ def torch():
 
 
 @pytest.mark.parametrize(
-    "dtype_name", ["float16", "bfloat16", "float32", "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"]
+    "dtype_name",
+    ["float16", "bfloat16", "float32", "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"],
 )
 def test_torch_cpu_view_and_dtype_mapping(rng, torch, dtype_name):
     tensor = randn(rng, 6, 10).to(getattr(torch, dtype_name))[:, ::2].t()
@@ -120,7 +130,8 @@ def test_torch_strided_result(rng, torch):
 
 def test_torch_unsupported_dtype(torch):
     with pytest.raises(UnsupportedOperandError, match="^x:.*uint32|^x:"):
-        wrap_operand(torch.ones(3, dtype=torch.uint32) if hasattr(torch, "uint32") else torch.ones(3, dtype=torch.qint8), "x")
+        unsupported = torch.uint32 if hasattr(torch, "uint32") else torch.qint8
+        wrap_operand(torch.ones(3, dtype=unsupported), "x")
 
 
 def test_operand_repr_and_size():
@@ -130,29 +141,22 @@ def test_operand_repr_and_size():
     assert "numpy" in repr(operand)
 
 
-def test_signature_and_pointer_agree_with_the_view(rng, torch):
+def test_key_agrees_with_the_view(rng, torch):
     arrays = [rng.standard_normal((4, 6)), rng.standard_normal((4, 6))[:, ::2], randn(rng, 3, 5).t()]
     for array in arrays:
-        adapter = adapter_for(array)
+        key = key_function(array, "x")
+        assert operand_keys[type(array)] == key  # remembered per type for the hot paths
         operand = wrap_operand(array, "x")
-        assert adapter.pointer(array) == operand.ptr
+        signature, pointer, device_id = key(array)
+        assert pointer == operand.ptr and device_id == operand.device_id == -1
         same_layout = array.copy() if isinstance(array, np.ndarray) and array.flags.c_contiguous else array
-        assert adapter.signature(same_layout) == adapter.signature(array)
-        hash(adapter.signature(array))
-    assert adapter_for(arrays[0]).signature(arrays[0]) != adapter_for(arrays[1]).signature(arrays[1])
-    assert adapter_for(arrays[0]).signature(arrays[0]) != adapter_for(arrays[0]).signature(arrays[0].astype(np.float32))
-
-
-def test_torch_lazy_conjugate_views_are_resolved(rng, torch):
-    tensor = randn(rng, 4, 3, dtype=torch.complex64)
-    lazy = tensor.conj()
-    assert lazy.is_conj()
-    operand = wrap_operand(lazy, "x")
-    values = operand.obj
-    assert not values.is_conj()
-    np.testing.assert_array_equal(values.numpy(), tensor.numpy().conj())
-    adapter = adapter_for(tensor)
-    assert adapter.signature(lazy) != adapter.signature(tensor)
+        assert key(same_layout)[0] == signature
+        hash(signature)
+    signature = key_function(arrays[0])(arrays[0])[0]
+    assert signature != key_function(arrays[1])(arrays[1])[0]
+    assert signature != key_function(arrays[0])(arrays[0].astype(np.float32))[0]
+    # one layout in two libraries: two signatures (the results are made in each caller's library)
+    assert signature != key_function(torch.from_numpy(arrays[0]))(torch.from_numpy(arrays[0]))[0]
 
 
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16", "complex64"])
@@ -184,3 +188,73 @@ def test_is_read_only(rng, torch):
     array.flags.writeable = False
     assert is_read_only(wrap_operand(array, "x"))
     assert not is_read_only(wrap_operand(torch.ones(3), "x"))
+
+
+def _complex(torch, rng, shape):
+    return torch.from_numpy(rng.standard_normal(shape) + 1j * rng.standard_normal(shape))
+
+
+@pytest.mark.parametrize("lazy", [lambda x: x.conj(), lambda x: x.mH, lambda x: x._neg_view(),
+                                  lambda x: x.conj()._neg_view().mT, lambda x: x.conj().imag])
+def test_torch_lazy_views_are_materialised(rng, torch, lazy):
+    base = _complex(torch, rng, (4, 3))
+    view = lazy(base)
+    assert view.is_conj() or view.is_neg()
+    expected = view.resolve_conj().resolve_neg().numpy()  # torch's own values of the view
+    for keep_conj in (False, True):  # a host operand is materialised either way
+        operand = wrap_operand(view, "x", keep_conj=keep_conj)
+        assert not operand.conj and not operand.obj.is_conj() and not operand.obj.is_neg()
+        np.testing.assert_array_equal(operand.obj.numpy(), expected)
+        assert operand.ptr == operand.obj.data_ptr() != base.data_ptr()
+
+
+def test_torch_keys_carry_the_lazy_bits(rng, torch):
+    base = _complex(torch, rng, (4, 3))
+    key = key_function(base)
+    plain = key(base.mT)[0]
+    signatures = {plain, key(base.mH)[0], key(torch._neg_view(base.mT))[0], key(torch._neg_view(base.mH))[0]}
+    assert len(signatures) == 4  # same layout, four different values: four plans
+    assert key(base.mH)[1] == base.data_ptr()  # the address of the memory the view reads
+
+
+def test_keep_conj_views_a_device_conjugate_as_its_memory(rng, torch, monkeypatch):
+    """On a device (torch CPU memory presented as device 0), keep_conj keeps a conjugate view lazy."""
+    monkeypatch.setattr(torch.Tensor, "get_device", lambda self: 0)
+    base = _complex(torch, rng, (4, 3))
+    operand = wrap_operand(base.mH, "x", keep_conj=True)
+    assert operand.conj and operand.ptr == base.data_ptr() and operand.strides == (1, 3)
+    assert not wrap_operand(base.mH, "x").conj  # not asked: materialised
+    negated = wrap_operand(torch._neg_view(base.mH), "x", keep_conj=True)  # a negative bit: always materialised
+    assert not negated.conj and negated.ptr != base.data_ptr()
+    np.testing.assert_array_equal(negated.obj.numpy(), -base.numpy().conj().T)
+    resolved = resolve_operand(operand, "x")
+    assert not resolved.conj
+    np.testing.assert_array_equal(resolved.obj.numpy(), base.numpy().conj().T)
+
+
+def test_torch_result_allocator_makes_the_asked_layout(rng, torch):
+    operand = wrap_operand(randn(rng, 3, 4), "x")
+    allocate = operand.adapter.result_allocator((2, 5), np.complex64, -1)
+    array, pointer = allocate(None)
+    assert array.dtype == torch.complex64 and array.shape == (2, 5) and array.stride() == (5, 1)
+    assert pointer == array.data_ptr()
+    strided, _ = operand.adapter.result_allocator((2, 5), np.float32, -1, strides=(1, 2))(None)
+    assert strided.stride() == (1, 2)
+    transposed = randn(rng, 5, 4).t()  # results laid out like each call's operand
+    like = wrap_operand(transposed, "x")
+    allocate = like.adapter.result_allocator((4, 5), np.float32, -1, strides=(1, 4), like=like)
+    result, pointer = allocate(None, randn(rng, 5, 4).t())
+    assert result.stride() == (1, 4) and result.dtype == torch.float32 and pointer == result.data_ptr()
+
+
+@pytest.mark.parametrize("dtype_name", ["float32", "complex128", "bfloat16", "float8_e4m3fn"])
+def test_host_results_in_the_callers_library(rng, torch, dtype_name):
+    values = rng.standard_normal((3, 5)).astype(numpy_dtype(dtype_name))
+    assert adapter_for(values).from_host(values) is values
+    result = adapter_for(torch.zeros(1)).from_host(values.T)
+    assert isinstance(result, torch.Tensor) and result.dtype == getattr(torch, dtype_name)
+    assert result.shape == (5, 3)
+    if dtype_name in ("bfloat16", "float8_e4m3fn"):  # (numpy of torch's float32 widening, exact)
+        np.testing.assert_array_equal(result.float().numpy(), values.T.astype(np.float32))
+    else:
+        np.testing.assert_array_equal(result.numpy(), values.T)

@@ -306,20 +306,19 @@ def test_stateful_rfft_replans_for_a_misaligned_operand(rng, fake):
 
 def test_results_come_back_in_each_callers_library(rng, fake, monkeypatch):
     """Two libraries' operands of one layout share a cuFFT plan but not a result allocator."""
-    from nvmathx._core import tensor
+    from nvmathx._core.tensor import _lookup, _nvmathx
 
     class OtherArray(DeviceArray):  # a second "array library" over the same fake device memory
         pass
 
-    class OtherAdapter(tensor._NvmathxAdapter):
+    class OtherAdapter(_nvmathx.NvmathxAdapter):
         name = "otherlib"
 
-        def empty(self, shape, dtype, device_id, stream, strides=None, memory_resource=None):
-            array = super().empty(shape, dtype, device_id, stream, strides, memory_resource)
-            return OtherArray(array, array.ptr, array.shape, array.strides, array.dtype, device_id, None)
+        def from_device_array(self, array):
+            return OtherArray(array, array.ptr, array.shape, array.strides, array.dtype, array.device_id, None)
 
-    monkeypatch.setitem(tensor._ADAPTER_CLASSES, "otherlib", OtherAdapter)
-    monkeypatch.setitem(tensor._adapter_by_type, OtherArray, tensor._adapter_named("otherlib"))
+    monkeypatch.setitem(_lookup.ADAPTER_CLASSES, "otherlib", OtherAdapter)
+    monkeypatch.setitem(_lookup.adapter_by_type, OtherArray, _lookup.adapter_named("otherlib"))
     x = _operand("fft", (4, 32), np.complex128, rng)
     ours = to_device(x)
     other = OtherArray(ours, ours.ptr, ours.shape, ours.strides, ours.dtype, 0, None)

@@ -15,10 +15,9 @@ import numpy as np
 
 from helpers.fake_memory import FakeBuffer, FakeMemoryResource  # noqa: F401  (re-exported)
 from nvmathx._bindings import cublaslt as lt
+from nvmathx._core.device_array import DeviceArray
 from nvmathx._core.dtypes import numpy_dtype
 from nvmathx.linalg._cpu import FLOAT8_MAX
-
-from nvmathx._core.device_array import DeviceArray
 
 __all__ = ["FakeCublasLt", "install", "to_device", "to_host", "FakeMemoryResource"]
 
@@ -55,6 +54,11 @@ _DTYPES = {0: "float32", 1: "float64", 2: "float16", 4: "complex64", 5: "complex
 _RELU, _GELU, _BIAS, _AUX, _DRELU, _DGELU, _BGRAD = 2, 32, 4, 128, 8, 64, 16
 
 
+def _op(matrix, op):
+    """cublasOperation_t: N as stored, T transposed, C conjugate-transposed."""
+    return {0: matrix, 1: matrix.T, 2: matrix.conj().T}[int(op)]
+
+
 def _invalid(what):
     raise lt.CublasLtError(7, "CUBLAS_STATUS_INVALID_VALUE", "fake cuBLASLt", what)
 
@@ -79,7 +83,8 @@ class FakeCublasLt:
         del self.objects[handle]
 
     def matmul_desc_create(self, compute_type, scale_type):
-        return self._new({"compute": int(compute_type), "scale": int(scale_type), _D.TRANSA: 0, _D.TRANSB: 0, _D.EPILOGUE: 1})
+        return self._new({"compute": int(compute_type), "scale": int(scale_type), _D.TRANSA: 0, _D.TRANSB: 0,
+                          _D.EPILOGUE: 1})
 
     def matmul_desc_set(self, desc, attribute, value):
         self.objects[desc][lt.MatmulDescAttribute(attribute)] = value
@@ -87,7 +92,8 @@ class FakeCublasLt:
     def matrix_layout_create(self, data_type, rows, cols, ld):
         if ld < max(rows, 1):
             _invalid(f"ld {ld} < rows {rows}")
-        return self._new({"type": int(data_type), "rows": rows, "cols": cols, "ld": ld, _L.BATCH_COUNT: 1, _L.STRIDED_BATCH_OFFSET: 0})
+        return self._new({"type": int(data_type), "rows": rows, "cols": cols, "ld": ld, _L.BATCH_COUNT: 1,
+                          _L.STRIDED_BATCH_OFFSET: 0})
 
     def matrix_layout_set(self, layout, attribute, value):
         self.objects[layout][lt.MatrixLayoutAttribute(attribute)] = value
@@ -150,13 +156,15 @@ class FakeCublasLt:
 
     def _check_scaling(self, desc, algo):
         if algo[1] != self._scaling_mask(desc):
-            raise lt.CublasLtError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "fake cuBLASLt", "scale pointers differ from the heuristic's")
+            raise lt.CublasLtError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "fake cuBLASLt",
+                                   "scale pointers differ from the heuristic's")
 
     def _validate(self, desc, a, b, c, d):
         desc, a, b, c, d = (self.objects[x] for x in (desc, a, b, c, d))
         op_a = (a["cols"], a["rows"]) if desc[_D.TRANSA] else (a["rows"], a["cols"])
         op_b = (b["cols"], b["rows"]) if desc[_D.TRANSB] else (b["rows"], b["cols"])
-        if op_a[0] != d["rows"] or op_b[1] != d["cols"] or op_a[1] != op_b[0] or (c["rows"], c["cols"]) != (d["rows"], d["cols"]):
+        if (op_a[0] != d["rows"] or op_b[1] != d["cols"] or op_a[1] != op_b[0]
+                or (c["rows"], c["cols"]) != (d["rows"], d["cols"])):
             _invalid(f"dimensions op(A) {op_a}, op(B) {op_b}, C {c['rows']}x{c['cols']}, D {d['rows']}x{d['cols']}")
         if len({x[_L.BATCH_COUNT] for x in (a, b, c, d)}) != 1:
             _invalid("batch counts differ")
@@ -179,8 +187,8 @@ class FakeCublasLt:
 
     def _launch(self, *args):
         assert len(args) == 16 and all(isinstance(x, (ctypes.c_void_p, ctypes.c_size_t)) for x in args)
-        (handle, desc, alpha, a, a_layout, b, b_layout, beta, c, c_layout, d, d_layout, algo, workspace, size, stream) = (
-            x.value or 0 for x in args)
+        (handle, desc, alpha, a, a_layout, b, b_layout, beta, c, c_layout, d, d_layout, algo, workspace, size,
+         stream) = (x.value or 0 for x in args)
         assert handle in self.objects and algo
         self._validate(desc, a_layout, b_layout, c_layout, d_layout)
         algo_words = (ctypes.c_uint64 * 8).from_address(algo)
@@ -192,7 +200,8 @@ class FakeCublasLt:
         desc_info = self.objects[desc]
         scale = numpy_dtype(_DTYPES[desc_info["scale"]])
         alpha_value, beta_value = (view_at(p, (1,), (1,), scale)[0] for p in (alpha, beta))
-        layouts = {name: self.objects[x] for name, x in (("a", a_layout), ("b", b_layout), ("c", c_layout), ("d", d_layout))}
+        layouts = {name: self.objects[x]
+                   for name, x in (("a", a_layout), ("b", b_layout), ("c", c_layout), ("d", d_layout))}
         for batch in range(layouts["d"][_L.BATCH_COUNT]):
             self._one(desc_info, batch, layouts, a, b, c, d, alpha_value, beta_value)
         self.launches += 1
@@ -211,10 +220,8 @@ class FakeCublasLt:
 
     def _one(self, desc, batch, layouts, a, b, c, d, alpha, beta):
         wide = np.complex128 if _DTYPES[layouts["d"]["type"]].startswith("complex") else np.float64
-        op_a = self._matrix(a, layouts["a"], batch).astype(wide)
-        op_b = self._matrix(b, layouts["b"], batch).astype(wide)
-        op_a = op_a.T if desc[_D.TRANSA] else op_a
-        op_b = op_b.T if desc[_D.TRANSB] else op_b
+        op_a = _op(self._matrix(a, layouts["a"], batch).astype(wide), desc[_D.TRANSA])
+        op_b = _op(self._matrix(b, layouts["b"], batch).astype(wide), desc[_D.TRANSB])
         value = alpha * self._scale(desc, _D.A_SCALE_POINTER) * self._scale(desc, _D.B_SCALE_POINTER) * (op_a @ op_b)
         if c and beta != 0:
             value = value + beta * self._matrix(c, layouts["c"], batch).astype(wide)
@@ -234,7 +241,8 @@ class FakeCublasLt:
                 packed = np.packbits(bits, bitorder="little")
                 view_at(aux_at + aux_batch // 8, packed.shape, (1,), np.uint8)[...] = packed
             else:
-                view_at(aux_at + aux_batch * d_dtype.itemsize, (rows, cols), (1, aux_ld), d_dtype)[...] = value.astype(d_dtype)
+                aux = view_at(aux_at + aux_batch * d_dtype.itemsize, (rows, cols), (1, aux_ld), d_dtype)
+                aux[...] = value.astype(d_dtype)
         if epilogue & _RELU:
             value = np.maximum(value, 0)
         elif epilogue & _GELU:
@@ -291,10 +299,10 @@ def install(monkeypatch):
     from nvmathx.linalg import _autotune, _cublaslt_plan, plan_cache
 
     fake = FakeCublasLt()
-    for name in ("create", "destroy", "matmul_desc_create", "matmul_desc_destroy", "matmul_desc_set", "matrix_layout_create",
-                 "matrix_layout_destroy", "matrix_layout_set", "preference_create", "preference_destroy", "preference_set",
-                 "algo_get_heuristic", "algo_check", "algo_custom_option_max", "algo_with_custom_option",
-                 "matmul_function"):
+    for name in ("create", "destroy", "matmul_desc_create", "matmul_desc_destroy", "matmul_desc_set",
+                 "matrix_layout_create", "matrix_layout_destroy", "matrix_layout_set", "preference_create",
+                 "preference_destroy", "preference_set", "algo_get_heuristic", "algo_check", "algo_custom_option_max",
+                 "algo_with_custom_option", "matmul_function"):
         monkeypatch.setattr(lt, name, getattr(fake, name))
     monkeypatch.setattr(cuda_driver, "memcpy_async", lambda dst, src, n, stream: ctypes.memmove(dst, src, n))
     monkeypatch.setattr(cuda_driver, "stream_synchronize", lambda stream: None)

@@ -6,8 +6,12 @@ import pytest
 
 from nvmathx.linalg import Matmul, plan_cache
 from nvmathx.linalg._autotune import rank, sample_runs
-from nvmathx.linalg._cublaslt_plan import (EPILOG_WORKSPACE_PAD, MatmulAlgorithm, custom_option_variants,
-                                           workspace_bytes_for)
+from nvmathx.linalg._cublaslt_plan import (
+    EPILOG_WORKSPACE_PAD,
+    MatmulAlgorithm,
+    custom_option_variants,
+    workspace_bytes_for,
+)
 
 from ._fake_cublaslt import FakeMemoryResource, install, to_device
 from ._reference import random
@@ -66,27 +70,27 @@ def test_rank_sorts_by_time_and_ties_keep_the_heuristic_order():
     assert rank({1: 0.98, 2: 0.98, 0: float("inf")}) == [1, 2, 0]
 
 
-def _cost_model(monkeypatch, plan, costs):
-    """Make each run of ``plan`` advance the fake event clock by ``costs[algorithm](streak)``,
-    where streak counts the runs since that algorithm was selected."""
+def _cost_model(monkeypatch, runner, costs):
+    """Make each launch of ``runner`` advance the fake event clock by ``costs[algorithm](streak)``,
+    where streak counts the launches since that algorithm was selected."""
     from . import _fake_cublaslt
 
-    launch, state = plan.run, {"algorithm": None, "streak": 0}
+    launch, state = runner.launch, {"algorithm": None, "streak": 0}
 
     def run():
-        if plan.algorithm is not state["algorithm"]:
-            state["algorithm"], state["streak"] = plan.algorithm, 0
+        if runner.algorithm is not state["algorithm"]:
+            state["algorithm"], state["streak"] = runner.algorithm, 0
         state["streak"] += 1
-        _fake_cublaslt._FakeEvent.clock += costs[plan.algorithm](state["streak"])
+        _fake_cublaslt._FakeEvent.clock += costs[runner.algorithm](state["streak"])
         launch()
 
-    monkeypatch.setattr(plan, "run", run)
+    monkeypatch.setattr(runner, "launch", run)
 
-    def select(algorithm, _select=plan.select):
+    def select(algorithm, _select=runner.select):
         state["algorithm"] = None  # a new sample starts its streak again
         _select(algorithm)
 
-    monkeypatch.setattr(plan, "select", select)
+    monkeypatch.setattr(runner, "select", select)
 
 
 def test_a_burst_winner_loses_the_sustained_final(rng, fake, monkeypatch):
@@ -95,9 +99,9 @@ def test_a_burst_winner_loses_the_sustained_final(rng, fake, monkeypatch):
     fake_lt, _ = fake
     with Matmul(to_device(random(rng, (8, 4))), to_device(random(rng, (4, 8)))) as mm:
         first, bursty, slow = mm.plan()
-        plan = mm._runner.plan
+        runner = mm._runner
         costs = {first: lambda streak: 1.0, bursty: lambda streak: 0.8 if streak <= 4 else 1.5, slow: lambda streak: 2.0}
-        _cost_model(monkeypatch, plan, costs)
+        _cost_model(monkeypatch, runner, costs)
         timings = mm.autotune(iterations=4)
         assert [alg for _, alg in timings] == [first, bursty, slow] == mm.algorithms
         assert timings[0][0] == pytest.approx(1.0, abs=0.02)  # the sustained time

@@ -15,7 +15,6 @@ from ._fake_cublaslt import FakeMemoryResource, install, to_device, to_host
 from ._reference import BACKWARD, FORWARD, epilog_operands, random, relative_error, tolerance
 
 
-
 @pytest.fixture
 def fake(monkeypatch):
     fake_lt, resource = install(monkeypatch)
@@ -244,18 +243,18 @@ def test_autotune_sorted_by_time_failures_last(rng, fake, monkeypatch):
 
     with Matmul(to_device(random(rng, (8, 4))), to_device(random(rng, (4, 8)))) as mm:
         first, second, third = mm.plan()
-        plan = mm._runner.plan
+        runner = mm._runner
         costs = {first: 1.0, second: 1.0, third: None}
-        launch = plan.run
+        launch = runner.launch
 
         def run():
-            cost = costs[plan.algorithm]
+            cost = costs[runner.algorithm]
             if cost is None:
                 raise lt.CublasLtError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmul", "")
             _fake_cublaslt._FakeEvent.clock += cost
             launch()
 
-        monkeypatch.setattr(plan, "run", run)
+        monkeypatch.setattr(runner, "launch", run)
         timings = mm.autotune(iterations=4)
         assert [alg for _, alg in timings] == [first, second, third] == mm.algorithms
         assert timings[-1][0] == float("inf") and timings[0][0] == timings[1][0]

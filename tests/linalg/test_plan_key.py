@@ -28,7 +28,8 @@ def test_key_ignores_values_and_sees_layouts(rng):
     assert key != matmul_plan_key(a.astype(np.float64), b.astype(np.float64))
     assert key != matmul_plan_key(a, b, epilog="RELU")
     assert key != matmul_plan_key(a, b, options={"compute_type": "32F_FAST_TF32"})
-    assert matmul_plan_key(a, b, options={"workspace_limit": 1024}) == matmul_plan_key(a, b, options=MatmulOptions(workspace_limit=1024))
+    limited = matmul_plan_key(a, b, options={"workspace_limit": 1024})
+    assert limited == matmul_plan_key(a, b, options=MatmulOptions(workspace_limit=1024))
     bias = np.ones(6, np.float32)
     assert matmul_plan_key(a, b, epilog="BIAS", epilog_inputs={"bias": bias}) != matmul_plan_key(
         a, b, epilog="BIAS", epilog_inputs={"bias": np.ones((8, 6), np.float32)})
@@ -44,3 +45,18 @@ def test_plan_cache_interface():
 def test_algorithm_pickles():
     algorithm = MatmulAlgorithm(bytes(range(64)), 1024, 0.5)
     assert pickle.loads(pickle.dumps(algorithm)) == algorithm
+
+
+def test_key_holds_every_operands_device_and_library():
+    from helpers.fake_memory import FakeBuffer
+    from nvmathx._core.device_array import DeviceArray
+
+    def device_array(device_id):
+        buffer = FakeBuffer(64 * 4)
+        return DeviceArray(buffer, buffer.handle, (8, 8), (8, 1), np.dtype(np.float32), device_id, None)
+
+    a = device_array(0)
+    key = matmul_plan_key(a, device_array(0))
+    assert key == matmul_plan_key(device_array(0), device_array(0))
+    assert key != matmul_plan_key(a, device_array(1))  # b on another device: not this plan
+    assert key != matmul_plan_key(a, device_array(0), device_array(1))

@@ -1,0 +1,33 @@
+"""Operands: the one package that knows which array library an array came from.
+
+:func:`wrap_operand` views any DLPack, CUDA Array Interface or array-interface object as an
+:class:`Operand` (pointer, shape, strides in elements, numpy dtype, device). Each array library has
+a small adapter (one module each), found by a lookup cached on ``type(obj)``, that also keys its
+arrays for plan caches, allocates results in that library (torch and cupy use their own
+allocators; other DLPack producers such as jax get a :class:`DeviceArray` through their
+``from_dlpack``) and reports the library's current stream. See :class:`Adapter` for what the hot
+paths use.
+"""
+
+from ._adapter import Adapter
+from ._lookup import adapter_for, as_array, key_function, operand_keys, resolve_operand, wrap_operand
+from ._operand import Operand, c_strides, f_strides
+from ._transfer import allocate_like, copy_to_host, host_array, is_read_only, stage_to_device
+
+__all__ = [
+    "Adapter",
+    "Operand",
+    "wrap_operand",
+    "resolve_operand",
+    "adapter_for",
+    "as_array",
+    "key_function",
+    "operand_keys",
+    "c_strides",
+    "f_strides",
+    "allocate_like",
+    "stage_to_device",
+    "copy_to_host",
+    "host_array",
+    "is_read_only",
+]
