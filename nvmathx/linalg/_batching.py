@@ -58,6 +58,13 @@ class BatchPlan(NamedTuple):
         """One call on the operands as they are: the common case, with nothing to loop over."""
         return len(self.offsets) == 1 and not self.expand
 
+    def summary(self) -> str:
+        """How the batch runs, in words (for the log)."""
+        calls = f"{self.calls} cuBLASLt call{'s' if self.calls > 1 else ''} of {self.count} matrices"
+        if not self.expand:
+            return calls + ("" if self.single else " at offsets per call, nothing copied")
+        return f"{calls} after copying {', '.join(self.expand)} to the full batch ({self.cost} bytes moved, estimated)"
+
 
 def dense_batch_strides(batch_shape, matrix_elements: int) -> tuple:
     """Batch strides (elements) of a C-ordered stack of ``matrix_elements``-element matrices."""

@@ -136,7 +136,7 @@ class _CachedMatmul:
         self.runner = runner
         self.plan = runner.plan
         self.current_stream = current_stream
-        self.fast = not runner.outputs and not runner.blocking
+        self.fast = not runner.outputs and not runner.blocking and runner.calls is None
         self.alpha = self.beta = None
         self.holder = runner.stream  # the stream the plan last ran on
 

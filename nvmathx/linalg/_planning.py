@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._core.errors import UnsupportedLayoutError
+from .._core.logs import get_logger
 from ._cublaslt_plan import LtPlan
 from ._operands import info
 from ._runner import GpuRunner
@@ -22,9 +22,8 @@ def build_runner(problem, operands: dict, inputs: dict, options, preferences, al
     if "bias" in inputs:
         pointers["bias"] = inputs["bias"].ptr
     traits = lt_traits(problem, info(a), info(b), info(c), {name: info(op) for name, op in inputs.items()}, pointers)
-    if not traits.batches.single:  # the runner does not loop over calls yet
-        raise UnsupportedLayoutError("b", f"the batch {problem.shape.batch_shape} needs several cuBLASLt calls",
-                                     remedy="broadcast and copy the operands to the full batch shape")
+    if problem.shape.batch_shape:
+        get_logger(options.logger).debug("matmul batch %s: %s", problem.shape.batch_shape, traits.batches.summary())
     plan = LtPlan.create(problem, traits, device_id, options)
     try:
         runner = GpuRunner(plan, a, stream, host_like, options.blocking is True)

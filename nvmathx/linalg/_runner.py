@@ -9,6 +9,7 @@ from .._core.device_array import DeviceArray
 from .._core.errors import OperandError
 from .._core.memory import allocate
 from .._core.tensor import Operand, copy_to_host, wrap_operand
+from ._calls import BatchCalls
 from ._cublaslt_plan import LtPlan
 from ._operands import make_allocator
 from ._options import FP8_DTYPES
@@ -51,6 +52,9 @@ class GpuRunner:
         if problem.result_amax:
             self.outputs.append(("result_amax", make_allocator(like, (), "float32", plan.device_id, mr), _D.AMAX_D_POINTER, None))
         self.kept = {}  # operands whose pointers the plan holds
+        self.output_pointers = {}  # name -> address of the latest auxiliary outputs
+        # A batch that one cuBLASLt call cannot cover runs as several (None: one call, the fast path).
+        self.calls = BatchCalls(plan, stream, mr) if traits.batches is not None and not traits.batches.single else None
         self.scale_buffer = None
         self.scale_keys = ()
         self.scale_values = np.ones(_SCALE_SLOT_BYTES // 4 * len(_SCALE_SLOTS), np.float32)
@@ -146,6 +150,7 @@ class GpuRunner:
             array, ptr = alloc(stream)
             self.plan.set_pointer(attribute, ptr)
             arrays[name] = array
+            self.output_pointers[name] = ptr
         return arrays
 
     def run(self, stream):
@@ -154,7 +159,10 @@ class GpuRunner:
         outputs = self.allocate_outputs(stream) if self.outputs else None
         result, ptr = self.alloc_result(stream)
         plan.d_ptr.value = ptr
-        plan.run()
+        if self.calls is None:
+            plan.run()
+        else:
+            self.calls.run(plan, self, stream)
         if self.host_like is not None:
             result = self._to_host(result, stream)
             if outputs is not None:  # no outputs stays None: the caller gets the bare result
@@ -178,9 +186,14 @@ class GpuRunner:
         """(result, pointer, outputs) to autotune into: fresh buffers, never the caller's arrays."""
         outputs = self.allocate_outputs(stream) if self.outputs else {}
         result, ptr = self.alloc_result(stream)
+        if self.calls is not None:  # autotune times the first call: on the copies, where planned
+            self.calls.prepare_single(self.plan, self, stream)
         return result, ptr, outputs
 
     def free(self) -> None:
+        if self.calls is not None:
+            self.calls.free(self.stream)
+            self.calls = None
         if self.scale_buffer is not None:
             self.scale_buffer.close(self.stream.core)
             self.scale_buffer = None

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
+from nvmathx.linalg import Matmul, matmul
+
 from ._reference import random
 
 __all__ = ["LAYOUTS", "POSITIVE_LAYOUTS", "BroadcastCase", "cases", "expected_result", "make_operand", "make_operands"]
@@ -46,8 +48,8 @@ def _sub_batch(draw, batch):
 @st.composite
 def cases(draw, layouts=LAYOUTS, max_batch_dims=4, extents=(1, 2, 5), epilogs=(None, "BIAS", "RELU_BIAS")):
     """Random broadcastable problems: up to ``max_batch_dims`` batch axes, size-1 and missing ones."""
-    ndim = draw(st.integers(0, max_batch_dims))
-    full = tuple(draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim)))
+    ndim = draw(st.sampled_from([0, 1] + [d for d in range(2, max_batch_dims + 1) for _ in range(2)]))  # mostly 2+
+    full = tuple(draw(st.lists(st.sampled_from([1, 2, 3, 3]), min_size=ndim, max_size=ndim)))
     a_batch, b_batch = _sub_batch(draw, full), _sub_batch(draw, full)
     m, k, n = (draw(st.sampled_from(extents)) for _ in range(3))
     a_vector = not a_batch and draw(st.integers(0, 3)) == 0
@@ -111,3 +113,12 @@ def expected_result(a, b, c=None, alpha=1.0, beta=0.0, epilog=None, inputs=None)
     if epilog and "RELU" in epilog:
         d = np.maximum(d, 0)
     return d
+
+
+def run_product(a, b, c, alpha, beta, epilog, inputs, stateful: bool):
+    """The product through ``Matmul`` (plan and execute) or the function form ``matmul``."""
+    if not stateful:
+        return matmul(a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=inputs)
+    with Matmul(a, b, c, alpha=alpha, beta=beta) as mm:
+        mm.plan(epilog=epilog, epilog_inputs=inputs)
+        return mm.execute()

@@ -7,14 +7,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nvmathx import OperandError
-from nvmathx.linalg import Matmul, matmul
+from nvmathx.linalg import matmul
 from nvmathx.linalg._batching import LAUNCH_BYTES, BatchOperand, dense_batch_strides, plan_batches
 from nvmathx.linalg._epilogs import epilog_spec
 from nvmathx.linalg._options import MatmulOptions
 from nvmathx.linalg._problem import OperandInfo, describe_problem
 from nvmathx.linalg._traits import EXPANDABLE_DTYPES, lt_traits
 
-from ._broadcast_cases import cases, expected_result, make_operand, make_operands
+from ._broadcast_cases import cases, expected_result, make_operand, make_operands, run_product
 from ._reference import relative_error
 
 
@@ -209,12 +209,7 @@ def test_cpu_matches_numpy_matmul(seed, case, draw, stateful):
     a, b, c, inputs = make_operands(rng, case)
     alpha, beta = 0.5, (-2.0 if c is not None else 0)
     expected = expected_result(a, b, c, alpha, beta, case.epilog, inputs)
-    if stateful:
-        with Matmul(a, b, c, alpha=alpha, beta=beta) as mm:
-            mm.plan(epilog=case.epilog, epilog_inputs=inputs)
-            result = mm.execute()
-    else:
-        result = matmul(a, b, c, alpha=alpha, beta=beta, epilog=case.epilog, epilog_inputs=inputs)
+    result = run_product(a, b, c, alpha, beta, case.epilog, inputs, stateful)
     assert isinstance(result, np.ndarray) and result.shape == np.matmul(a, b).shape == expected.shape
     assert relative_error(result, expected) < 1e-12
 
