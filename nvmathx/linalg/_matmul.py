@@ -229,7 +229,8 @@ class Matmul:
     def _refresh_fast_path(self):
         runner = self._runner
         self._fast = (self._state == _PLANNED and runner is not None and not runner.outputs and not runner.blocking
-                      and runner.calls is None and runner.plan.workspace_ready and runner.plan.stream_handle == self._stream.handle)
+                      and runner.calls is None and runner.plan.workspace_ready
+                      and runner.plan.stream_handle == self._stream.handle)
         if self._fast:
             self._alloc, self._lt, self._args = runner.alloc_result, runner.plan, runner.plan.args
 

@@ -173,8 +173,8 @@ def _check_aux_input(spec: EpilogSpec, aux: OperandInfo, shape: MatmulShape, res
     matrix = (shape.m, width)
     if not _batched(aux.shape, matrix, shape.batch_shape):
         raise OperandError(argument, f"shape must be {shape.batch_shape + matrix} (the forward pass's "
-                           f"{spec.aux_input} for a ({shape.m}, {shape.n}) result), or {matrix} under batch dimensions that "
-                           f"broadcast to {shape.batch_shape} (got {aux.shape})")
+                           f"{spec.aux_input} for a ({shape.m}, {shape.n}) result), or {matrix} under batch "
+                           f"dimensions that broadcast to {shape.batch_shape} (got {aux.shape})")
 
 
 def describe_problem(a: OperandInfo, b: OperandInfo, c: OperandInfo | None, *, beta, epilog: EpilogSpec | None,

@@ -54,7 +54,7 @@ class GpuRunner:
         self.kept = {}  # operands whose pointers the plan holds
         self.output_pointers = {}  # name -> address of the latest auxiliary outputs
         # A batch that one cuBLASLt call cannot cover runs as several (None: one call, the fast path).
-        self.calls = BatchCalls(plan, stream, mr) if traits.batches is not None and not traits.batches.single else None
+        self.calls = None if traits.batches is None or traits.batches.single else BatchCalls(plan, stream, mr)
         self.scale_buffer = None
         self.scale_keys = ()
         self.scale_values = np.ones(_SCALE_SLOT_BYTES // 4 * len(_SCALE_SLOTS), np.float32)

@@ -131,12 +131,13 @@ def _batch_operands(problem: MatmulProblem, infos: dict, aux_shape, bgrad_shape,
                                         problem.result_dtype in expandable_dtypes)
     if infos.get("aux") is not None:
         aux = infos["aux"]
-        operands["aux"] = BatchOperand(aux.shape[:-2], aux.strides[:-2], m * aux.shape[-1], numpy_dtype(aux.dtype).itemsize)
+        operands["aux"] = BatchOperand(aux.shape[:-2], aux.strides[:-2], m * aux.shape[-1], _itemsize(aux.dtype))
     elif aux_shape is not None:
         size = 1 if problem.epilog.aux_output == "relu_aux" else result_size
         operands["aux"] = BatchOperand(batch, dense_batch_strides(batch, m * aux_shape[-1]), m * aux_shape[-1], size)
     if bgrad_shape is not None:
-        operands["bgrad"] = BatchOperand(batch, dense_batch_strides(batch, bgrad_shape[-1]), bgrad_shape[-1], result_size)
+        length = bgrad_shape[-1]
+        operands["bgrad"] = BatchOperand(batch, dense_batch_strides(batch, length), length, result_size)
     return operands
 
 

@@ -57,7 +57,8 @@ def test_cpu_function_never_reads_c(rng, dtype, epilog):
     a, b, c, bias = _operands(rng, dtype, epilog)
     expected = _expected(a, b, epilog, bias)
     for beta in _zeros(dtype):
-        result = _first(matmul(a, b, c, beta=beta, epilog=epilog, epilog_inputs={"bias": bias} if bias is not None else None))
+        inputs = {"bias": bias} if bias is not None else None
+        result = _first(matmul(a, b, c, beta=beta, epilog=epilog, epilog_inputs=inputs))
         assert np.isfinite(np.asarray(result, np.complex128)).all(), beta
         assert relative_error(result, expected) < tolerance(dtype), beta
 

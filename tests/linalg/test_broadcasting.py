@@ -20,7 +20,8 @@ from ._reference import relative_error
 
 def _settings(max_examples=100):
     """Hypothesis settings for tests that also take the (per-test) ``seed`` fixture."""
-    return settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None, max_examples=max_examples)
+    return settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None,
+                    max_examples=max_examples)
 
 
 def _elements(x):
@@ -126,7 +127,8 @@ def test_many_small_calls_expand_instead():
 def test_large_matrices_never_expand():
     batch = (2, 3)
     big = 1 << 24
-    operands = {"a": _op((2, 1), (big, 0), big), "b": _op((3,), (big,), big), "d": _op(batch, (3 * big, big), big, False)}
+    operands = {"a": _op((2, 1), (big, 0), big), "b": _op((3,), (big,), big),
+                "d": _op(batch, (3 * big, big), big, False)}
     assert plan_batches(batch, operands).expand == ()
 
 
@@ -152,7 +154,8 @@ def _info(x):
 def test_traits_of_a_partly_broadcast_product(rng):
     a, b = make_operand(rng, (2, 1), 4, 5, "C", "float32"), make_operand(rng, (3,), 5, 6, "T", "float32")
     c = make_operand(rng, (3,), 4, 6, "C", "float32")
-    problem = describe_problem(_info(a), _info(b), _info(c), beta=1, epilog=None, epilog_inputs={}, options=MatmulOptions())
+    problem = describe_problem(_info(a), _info(b), _info(c), beta=1, epilog=None, epilog_inputs={},
+                               options=MatmulOptions())
     traits = lt_traits(problem, _info(a), _info(b), _info(c), {}, {"a": 256, "b": 256, "c": 256})
     batches = traits.batches
     assert traits.batch_count == batches.count == 3 and batches.calls == 2 and not traits.expansions

@@ -64,7 +64,8 @@ def _first(out):
 
 
 def _settings(max_examples):
-    return settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None, max_examples=max_examples)
+    return settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None,
+                    max_examples=max_examples)
 
 
 @_settings(60)
@@ -105,7 +106,8 @@ def test_many_tiny_calls_copy_inputs_first(fake, rng, caplog):
     """(5, 1, 2, 3) @ (5, 3, 2) + c (5, 1, 2, 2): five launches cost more than copying a, b and c to
     the full batch and launching once."""
     fake_lt, copies = fake
-    a, b, c = random(rng, (5, 1, 2, 3), "float64"), random(rng, (5, 3, 2), "float64"), random(rng, (5, 1, 2, 2), "float64")
+    a, b = random(rng, (5, 1, 2, 3), "float64"), random(rng, (5, 3, 2), "float64")
+    c = random(rng, (5, 1, 2, 2), "float64")
     da, db, dc = _device(a), _device(b), _device(c)
     with caplog.at_level(logging.DEBUG, logger="nvmathx"):
         mm = Matmul(da, db, dc, beta=1.0)
@@ -153,7 +155,8 @@ def test_epilog_buffers_follow_the_calls(fake, rng, epilog):
         padded[..., :n] = random(rng, (3, m, n), "float32")
         inputs["gelu_aux"] = padded[..., :n]
     cpu = matmul(a, b, epilog=epilog, epilog_inputs=inputs or None, execution="cpu")
-    gpu = matmul(_device(a), _device(b), epilog=epilog, epilog_inputs={key: _device(v) for key, v in inputs.items()} or None)
+    device_inputs = {key: _device(v) for key, v in inputs.items()} or None
+    gpu = matmul(_device(a), _device(b), epilog=epilog, epilog_inputs=device_inputs)
     if isinstance(cpu, tuple):
         for name, expected in cpu[1].items():
             got = to_host(gpu[1][name])
