@@ -2,7 +2,8 @@
 :func:`matmul` (function form, backed by :data:`plan_cache`).
 
 Semantics (every execution space): ``numpy.matmul``'s shape rules (1-D promotion, batching,
-broadcasting of a batch-less operand), result ``alpha * a @ b + beta * c``, then the epilog.
+broadcasting of batch dimensions), result ``alpha * a @ b + beta * c`` (``c`` unread when
+``beta`` is 0), then the epilog.
 Supported dtypes: float16, bfloat16, float32 (TF32 through ``compute_type="32F_FAST_TF32"``),
 float64, complex64, complex128, and float8 (e4m3 / e5m2) with per-tensor scales. Host (numpy)
 operands run on the CPU with numpy unless ``execution="cuda"``. What each epilog computes,

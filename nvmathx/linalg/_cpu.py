@@ -23,12 +23,12 @@ FLOAT8_MAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
 
 def to_dtype(values, dtype_name: str) -> np.ndarray:
     """Round ``values`` (a float32/float64 array) to ``dtype_name`` (float8 saturates instead of
-    overflowing to NaN)."""
+    overflowing to NaN); ``values`` itself when it already has that dtype."""
     dtype = numpy_dtype(dtype_name)
     limit = FLOAT8_MAX.get(dtype_name)
     if limit is not None:
         values = np.clip(values, -limit, limit)
-    return np.asarray(values).astype(dtype)
+    return np.asarray(values).astype(dtype, copy=False)
 
 
 def _scale(scales, key) -> float:
@@ -39,11 +39,15 @@ def _scale(scales, key) -> float:
 def cpu_matmul(problem: MatmulProblem, a, b, c, alpha, beta, epilog_inputs: dict, scales: dict):
     """``alpha * a @ b + beta * c`` then the epilog, on host numpy arrays.
 
+    Operands already in the compute dtype are used as they are, and the product is scaled and
+    summed in place: a plain product allocates its result and nothing else. With ``beta == 0``,
+    ``c`` is not read (BLAS semantics: NaN or Inf in it cannot reach the result).
+
     Returns the result, or ``(result, aux)`` when the epilog or ``result_amax`` produces outputs.
     """
     compute = numpy_dtype(cpu_compute_dtype(problem.a_dtype))
-    a2 = np.asarray(a).astype(compute)
-    b2 = np.asarray(b).astype(compute)
+    a2 = _in_compute(a, compute)
+    b2 = _in_compute(b, compute)
     if problem.a_ndim == 1:
         a2 = a2[np.newaxis, :]
     if problem.b_ndim == 1:
@@ -51,20 +55,23 @@ def cpu_matmul(problem: MatmulProblem, a, b, c, alpha, beta, epilog_inputs: dict
     d = np.matmul(a2, b2)
     if problem.is_fp8:
         alpha = alpha * _scale(scales, "a") * _scale(scales, "b")
-    d = d * np.asarray(alpha, dtype=compute)
+    if alpha != 1:
+        d *= np.asarray(alpha, dtype=compute)
     addend = None
-    if c is not None:
-        addend = np.asarray(c).astype(compute) * np.asarray(beta, dtype=compute)
-    elif problem.bias_mode == "fold":
-        addend = np.asarray(epilog_inputs["bias"]).astype(compute)
+    if c is not None and beta != 0:
+        addend = _in_compute(c, compute)
+        if beta != 1:
+            addend = addend * np.asarray(beta, dtype=compute)
+    elif c is None and problem.bias_mode == "fold":
+        addend = _in_compute(epilog_inputs["bias"], compute)
     if addend is not None:
-        d = d + _as_matrix(addend, problem)
+        d += _as_matrix(addend, problem)  # c broadcasts over the batch as numpy does
     epilog = problem.epilog
-    bias = np.asarray(epilog_inputs["bias"]).astype(compute) if problem.bias_mode == "fused" else None
+    bias = _in_compute(epilog_inputs["bias"], compute) if problem.bias_mode == "fused" else None
     aux_input = None
     if epilog is not None and epilog.aux_input:
         aux_input = np.asarray(epilog_inputs[epilog.aux_input])
-        aux_input = aux_input if epilog.aux_input == "relu_aux" else aux_input.astype(compute)
+        aux_input = aux_input if epilog.aux_input == "relu_aux" else aux_input.astype(compute, copy=False)
     d, outputs = reference_epilog(epilog, d, bias=bias, aux_input=aux_input, a=a2, b=b2)
     if problem.is_fp8 and problem.result_dtype.startswith("float8"):
         if problem.result_amax:
@@ -75,6 +82,11 @@ def cpu_matmul(problem: MatmulProblem, a, b, c, alpha, beta, epilog_inputs: dict
         if name in outputs:
             outputs[name] = to_dtype(outputs[name], problem.result_dtype)
     return (result, outputs) if outputs else result
+
+
+def _in_compute(values, compute) -> np.ndarray:
+    """``values`` in the compute dtype, without a copy when it already has it."""
+    return np.asarray(values).astype(compute, copy=False)
 
 
 def _as_matrix(values, problem: MatmulProblem):

@@ -152,10 +152,12 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
     """Matrix product ``alpha * a @ b + beta * c`` followed by an epilog, with numpy.matmul semantics.
 
     The semantics, arguments and errors are those of :class:`Matmul` (construction, ``plan()``
-    and ``execute()`` in one call). GPU plans are kept in :data:`plan_cache`, keyed by
-    :func:`matmul_plan_key`, so a repeated call costs a key computation, a lookup and the
-    library call. Host (numpy) operands run on the CPU unless ``execution="cuda"``, which copies
-    them to the GPU and back (that path is not cached).
+    and ``execute()`` in one call): numpy.matmul's 1-D promotion and batch broadcasting (e.g.
+    ``(2, 1, M, K) @ (3, K, N)`` gives ``(2, 3, M, N)``), and ``c`` unread when ``beta`` is 0.
+    GPU plans are kept in :data:`plan_cache`, keyed by :func:`matmul_plan_key`, so a repeated
+    call costs a key computation, a lookup and the library call. Host (numpy) operands run on the
+    CPU unless ``execution="cuda"``, which copies them to the GPU and back (that path is not
+    cached).
 
     Parameters
     ----------

@@ -18,7 +18,8 @@ __all__ = [
     "LtMatrix",
     "matmul_shape",
     "matrix_layout",
-    "batch_stride",
+    "broadcasts_to",
+    "promote",
     "lt_operands",
     "pointer_alignment",
     "round_up",
@@ -77,7 +78,7 @@ def pointer_alignment(ptr: int, limit: int = 256) -> int:
     return min(limit, ptr & -ptr)
 
 
-def _promote(shape, strides, argument, position):
+def promote(shape, strides, argument, position):
     """numpy.matmul's 1-D promotion: (K,) is (1, K) as ``a`` and (K, 1) as ``b``."""
     if len(shape) == 0:
         raise OperandError(argument, "matmul needs arrays with at least one dimension (got a 0-d array); "
@@ -99,8 +100,8 @@ def matmul_shape(a_shape, b_shape) -> MatmulShape:
         For 0-d operands, mismatched inner extents, batch shapes that do not broadcast, or empty
         operands (the message names ``a`` or ``b``).
     """
-    a2, _ = _promote(a_shape, (1,) * len(a_shape), "a", "a")
-    b2, _ = _promote(b_shape, (1,) * len(b_shape), "b", "b")
+    a2, _ = promote(a_shape, (1,) * len(a_shape), "a", "a")
+    b2, _ = promote(b_shape, (1,) * len(b_shape), "b", "b")
     m, k = a2[-2:]
     kb, n = b2[-2:]
     if k != kb:
@@ -127,18 +128,19 @@ def broadcast_batch(a_batch, b_batch) -> tuple:
     return tuple(batch)
 
 
-def matrix_layout(shape, strides, batch_shape, argument, position, prefer="row") -> MatrixLayout:
-    """The layout of operand ``argument`` (``position`` "a", "b" or "c" decides 1-D promotion).
+def matrix_layout(shape, strides, argument, position, prefer="row") -> MatrixLayout:
+    """The layout of one matrix of operand ``argument`` (``position`` "a", "b" or "c" decides
+    1-D promotion); its ``batch_stride`` is 0 here: the batch is planned as a whole (see
+    :mod:`._batching`).
 
     ``prefer`` picks the order when both fit (a vector or a single row/column).
 
     Raises
     ------
     UnsupportedLayoutError
-        When the matrices are neither row- nor column-major with a positive leading dimension, or
-        the batch is neither regular (one stride) nor wholly broadcast.
+        When the matrices are neither row- nor column-major with a positive leading dimension.
     """
-    shape, strides = _promote(tuple(shape), tuple(strides), argument, position)
+    shape, strides = promote(tuple(shape), tuple(strides), argument, position)
     rows, cols = shape[-2:]
     row_stride, col_stride = strides[-2:]
     candidates = {}
@@ -158,40 +160,15 @@ def matrix_layout(shape, strides, batch_shape, argument, position, prefer="row")
             remedy="pass a C- or Fortran-contiguous copy",
         )
     order = prefer if prefer in candidates else next(iter(candidates))
-    stride = batch_stride(shape[:-2], strides[:-2], batch_shape, argument)
-    return MatrixLayout(rows, cols, order, candidates[order], stride)
+    return MatrixLayout(rows, cols, order, candidates[order], 0)
 
 
-def batch_stride(shape, strides, batch_shape, argument) -> int:
-    """One stride between consecutive matrices of the flattened batch (0 when broadcast)."""
-    ndim = len(batch_shape)
-    if len(shape) > ndim:
-        raise OperandError(argument, f"has more batch dimensions {tuple(shape)} than the result {tuple(batch_shape)}")
-    shape = (1,) * (ndim - len(shape)) + tuple(shape)
-    strides = (0,) * (ndim - len(strides)) + tuple(strides)
-    if all(extent == 1 for extent in shape):
-        return 0
-    if shape != tuple(batch_shape):
-        raise UnsupportedLayoutError(
-            argument,
-            f"batch shape {shape} is partly broadcast against the result batch {tuple(batch_shape)}; cuBLASLt "
-            "takes a full batch or one matrix broadcast over it",
-            remedy="broadcast and copy it to the full batch shape, or drop its batch dimensions",
-        )
-    grid = [(extent, stride) for extent, stride in zip(shape, strides) if extent > 1]
-    step = grid[-1][1]
-    expected = step
-    for extent, stride in reversed(grid):
-        if stride != expected:
-            raise UnsupportedLayoutError(
-                argument,
-                f"batch strides {strides} (in elements) do not form one regular batch stride",
-                remedy="pass a copy whose batch dimensions are contiguous",
-            )
-        expected = stride * extent
-    if step < 0:
-        raise UnsupportedLayoutError(argument, f"negative batch stride {step}", remedy="pass a contiguous copy")
-    return step
+def broadcasts_to(shape, batch_shape) -> bool:
+    """Whether a batch shape broadcasts to ``batch_shape`` (numpy's rules, right-aligned)."""
+    shape, batch_shape = tuple(shape), tuple(batch_shape)
+    if len(shape) > len(batch_shape):
+        return False
+    return all(own in (1, extent) for own, extent in zip(shape, batch_shape[len(batch_shape) - len(shape):]))
 
 
 def lt_operands(a: MatrixLayout, b: MatrixLayout) -> tuple[LtMatrix, LtMatrix]:

@@ -28,9 +28,10 @@ class Matmul:
     """Stateful matrix multiplication ``alpha * a @ b + beta * c`` followed by an epilog.
 
     Semantics are ``numpy.matmul``'s: 1-D operands are promoted (and the added axis removed from
-    the result), ``(..., M, K) @ (..., K, N)`` stacks are batched, and an operand without batch
-    dimensions is broadcast over the other's batch. Results are new arrays of the operands'
-    library (numpy operands give numpy results); ``c`` is read, never written.
+    the result), ``(..., M, K) @ (..., K, N)`` stacks are batched, and batch dimensions broadcast
+    as numpy broadcasts them (missing or of extent 1), e.g. ``(2, 1, M, K) @ (3, K, N)`` gives
+    ``(2, 3, M, N)``. Results are new arrays of the operands' library (numpy operands give numpy
+    results); ``c`` is read, never written, and not even read when ``beta`` is 0.
 
     Parameters
     ----------
@@ -39,10 +40,12 @@ class Matmul:
         cupy, torch, jax or any DLPack / CUDA Array Interface producer. C-contiguous,
         Fortran-ordered and transposed views are used without copies.
     c : array, optional
-        Addend of the result's shape, or of its matrix shape ``(M, N)`` (broadcast over the batch).
-        On the GPU it must be row-major (last axis contiguous).
+        Addend of the result's shape, or of its matrix shape ``(M, N)`` under batch dimensions
+        that broadcast to the result's (``(M, N)``, ``(1, B2, M, N)``, ...). On the GPU it must
+        be row-major (last axis contiguous).
     alpha, beta : number
-        Scalars; ``beta`` needs ``c``.
+        Scalars; ``beta`` needs ``c``. With ``beta == 0`` (``0``, ``0.0``, ``0j``) ``c`` is not
+        read, as in BLAS: NaN or Inf in it does not reach the result.
     quantization_scales : dict, optional
         float8 only: per-tensor scales ``{"a": sa, "b": sb, "d": sd}`` (floats, or one-element
         float32 device arrays read at execution). The result is
@@ -74,6 +77,13 @@ class Matmul:
     ``execute(stream=builder.stream)`` for a cuda.core GraphBuilder, and keep the plan alive while
     the graph is replayed. The function form follows the operand library's current stream, so it
     captures as it is once its plan is cached (call it once before capturing).
+
+    cuBLASLt takes one batch stride per operand. A batch whose operands are partly broadcast
+    (or whose batch strides do not chain) runs as several cuBLASLt calls of one plan, or with
+    the smaller inputs first copied to the full batch (float32, float64, complex64 and
+    complex128 inputs only), whichever moves fewer bytes counting a launch as 32 MiB; the
+    ``nvmathx`` logger says which at DEBUG level. Such a plan is not on the single-call fast
+    path of ``execute()``.
 
     Examples
     --------
@@ -169,6 +179,8 @@ class Matmul:
             The operation fused after the product (see :class:`MatmulEpilog`).
         epilog_inputs : dict, optional
             ``{"bias": ...}``, ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` as the epilog needs.
+            A bias has shape ``(N,)``, ``(..., 1, N)`` or (added through C, without ``c``)
+            ``(..., M, N)``; the batch dimensions of every input broadcast to the result's.
         preferences : MatmulPlanPreferences, dict or None
             What the heuristic may return.
         algorithms : list of MatmulAlgorithm, optional

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .._core.logs import get_logger
+from ._calls import set_up_calls
 from ._cublaslt_plan import LtPlan
 from ._operands import info
 from ._runner import GpuRunner
@@ -25,6 +27,8 @@ def build_runner(problem, operands: dict, inputs: dict, *, options, preferences,
     if "bias" in inputs:
         pointers["bias"] = inputs["bias"].ptr
     traits = lt_traits(problem, info(a), info(b), info(c), {name: info(op) for name, op in inputs.items()}, pointers)
+    if problem.shape.batch_shape:
+        get_logger(options.logger).debug("matmul batch %s: %s", problem.shape.batch_shape, traits.batches.summary())
     plan = LtPlan.create(problem, traits, stream.device_id, options)
     try:
         runner = GpuRunner(plan, a, stream, host_like=host_like, blocking=options.blocking is True)
@@ -32,6 +36,7 @@ def build_runner(problem, operands: dict, inputs: dict, *, options, preferences,
         plan.free()
         raise
     try:
+        set_up_calls(runner, stream)
         runner.bind(a, b, c, inputs)  # real input pointers first: the heuristic reads their alignment
         found = plan.check_algorithms(algorithms) if algorithms is not None else plan.find_algorithms(preferences)
         runner.prepare(found[:keep])

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .._core.errors import OperandError, OptionsError, UnsupportedOperandError
 from ._epilogs import WITHOUT_BIAS, EPILOGS, EpilogSpec, relu_aux_width
-from ._layout import MatmulShape, matmul_shape
+from ._layout import MatmulShape, broadcasts_to, matmul_shape
 from ._options import FP8_DTYPES, INPUT_DTYPES, MatmulOptions, default_compute_type, default_scale_type, resolve_result_dtype
 
 __all__ = ["OperandInfo", "MatmulProblem", "describe_problem", "check_scalar", "check_scalars", "check_beta",
@@ -130,13 +130,20 @@ def _check_result_dtype(result: str, a_dtype: str, c: OperandInfo | None, explic
         raise OperandError("c", f"dtype {c.dtype} does not fit the result dtype {result}; expected {' or '.join(expected)}")
 
 
+def _batched(shape, matrix_shape, batch) -> bool:
+    """Whether ``shape`` is ``matrix_shape`` under batch dimensions that broadcast to ``batch``."""
+    shape, matrix_shape = tuple(shape), tuple(matrix_shape)
+    lead = len(shape) - len(matrix_shape)
+    return lead >= 0 and shape[lead:] == matrix_shape and broadcasts_to(shape[:lead], batch)
+
+
 def _check_c_shape(c: OperandInfo, shape: MatmulShape):
     matrix_shape = shape.result_shape[len(shape.batch_shape):]
-    if c.shape not in (shape.result_shape, matrix_shape):
+    if not _batched(c.shape, matrix_shape, shape.batch_shape):
         raise OperandError(
             "c",
-            f"shape {c.shape} must be the result's {shape.result_shape} or, broadcast over the batch, "
-            f"{matrix_shape}; broadcast other shapes yourself (e.g. numpy.broadcast_to(c, shape).copy())",
+            f"shape {c.shape} must be the result's {shape.result_shape}, or its matrix shape {matrix_shape} under "
+            f"batch dimensions that broadcast to {shape.batch_shape}",
         )
 
 
@@ -155,13 +162,9 @@ def _bias_mode(bias: OperandInfo, shape: MatmulShape, c_given: bool, result_dtyp
         raise OperandError(argument, f"dtype {bias.dtype} must be the result dtype {result_dtype}")
     m, n, batch = shape.m, shape.n, shape.batch_shape
     bias_shape = bias.shape
-    if len(bias_shape) >= 1 and bias_shape[-1] == n:
-        lead = bias_shape[:-1]
-        if not lead:
-            return "fused"
-        if lead[-1] == 1 and len(lead) - 1 <= len(batch) and (all(extent == 1 for extent in lead[:-1]) or tuple(lead[:-1]) == tuple(batch)):
-            return "fused"
-    if bias_shape in (shape.result_shape, shape.result_shape[len(batch):]) and len(bias_shape) >= 2 and bias_shape[-2] == m:
+    if _batched(bias_shape, (n,), ()) or _batched(bias_shape, (1, n), batch):
+        return "fused"
+    if _batched(bias_shape, (m, n), batch):
         if c_given:
             raise OperandError(argument, f"a full-shape bias {bias_shape} is added through C, so it cannot be used "
                                "together with c; pass a bias of shape (N,) or add c to it")
@@ -169,7 +172,8 @@ def _bias_mode(bias: OperandInfo, shape: MatmulShape, c_given: bool, result_dtyp
     raise OperandError(
         argument,
         f"shape {bias_shape} is not supported: expected ({n},) (one bias per output feature), "
-        f"(..., 1, {n}) with the result's batch {batch}, or the full result shape {shape.result_shape} without c",
+        f"(..., 1, {n}) with batch dimensions that broadcast to {batch}, or ({m}, {n}) likewise (added "
+        f"through C, so without c)",
     )
 
 
@@ -182,9 +186,10 @@ def _check_aux_input(spec: EpilogSpec, aux: OperandInfo, shape: MatmulShape, res
     if aux.dtype != want_dtype:
         raise OperandError(argument, f"dtype must be {want_dtype} (got {aux.dtype})")
     matrix = (shape.m, width)
-    if aux.shape not in (shape.batch_shape + matrix, matrix):
+    if not _batched(aux.shape, matrix, shape.batch_shape):
         raise OperandError(argument, f"shape must be {shape.batch_shape + matrix} (the forward pass's "
-                           f"{spec.aux_input} for a ({shape.m}, {shape.n}) result; got {aux.shape})")
+                           f"{spec.aux_input} for a ({shape.m}, {shape.n}) result), or {matrix} under batch "
+                           f"dimensions that broadcast to {shape.batch_shape} (got {aux.shape})")
 
 
 def describe_problem(a: OperandInfo, b: OperandInfo, c: OperandInfo | None, *, beta, epilog: EpilogSpec | None,

@@ -25,6 +25,9 @@ _D = lt.MatmulDescAttribute
 _SCALE_ATTRIBUTES = {"a": _D.B_SCALE_POINTER, "b": _D.A_SCALE_POINTER, "d": _D.D_SCALE_POINTER}
 _SCALE_SLOTS = {"a": 0, "b": 1, "d": 2}
 _SCALE_SLOT_BYTES = 16  # each scale on its own 16-byte boundary
+# What a launch offset moves, in order: the user's a, b, c, d (argument slots), then descriptor pointers.
+LAUNCH_OPERANDS = ("a", "b", "c", "d", "bias", "aux", "bgrad")
+_OFFSET_ATTRIBUTES = (_D.BIAS_POINTER, _D.EPILOGUE_AUX_POINTER, _D.BIAS_POINTER)  # bias, aux, bgrad
 
 
 class GpuRunner:
@@ -73,6 +76,8 @@ class GpuRunner:
             self.outputs.append(("result_amax", allocator((), "float32", device_id, memory_resource=mr),
                                  _D.AMAX_D_POINTER, None))
         self.launch_offsets = ()  # see set_launch_offsets
+        self.copies = None  # inputs copied to the full batch before the launches (see set_launch_offsets)
+        self.pointers = {}  # descriptor attribute -> the address last set (the base of its launch offsets)
         self._simple = not self.outputs and not self.blocking  # run() allocates, launches, returns
         self.kept = {}  # operands whose pointers the plan holds
         # cublasLtMatmul's arguments: the slots that change between calls, then the whole tuple.
@@ -106,11 +111,15 @@ class GpuRunner:
         else:
             self._c.value = None
         if problem.bias_mode == "fused":
-            self.plan.set_pointer(_D.BIAS_POINTER, inputs["bias"].ptr)
+            self._set_pointer(_D.BIAS_POINTER, inputs["bias"].ptr)
         epilog = problem.epilog
         if epilog is not None and epilog.aux_input:
-            self.plan.set_pointer(_D.EPILOGUE_AUX_POINTER, inputs[epilog.aux_input].ptr)
+            self._set_pointer(_D.EPILOGUE_AUX_POINTER, inputs[epilog.aux_input].ptr)
         self.kept = {"a": a, "b": b, "c": c, **inputs}
+
+    def _set_pointer(self, attribute, ptr: int) -> None:
+        self.plan.set_pointer(attribute, ptr)
+        self.pointers[attribute] = ptr
 
     def unbind(self) -> None:
         """Forget the bound operands (a cached plan must not keep its first caller's arrays alive)."""
@@ -247,13 +256,21 @@ class GpuRunner:
             return result
         return self._run_with_outputs(stream)
 
-    def set_launch_offsets(self, offsets) -> None:
-        """Launch the plan once per entry of ``offsets``, a sequence of byte offsets ``(a, b, c, d)``
-        added to the bound addresses (for products one cuBLASLt batch cannot describe); empty (the
-        default) launches it once at the bound addresses."""
+    def set_launch_offsets(self, offsets, copies=None) -> None:
+        """Launch the plan once per entry of ``offsets``, byte offsets in :data:`LAUNCH_OPERANDS`
+        order (``(a, b, c, d)``, then optionally bias, aux and bias gradient) added to the bound
+        addresses (for products one cuBLASLt batch cannot describe); empty (the default) launches
+        it once at the bound addresses. ``copies`` (a :class:`~._calls.BatchCopies`), if given,
+        copies inputs to the full batch before every run's launches; the launches then read the
+        copies."""
         self.launch_offsets = tuple(tuple(int(offset) for offset in entry) for entry in offsets)
-        if any(len(entry) != 4 for entry in self.launch_offsets):
-            raise ValueError("launch offsets are (a, b, c, d) byte offsets")
+        if any(not 4 <= len(entry) <= len(LAUNCH_OPERANDS) for entry in self.launch_offsets):
+            raise ValueError("launch offsets are (a, b, c, d[, bias, aux, bgrad]) byte offsets")
+        if copies is not None and not self.launch_offsets:
+            raise ValueError("copies need launch offsets")
+        if self.copies is not None:
+            self.copies.free(self.stream)
+        self.copies = copies
         self._simple = not self.outputs and not self.blocking and not self.launch_offsets
 
     def launch(self) -> None:
@@ -268,24 +285,33 @@ class GpuRunner:
 
     def _launch_at_offsets(self) -> None:
         slots = (self._b, self._a, self._c, self._d)  # the user's a, b, c, d (cuBLASLt's B is the user's a)
-        bases = [slot.value or 0 for slot in slots]
+        attributes = _OFFSET_ATTRIBUTES[:len(self.launch_offsets[0]) - 4]
+        sources = [slot.value or 0 for slot in slots] + [self.pointers.get(attribute, 0) for attribute in attributes]
+        bases = self.copies.copy(sources, self.stream) if self.copies is not None else sources
+        set_pointer = self.plan.set_pointer
         try:
             for offsets in self.launch_offsets:
                 for slot, base, offset in zip(slots, bases, offsets):
                     slot.value = base + offset if base else None
+                for attribute, base, offset in zip(attributes, bases[4:], offsets[4:]):
+                    if base:
+                        set_pointer(attribute, base + offset)
                 status = self._launch(*self._args)
                 if status:
                     self.plan.raise_status(status)
-        finally:
-            for slot, base in zip(slots, bases):
+        finally:  # back at the sources: the next run reads (and copies) them again
+            for slot, base in zip(slots, sources):
                 slot.value = base or None
+            for attribute, base in zip(attributes, sources[4:]):
+                if base:
+                    set_pointer(attribute, base)
 
     def _allocate_outputs(self, stream) -> dict:
         """New auxiliary output arrays, with the descriptor pointed at them."""
         arrays = {}
         for name, allocate_output, attribute, _ in self.outputs:
             array, ptr = allocate_output(stream)
-            self.plan.set_pointer(attribute, ptr)
+            self._set_pointer(attribute, ptr)
             arrays[name] = array
         return arrays
 
@@ -320,6 +346,9 @@ class GpuRunner:
     def free(self) -> None:
         """Release the float8 scales, the workspace and the plan's descriptors. Safe to call twice."""
         try:
+            if self.copies is not None:
+                self.copies.free(self.stream)
+                self.copies = None
             if self.scale_buffer is not None:
                 self.scale_buffer.close(self.stream.core if self.stream is not None else None)
                 self.scale_buffer = None

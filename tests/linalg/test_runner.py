@@ -108,3 +108,19 @@ def test_any_algorithm_after_the_workspace_was_released(fake, rng):
             assert fake.last_launch[0] == int(np.frombuffer(algorithm.algo, np.uint64)[0])
         np.testing.assert_allclose(to_host(mm.execute()), a @ b, rtol=1e-5)
         assert fake.last_launch[0] == int(np.frombuffer(algorithms[0].algo, np.uint64)[0])
+
+
+def test_launch_offsets_move_the_bias_pointer(fake, rng):
+    """A fifth offset moves the fused bias (a descriptor pointer), which is back at its base after the launches."""
+    a, b, biases = random(rng, (6, 4), "float64"), random(rng, (4, 5), "float64"), random(rng, (2, 5), "float64")
+    device_biases = to_device(biases)
+    first = device_biases.__class__(device_biases.buffer, device_biases.ptr, (5,), (1,), device_biases.dtype, 0, None)
+    with Matmul(to_device(a), to_device(b)) as mm:
+        mm.plan(epilog="BIAS", epilog_inputs={"bias": first})
+        runner = mm._runner
+        with pytest.raises(ValueError, match="launch offsets"):
+            runner.set_launch_offsets([(0, 0, 0)])
+        runner.set_launch_offsets([(0, 0, 0, 0, 5 * 8)])
+        assert relative_error(to_host(mm.execute()), a @ b + biases[1]) < 1e-12
+        runner.set_launch_offsets(())
+        assert relative_error(to_host(mm.execute()), a @ b + biases[0]) < 1e-12
