@@ -12,10 +12,10 @@ consumes and returns follows.
 
 from ._cublaslt_plan import MatmulAlgorithm
 from ._epilogs import MatmulEpilog, relu_mask
+from ._epilogs import __doc__ as _EPILOG_DOC
 from ._function import matmul, matmul_plan_key, plan_cache
 from ._matmul import Matmul
 from ._options import MatmulOptions, MatmulPlanPreferences
-from ._epilogs import __doc__ as _EPILOG_DOC
 
 if __doc__ and _EPILOG_DOC:  # docstrings are gone under python -OO
     __doc__ += "\n" + _EPILOG_DOC  # one source for the epilog semantics

@@ -10,9 +10,16 @@ import numbers
 from dataclasses import dataclass
 
 from .._core.errors import OperandError, OptionsError, UnsupportedOperandError
-from ._epilogs import WITHOUT_BIAS, EPILOGS, EpilogSpec, relu_aux_width
+from ._epilogs import EPILOGS, WITHOUT_BIAS, EpilogSpec, relu_aux_width
 from ._layout import MatmulShape, broadcasts_to, matmul_shape
-from ._options import FP8_DTYPES, INPUT_DTYPES, MatmulOptions, default_compute_type, default_scale_type, resolve_result_dtype
+from ._options import (
+    FP8_DTYPES,
+    INPUT_DTYPES,
+    MatmulOptions,
+    default_compute_type,
+    default_scale_type,
+    resolve_result_dtype,
+)
 
 __all__ = ["OperandInfo", "MatmulProblem", "describe_problem", "check_scalar", "check_scalars", "check_beta",
            "check_quantization_scales", "cpu_compute_dtype", "full_matrix"]

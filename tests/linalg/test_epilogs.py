@@ -8,7 +8,14 @@ import pytest
 from nvmathx import OptionsError
 from nvmathx.linalg import MatmulEpilog
 from nvmathx.linalg._epilogs import (
-    EPILOGS, epilog_spec, gelu, gelu_derivative, pack_relu_mask, reference_epilog, relu_aux_width, relu_mask,
+    EPILOGS,
+    epilog_spec,
+    gelu,
+    gelu_derivative,
+    pack_relu_mask,
+    reference_epilog,
+    relu_aux_width,
+    relu_mask,
 )
 
 

@@ -5,7 +5,14 @@ import pytest
 
 from nvmathx import OperandError, UnsupportedLayoutError
 from nvmathx.linalg._layout import (
-    OP_N, OP_T, broadcasts_to, lt_operands, matmul_shape, matrix_layout, pointer_alignment, round_up,
+    OP_N,
+    OP_T,
+    broadcasts_to,
+    lt_operands,
+    matmul_shape,
+    matrix_layout,
+    pointer_alignment,
+    round_up,
 )
 
 

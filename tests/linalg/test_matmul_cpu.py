@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from helpers.torch_random import randn
 
+from helpers.torch_random import randn
 from nvmathx.linalg import Matmul, MatmulEpilog, matmul, relu_mask
 
 from ._reference import gelu, gelu_derivative, random, reference, relative_error, tolerance

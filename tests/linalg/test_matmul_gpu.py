@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from helpers.torch_random import randn
 
+from helpers.torch_random import randn
 from nvmathx.linalg import matmul, relu_mask
 
 from ._gpu import to_numpy, to_torch

@@ -5,8 +5,8 @@ import pickle
 
 import numpy as np
 import pytest
-from helpers.torch_random import randn, randn_like
 
+from helpers.torch_random import randn, randn_like
 from nvmathx import InvalidStateError, OperandError
 from nvmathx.linalg import Matmul, MatmulAlgorithm, matmul, plan_cache
 

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from helpers.torch_random import randn  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from helpers.torch_random import randn  # noqa: E402
 from nvmathx.linalg import matmul  # noqa: E402
 
 pytestmark = pytest.mark.gpu
