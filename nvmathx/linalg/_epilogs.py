@@ -66,7 +66,9 @@ __all__ = [
 ]
 
 
-MatmulEpilog = enum.IntEnum("MatmulEpilog", {e.name: e.value for e in lt.Epilogue if e.name != "DEFAULT"}, module=__name__)
+MatmulEpilog = enum.IntEnum(
+    "MatmulEpilog", {e.name: e.value for e in lt.Epilogue if e.name != "DEFAULT"}, module=__name__
+)
 MatmulEpilog.__doc__ = """Operations fused after the product (RELU, GELU, BIAS, ..., BGRADB).
 
 What each computes, consumes and returns is in the table of :mod:`nvmathx.linalg`; the values
@@ -136,12 +138,16 @@ def epilog_spec(epilog) -> EpilogSpec | None:
         try:
             epilog = MatmulEpilog[epilog.upper()]
         except KeyError:
-            raise OptionsError("epilog", f"unknown epilog {epilog!r}; valid: {[e.name for e in MatmulEpilog]}") from None
+            raise OptionsError(
+                "epilog", f"unknown epilog {epilog!r}; valid: {[e.name for e in MatmulEpilog]}"
+            ) from None
     elif isinstance(epilog, int) and not isinstance(epilog, bool):
         try:
             epilog = MatmulEpilog(epilog)
         except ValueError:
-            raise OptionsError("epilog", f"unknown epilog code {epilog}; valid: {[e.name for e in MatmulEpilog]}") from None
+            raise OptionsError(
+                "epilog", f"unknown epilog code {epilog}; valid: {[e.name for e in MatmulEpilog]}"
+            ) from None
     else:
         raise OptionsError("epilog", f"expected a MatmulEpilog, its name or None (got {type(epilog).__name__})")
     return EPILOGS[epilog]

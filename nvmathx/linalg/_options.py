@@ -137,12 +137,24 @@ class MatmulPlanPreferences:
 
     def __post_init__(self):
         check_positive_int(self.limit, "preferences.limit")
-        if isinstance(self.max_waves_count, bool) or not isinstance(self.max_waves_count, (int, float)) or self.max_waves_count < 0:
-            raise OptionsError("preferences.max_waves_count", f"expected a number >= 0 (got {self.max_waves_count!r})")
-        check_positive_int(self.reduction_scheme_mask, "preferences.reduction_scheme_mask", allow_none=True, allow_zero=True)
-        check_positive_int(self.numerical_impl_mask, "preferences.numerical_impl_mask", allow_none=True, allow_zero=True)
+        if (
+            isinstance(self.max_waves_count, bool)
+            or not isinstance(self.max_waves_count, (int, float))
+            or self.max_waves_count < 0
+        ):
+            raise OptionsError(
+                "preferences.max_waves_count", f"expected a number >= 0 (got {self.max_waves_count!r})"
+            )
+        check_positive_int(
+            self.reduction_scheme_mask, "preferences.reduction_scheme_mask", allow_none=True, allow_zero=True
+        )
+        check_positive_int(
+            self.numerical_impl_mask, "preferences.numerical_impl_mask", allow_none=True, allow_zero=True
+        )
         if not isinstance(self.expand_custom_options, bool):
-            raise OptionsError("preferences.expand_custom_options", f"expected a bool (got {self.expand_custom_options!r})")
+            raise OptionsError(
+                "preferences.expand_custom_options", f"expected a bool (got {self.expand_custom_options!r})"
+            )
 
 
 def _dtype_name(value, argument) -> str:

@@ -114,7 +114,9 @@ def _check_dtypes(a: OperandInfo, b: OperandInfo):
         if a.dtype not in FP8_DTYPES or b.dtype not in FP8_DTYPES:
             raise OperandError("b", f"float8 needs both operands in float8 (got a {a.dtype}, b {b.dtype})")
         if a.dtype == b.dtype == "float8_e5m2":
-            raise OperandError("b", "float8_e5m2 @ float8_e5m2 is not supported by cuBLASLt; make one operand float8_e4m3fn")
+            raise OperandError(
+                "b", "float8_e5m2 @ float8_e5m2 is not supported by cuBLASLt; make one operand float8_e4m3fn"
+            )
     elif a.dtype != b.dtype:
         raise OperandError("b", f"dtype {b.dtype} differs from a's {a.dtype}; cast one of them")
 
@@ -134,7 +136,9 @@ def _check_result_dtype(result: str, a_dtype: str, c: OperandInfo | None, explic
         return
     expected = ("float16", "bfloat16") if result in FP8_DTYPES else (result,)
     if c.dtype not in expected:
-        raise OperandError("c", f"dtype {c.dtype} does not fit the result dtype {result}; expected {' or '.join(expected)}")
+        raise OperandError(
+            "c", f"dtype {c.dtype} does not fit the result dtype {result}; expected {' or '.join(expected)}"
+        )
 
 
 def _batched(shape, matrix_shape, batch) -> bool:
@@ -160,7 +164,9 @@ def _check_epilog(spec: EpilogSpec, a: OperandInfo, b: OperandInfo, result_dtype
     if spec.epilog.name not in ("RELU", "GELU") and (len(a.shape) < 2 or len(b.shape) < 2):
         raise OperandError("a" if len(a.shape) < 2 else "b", f"epilog {spec.name} needs 2-D (or batched) operands")
     if a.dtype in FP8_DTYPES and (spec.aux_output or spec.aux_input or spec.bgrad):
-        raise OptionsError("epilog", f"{spec.name} is not available for float8 operands; use RELU, GELU or a *_BIAS epilog")
+        raise OptionsError(
+            "epilog", f"{spec.name} is not available for float8 operands; use RELU, GELU or a *_BIAS epilog"
+        )
 
 
 def _bias_mode(bias: OperandInfo, shape: MatmulShape, c_given: bool, result_dtype: str) -> str:
@@ -229,7 +235,9 @@ def describe_problem(a: OperandInfo, b: OperandInfo, c: OperandInfo | None, *, b
     unexpected = sorted(set(epilog_inputs) - expected_inputs)
     if unexpected:
         what = epilog.name if epilog is not None else "no epilog"
-        raise OptionsError("epilog_inputs", f"unexpected input(s) {unexpected} for {what}; expected {sorted(expected_inputs)}")
+        raise OptionsError(
+            "epilog_inputs", f"unexpected input(s) {unexpected} for {what}; expected {sorted(expected_inputs)}"
+        )
     missing = sorted(expected_inputs - set(epilog_inputs))
     if missing:
         raise OperandError("epilog_inputs", f"epilog {epilog.name} needs epilog_inputs {missing}")
@@ -254,7 +262,9 @@ def check_quantization_scales(scales, problem: MatmulProblem) -> dict:
     if not problem.is_fp8:
         raise OptionsError("quantization_scales", "applies to float8 operands only")
     if not isinstance(scales, dict):
-        raise OptionsError("quantization_scales", f"expected a dict with keys among 'a', 'b', 'd' (got {type(scales).__name__})")
+        raise OptionsError(
+            "quantization_scales", f"expected a dict with keys among 'a', 'b', 'd' (got {type(scales).__name__})"
+        )
     unknown = sorted(set(scales) - {"a", "b", "d"})
     if unknown:
         raise OptionsError("quantization_scales", f"unknown key(s) {unknown}; valid: 'a', 'b', 'd'")
@@ -262,5 +272,8 @@ def check_quantization_scales(scales, problem: MatmulProblem) -> dict:
         raise OptionsError("quantization_scales", f"a 'd' scale needs a float8 result (got {problem.result_dtype})")
     for key, value in scales.items():
         if isinstance(value, bool) or not (isinstance(value, numbers.Real) or hasattr(value, "shape")):
-            raise OptionsError(f"quantization_scales[{key!r}]", f"expected a float or a one-element float32 array (got {type(value).__name__})")
+            raise OptionsError(
+                f"quantization_scales[{key!r}]",
+                f"expected a float or a one-element float32 array (got {type(value).__name__})",
+            )
     return dict(scales)

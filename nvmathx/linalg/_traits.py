@@ -66,7 +66,10 @@ def _check_fp8(problem: MatmulProblem, a_layout, b_layout, pointers):
         if pointers.get(name, 0) % 16:
             raise OperandError(name, "float8 operands must be 16-byte aligned")
     if problem.epilog is not None and problem.epilog.bias and problem.result_dtype.startswith("float8"):
-        raise OptionsError("epilog", f"{problem.epilog.name} with a float8 result is not supported; use result_type bfloat16 or float16")
+        raise OptionsError(
+            "epilog",
+            f"{problem.epilog.name} with a float8 result is not supported; use result_type bfloat16 or float16",
+        )
 
 
 def _conjugated(matrix: LtMatrix, info: OperandInfo, argument: str) -> LtMatrix:
@@ -101,15 +104,20 @@ def _aux_input(info: OperandInfo, problem: MatmulProblem, kind: str) -> int:
     argument = f"epilog_inputs[{kind!r}]"
     m, n = problem.shape.m, problem.shape.n
     if info.strides[-1] != 1:
-        raise UnsupportedLayoutError(argument, "must be contiguous along its last axis", remedy="pass it as returned by the forward pass")
+        raise UnsupportedLayoutError(
+            argument, "must be contiguous along its last axis", remedy="pass it as returned by the forward pass"
+        )
     if kind == "relu_aux":
         unit, multiple, row = 8, 128, info.strides[-2] if m > 1 else relu_aux_width(n)
     else:
         unit, multiple, row = 1, 8, info.strides[-2] if m > 1 else gelu_aux_ld(n)
     ld = row * unit
     if ld % multiple or ld < n:
-        raise UnsupportedLayoutError(argument, f"leading dimension {ld} must be a multiple of {multiple} and at least N={n}",
-                                     remedy="pass it as returned by the forward pass")
+        raise UnsupportedLayoutError(
+            argument,
+            f"leading dimension {ld} must be a multiple of {multiple} and at least N={n}",
+            remedy="pass it as returned by the forward pass",
+        )
     strides = aligned_strides(problem.shape.batch_shape, info.shape[:-2], info.strides[:-2])
     if any(stride * unit % multiple for stride in strides) or any(stride < 0 for stride in strides):
         raise UnsupportedLayoutError(argument, f"batch strides must be non-negative multiples of {multiple}",

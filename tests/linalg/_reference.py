@@ -49,7 +49,10 @@ def epilog_operands(rng, dtype, epilog, batch, m, n, k, gelu_aux_ld=None):
     """(a, b, epilog_inputs) for an epilog: a column-major ``a`` for BGRADA (as cuBLASLt needs),
     a bias of shape (N,), or a forward pass's relu_aux / gelu_aux (the latter a view of a buffer
     with leading dimension ``gelu_aux_ld`` when given)."""
-    a = random(rng, batch + (k, m), dtype).swapaxes(-1, -2) if epilog == "BGRADA" else random(rng, batch + (m, k), dtype)
+    if epilog == "BGRADA":
+        a = random(rng, batch + (k, m), dtype).swapaxes(-1, -2)
+    else:
+        a = random(rng, batch + (m, k), dtype)
     b = random(rng, (k, n), dtype)
     inputs = {}
     if epilog and "BIAS" in epilog and "BGRAD" not in epilog:

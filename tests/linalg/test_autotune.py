@@ -43,7 +43,9 @@ def test_every_call_gets_the_whole_workspace(rng, fake, epilog):
     fake_lt, _ = fake
     resource = FakeMemoryResource()
     expected = 2048 + (EPILOG_WORKSPACE_PAD if epilog else 0)
-    with Matmul(to_device(random(rng, (8, 5))), to_device(random(rng, (5, 6))), options={"memory_resource": resource}) as mm:
+    with Matmul(
+        to_device(random(rng, (8, 5))), to_device(random(rng, (5, 6))), options={"memory_resource": resource}
+    ) as mm:
         algorithms = mm.plan(epilog=epilog)
         assert [alg.workspace_size for alg in algorithms] == [0, 1024, 2048]
         assert [size for size, _ in resource.allocations] == [expected]
@@ -100,7 +102,11 @@ def test_a_burst_winner_loses_the_sustained_final(rng, fake, monkeypatch):
     with Matmul(to_device(random(rng, (8, 4))), to_device(random(rng, (4, 8)))) as mm:
         first, bursty, slow = mm.plan()
         runner = mm._runner
-        costs = {first: lambda streak: 1.0, bursty: lambda streak: 0.8 if streak <= 4 else 1.5, slow: lambda streak: 2.0}
+        costs = {
+            first: lambda streak: 1.0,
+            bursty: lambda streak: 0.8 if streak <= 4 else 1.5,
+            slow: lambda streak: 2.0,
+        }
         _cost_model(monkeypatch, runner, costs)
         timings = mm.autotune(iterations=4)
         assert [alg for _, alg in timings] == [first, bursty, slow] == mm.algorithms
@@ -117,7 +123,11 @@ def test_custom_option_variants_order_dedup_and_rejection():
     def algo(ident, option=0):
         return bytes([ident, option]) + bytes(62)
 
-    heuristic = [MatmulAlgorithm(algo(1), 0, 1.0), MatmulAlgorithm(algo(2, 1), 0, 1.0), MatmulAlgorithm(algo(1, 2), 0, 1.0)]
+    heuristic = [
+        MatmulAlgorithm(algo(1), 0, 1.0),
+        MatmulAlgorithm(algo(2, 1), 0, 1.0),
+        MatmulAlgorithm(algo(1, 2), 0, 1.0),
+    ]
     option_max = {1: 2, 2: 1}
     checked = []
 
@@ -125,8 +135,9 @@ def test_custom_option_variants_order_dedup_and_rejection():
         checked.append(raw)
         return None if raw == algo(2, 0) else MatmulAlgorithm(raw, 64, 2.0)
 
-    variants = custom_option_variants(heuristic, lambda raw: option_max[raw[0]], lambda raw, option: algo(raw[0], option),
-                                      check)
+    variants = custom_option_variants(
+        heuristic, lambda raw: option_max[raw[0]], lambda raw, option: algo(raw[0], option), check
+    )
     # algorithm 1: option 1 is new (0 and 2 are heuristic candidates); algorithm 2: option 0 is
     # rejected by the check; the third candidate adds nothing new
     assert [variant.algo for variant in variants] == [algo(1, 1)]

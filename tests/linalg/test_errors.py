@@ -25,11 +25,27 @@ BAD_CALLS = [
     ("epilog", OptionsError, lambda: matmul(A, B, epilog="SWISH")),
     ("epilog_inputs", OperandError, lambda: matmul(A, B, epilog="BIAS")),
     ("epilog_inputs", OptionsError, lambda: matmul(A, B, epilog="RELU", epilog_inputs={"bias": BIAS})),
-    ("epilog_inputs['bias']", OperandError, lambda: matmul(A, B, epilog="BIAS", epilog_inputs={"bias": np.ones(4, np.float32)})),
-    ("epilog_inputs['bias']", OperandError, lambda: matmul(A, B, epilog="BIAS", epilog_inputs={"bias": BIAS.astype(np.float64)})),
+    (
+        "epilog_inputs['bias']",
+        OperandError,
+        lambda: matmul(A, B, epilog="BIAS", epilog_inputs={"bias": np.ones(4, np.float32)}),
+    ),
+    (
+        "epilog_inputs['bias']",
+        OperandError,
+        lambda: matmul(A, B, epilog="BIAS", epilog_inputs={"bias": BIAS.astype(np.float64)}),
+    ),
     ("epilog_inputs['bias']", OperandError, lambda: matmul(A, B, C, beta=1, epilog="BIAS", epilog_inputs={"bias": C})),
-    ("epilog_inputs['relu_aux']", OperandError, lambda: matmul(A, B, epilog="DRELU", epilog_inputs={"relu_aux": np.zeros((4, 16), np.float32)})),
-    ("epilog_inputs['gelu_aux']", OperandError, lambda: matmul(A, B, epilog="DGELU", epilog_inputs={"gelu_aux": np.zeros((4, 6), np.float32)})),
+    (
+        "epilog_inputs['relu_aux']",
+        OperandError,
+        lambda: matmul(A, B, epilog="DRELU", epilog_inputs={"relu_aux": np.zeros((4, 16), np.float32)}),
+    ),
+    (
+        "epilog_inputs['gelu_aux']",
+        OperandError,
+        lambda: matmul(A, B, epilog="DGELU", epilog_inputs={"gelu_aux": np.zeros((4, 6), np.float32)}),
+    ),
     ("epilog_inputs", OptionsError, lambda: matmul(A, B, epilog="BIAS", epilog_inputs=[BIAS])),
     ("epilog", OptionsError, lambda: matmul(A.astype(np.complex64), B.astype(np.complex64), epilog="RELU")),
     ("options", OptionsError, lambda: matmul(A, B, options=42)),
@@ -46,7 +62,9 @@ BAD_CALLS = [
 ]
 
 
-@pytest.mark.parametrize("argument, error, call", BAD_CALLS, ids=[f"{i}-{arg}" for i, (arg, _, _) in enumerate(BAD_CALLS)])
+@pytest.mark.parametrize(
+    "argument, error, call", BAD_CALLS, ids=[f"{i}-{arg}" for i, (arg, _, _) in enumerate(BAD_CALLS)]
+)
 def test_bad_input_names_the_argument(argument, error, call):
     with pytest.raises(error) as info:
         call()

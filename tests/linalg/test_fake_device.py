@@ -51,7 +51,9 @@ def test_every_epilog(rng, fake, dtype, epilog, batch):
     m, n, k = 12, 20, 6
     a, b, inputs = epilog_operands(rng, dtype, epilog, batch, m, n, k, gelu_aux_ld=24)  # GELU_AUX pads N=20 to 24
     cpu = matmul(a, b, epilog=epilog, epilog_inputs=inputs or None, execution="cpu")
-    gpu = matmul(to_device(a), to_device(b), epilog=epilog, epilog_inputs={k: to_device(v) for k, v in inputs.items()} or None)
+    gpu = matmul(
+        to_device(a), to_device(b), epilog=epilog, epilog_inputs={k: to_device(v) for k, v in inputs.items()} or None
+    )
     _check(gpu, cpu, dtype)
 
 
@@ -96,8 +98,12 @@ def test_float8_scales_amax_and_layout(rng, fake):
     scales = {"a": 0.5, "b": 2.0, "d": 0.25}
     cpu = matmul(a, b_rows.T, quantization_scales=scales, options=options, execution="cpu")
     device_scales = {"a": to_device(np.array([0.5], np.float32)), "b": 2.0, "d": 0.25}
-    gpu = matmul(to_device(a), to_device(b_rows).__class__(*_transposed(to_device(b_rows))), quantization_scales=device_scales,
-                 options=options)
+    gpu = matmul(
+        to_device(a),
+        to_device(b_rows).__class__(*_transposed(to_device(b_rows))),
+        quantization_scales=device_scales,
+        options=options,
+    )
     _check(gpu, cpu, "float8_e4m3fn")
     with pytest.raises(Exception) as info:
         matmul(to_device(a), to_device(np.ascontiguousarray(b_rows.T)), quantization_scales=scales, options=options)
@@ -135,7 +141,11 @@ def test_stateful_plan_algorithms_autotune_reset_free(rng, fake):
     np.testing.assert_array_equal(to_host(dc), c)  # autotune never writes c
     a2 = random(rng, (8, 5))
     mm.reset_operands(a=to_device(a2), beta=0.5)
-    _check(mm.execute(release_workspace=True), matmul(a2, b, c, alpha=2.0, beta=0.5, epilog="RELU", execution="cpu"), "float32")
+    _check(
+        mm.execute(release_workspace=True),
+        matmul(a2, b, c, alpha=2.0, beta=0.5, epilog="RELU", execution="cpu"),
+        "float32",
+    )
     _check(mm.execute(), matmul(a2, b, c, alpha=2.0, beta=0.5, epilog="RELU", execution="cpu"), "float32")
     with pytest.raises(OperandError) as info:
         mm.reset_operands(b=to_device(random(rng, (5, 7))))
@@ -150,7 +160,9 @@ def test_stateful_plan_algorithms_autotune_reset_free(rng, fake):
 
 def test_workspace_from_the_memory_resource(rng, fake):
     resource = FakeMemoryResource()
-    with Matmul(to_device(random(rng, (4, 4))), to_device(random(rng, (4, 4))), options={"memory_resource": resource}) as mm:
+    with Matmul(
+        to_device(random(rng, (4, 4))), to_device(random(rng, (4, 4))), options={"memory_resource": resource}
+    ) as mm:
         mm.plan()
         assert [size for size, _ in resource.allocations] == [2048]  # the largest candidate's workspace
 
@@ -214,23 +226,45 @@ def test_host_operands_without_outputs_return_one_array(rng, fake, epilog):
 @pytest.mark.parametrize("epilog", [None, "RELU", "BIAS"])
 def test_float8_bf16_result_scales_set_before_the_heuristic(rng, fake, epilog):
     """An algorithm found before the scale pointers were set would not run (see the fake)."""
-    a, b_rows, bias = random(rng, (32, 16), "float8_e4m3fn"), random(rng, (48, 16), "float8_e5m2"), random(rng, (48,), "bfloat16")
+    a = random(rng, (32, 16), "float8_e4m3fn")
+    b_rows = random(rng, (48, 16), "float8_e5m2")
+    bias = random(rng, (48,), "bfloat16")
     inputs = {"bias": bias} if epilog == "BIAS" else None
     options = {"result_type": "bfloat16"}
-    cpu = matmul(a, b_rows.T, epilog=epilog, epilog_inputs=inputs, quantization_scales={"a": 0.5, "b": 1.5}, options=options,
-                 execution="cpu")
+    cpu = matmul(
+        a,
+        b_rows.T,
+        epilog=epilog,
+        epilog_inputs=inputs,
+        quantization_scales={"a": 0.5, "b": 1.5},
+        options=options,
+        execution="cpu",
+    )
     device_inputs = {"bias": to_device(bias)} if inputs else None
     b = to_device(b_rows).__class__(*_transposed(to_device(b_rows)))
     for _ in range(2):  # a plan-cache miss, then a hit
         scales = {"a": to_device(np.array([0.5], np.float32)), "b": 1.5}
-        _check(matmul(to_device(a), b, epilog=epilog, epilog_inputs=device_inputs, quantization_scales=scales, options=options),
-               cpu, "bfloat16")
+        _check(
+            matmul(
+                to_device(a), b, epilog=epilog, epilog_inputs=device_inputs, quantization_scales=scales, options=options
+            ),
+            cpu,
+            "bfloat16",
+        )
     with Matmul(to_device(a), b, quantization_scales={"a": 0.5, "b": 1.5}, options=options) as mm:
         mm.plan(epilog=epilog, epilog_inputs=device_inputs)
         _check(mm.execute(), cpu, "bfloat16")
         mm.reset_operands(quantization_scales={"b": 3.0})  # an update keeps a's scale
-        _check(mm.execute(), matmul(a, b_rows.T, epilog=epilog, epilog_inputs=inputs, quantization_scales={"a": 0.5, "b": 3.0},
-                                    options=options, execution="cpu"), "bfloat16")
+        expected = matmul(
+            a,
+            b_rows.T,
+            epilog=epilog,
+            epilog_inputs=inputs,
+            quantization_scales={"a": 0.5, "b": 3.0},
+            options=options,
+            execution="cpu",
+        )
+        _check(mm.execute(), expected, "bfloat16")
     unscaled = matmul(a, b_rows.T, epilog=epilog, epilog_inputs=inputs, options=options, execution="cpu")
     _check(matmul(to_device(a), b, epilog=epilog, epilog_inputs=device_inputs, options=options), unscaled, "bfloat16")
 

@@ -34,7 +34,13 @@ def test_matmul_shape_matches_numpy(a_shape, b_shape):
 
 @pytest.mark.parametrize(
     "a_shape, b_shape, argument",
-    [((), (3, 3), "a"), ((3, 4), (5, 6), "b"), ((2, 3, 4), (3, 4, 5), "b"), ((0, 4), (4, 5), "a"), ((3, 4), (4, 0), "b")],
+    [
+        ((), (3, 3), "a"),
+        ((3, 4), (5, 6), "b"),
+        ((2, 3, 4), (3, 4, 5), "b"),
+        ((0, 4), (4, 5), "a"),
+        ((3, 4), (4, 0), "b"),
+    ],
 )
 def test_matmul_shape_rejects(a_shape, b_shape, argument):
     with pytest.raises(OperandError) as info:

@@ -69,8 +69,10 @@ def test_bias_shapes(rng):
 
 def test_aux_epilogs_compose_like_an_mlp(rng):
     """Forward with *_AUX_BIAS, backward with D*_BGRAD and BGRADB, checked against the math."""
-    x, w1, b1, w2 = random(rng, (16, 8), "float64"), random(rng, (8, 12), "float64"), random(rng, (12,), "float64"), random(rng, (12, 4), "float64")
-    for act, grad, name in ((gelu, gelu_derivative, "gelu"), (lambda z: np.maximum(z, 0), lambda z: (z > 0) * 1.0, "relu")):
+    x, w1 = random(rng, (16, 8), "float64"), random(rng, (8, 12), "float64")
+    b1, w2 = random(rng, (12,), "float64"), random(rng, (12, 4), "float64")
+    activations = ((gelu, gelu_derivative, "gelu"), (lambda z: np.maximum(z, 0), lambda z: (z > 0) * 1.0, "relu"))
+    for act, grad, name in activations:
         h, aux = matmul(x, w1, epilog=f"{name}_aux_bias", epilog_inputs={"bias": b1})
         z = x @ w1 + b1
         np.testing.assert_allclose(h, act(z), rtol=1e-12, atol=1e-12)
@@ -95,7 +97,8 @@ def test_float8_with_scales(rng):
     a = random(rng, (32, 64), "float8_e4m3fn")
     b = random(rng, (16, 64), "float8_e4m3fn").T
     scales = {"a": 0.5, "b": 2.0, "d": 0.25}
-    result, aux = matmul(a, b, quantization_scales=scales, options={"result_type": "float8_e4m3fn", "result_amax": True})
+    options = {"result_type": "float8_e4m3fn", "result_amax": True}
+    result, aux = matmul(a, b, quantization_scales=scales, options=options)
     exact = reference(a, b)
     assert result.dtype.name == "float8_e4m3fn"
     assert relative_error(result, 0.25 * exact) < tolerance("float8_e4m3fn")

@@ -56,7 +56,9 @@ def test_dtype_and_epilog_match_cpu(rng, dtype, epilog, batch):
     a, b, inputs = epilog_operands(rng, dtype, epilog, batch, M, N, K)
     cpu = matmul(a, b, epilog=epilog, epilog_inputs=inputs or None, execution="cpu")
     try:
-        gpu = matmul(_device(a), _device(b), epilog=epilog, epilog_inputs={k: _device(v) for k, v in inputs.items()} or None)
+        gpu = matmul(
+            _device(a), _device(b), epilog=epilog, epilog_inputs={k: _device(v) for k, v in inputs.items()} or None
+        )
     except CublasLtError as error:
         if (dtype, epilog, batch) in REQUIRED or error.status_name != "CUBLAS_STATUS_NOT_SUPPORTED":
             raise
@@ -83,15 +85,23 @@ def test_gelu_aux_padding_round_trips_through_dgelu(rng):
     assert tuple(aux["gelu_aux"].shape) == (64, 70) and aux["gelu_aux"].stride(0) == 72
     z = (x.float() @ w.float() + bias.float())
     assert relative_error(to_numpy(aux["gelu_aux"]), z.double().cpu().numpy()) < 2e-2
-    dout, w2 = randn(rng, 64, 16, device="cuda", dtype=torch.float16), randn(rng, 70, 16, device="cuda", dtype=torch.float16)
+    dout = randn(rng, 64, 16, device="cuda", dtype=torch.float16)
+    w2 = randn(rng, 70, 16, device="cuda", dtype=torch.float16)
     dz = matmul(dout, w2.T, epilog="DGELU", epilog_inputs={"gelu_aux": aux["gelu_aux"]})
-    cpu = matmul(to_numpy(dout), to_numpy(w2).T, epilog="DGELU", epilog_inputs={"gelu_aux": to_numpy(aux["gelu_aux"])}, execution="cpu")
+    cpu = matmul(
+        to_numpy(dout),
+        to_numpy(w2).T,
+        epilog="DGELU",
+        epilog_inputs={"gelu_aux": to_numpy(aux["gelu_aux"])},
+        execution="cpu",
+    )
     assert relative_error(to_numpy(dz), cpu.astype(np.float64)) < tolerance("float16")
 
 
 @pytest.mark.parametrize("bias_shape", [(2, 1, 72), (2, 96, 72), (96, 72)])
 def test_other_bias_shapes(rng, bias_shape):
-    a, b, bias = random(rng, (2, 96, 40), "bfloat16"), random(rng, (40, 72), "bfloat16"), random(rng, bias_shape, "bfloat16")
+    a, b = random(rng, (2, 96, 40), "bfloat16"), random(rng, (40, 72), "bfloat16")
+    bias = random(rng, bias_shape, "bfloat16")
     cpu = matmul(a, b, epilog="GELU_BIAS", epilog_inputs={"bias": bias}, execution="cpu")
     gpu = matmul(to_torch(a), to_torch(b), epilog="GELU_BIAS", epilog_inputs={"bias": to_torch(bias)})
     assert relative_error(to_numpy(gpu), cpu.astype(np.float64)) < tolerance("bfloat16")
@@ -107,10 +117,18 @@ def test_float8_bf16_result(rng, b_dtype, epilog):
     inputs = {"bias": bias} if epilog and "BIAS" in epilog else None
     scales = {"a": 0.5, "b": 1.5}
     options = {"result_type": "bfloat16"}
-    cpu = matmul(a, b_rows.T, epilog=epilog, epilog_inputs=inputs, quantization_scales=scales, options=options, execution="cpu")
+    cpu = matmul(
+        a, b_rows.T, epilog=epilog, epilog_inputs=inputs, quantization_scales=scales, options=options, execution="cpu"
+    )
     device_scales = {"a": torch.tensor(0.5, device="cuda"), "b": 1.5}
-    gpu = matmul(to_torch(a), to_torch(b_rows).T, epilog=epilog, epilog_inputs={"bias": to_torch(bias)} if inputs else None,
-                 quantization_scales=device_scales, options=options)
+    gpu = matmul(
+        to_torch(a),
+        to_torch(b_rows).T,
+        epilog=epilog,
+        epilog_inputs={"bias": to_torch(bias)} if inputs else None,
+        quantization_scales=device_scales,
+        options=options,
+    )
     assert gpu.dtype == torch.bfloat16
     assert relative_error(to_numpy(gpu), cpu.astype(np.float64)) < tolerance("bfloat16")
 

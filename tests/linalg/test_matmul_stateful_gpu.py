@@ -43,7 +43,9 @@ def test_reset_operands(rng, torch):
 
 
 def test_epilog_inputs_reset(rng, torch):
-    x, w, bias = randn(rng, 64, 32, device="cuda", dtype=torch.float16), randn(rng, 32, 40, device="cuda", dtype=torch.float16), randn(rng, 40, device="cuda", dtype=torch.float16)
+    x = randn(rng, 64, 32, device="cuda", dtype=torch.float16)
+    w = randn(rng, 32, 40, device="cuda", dtype=torch.float16)
+    bias = randn(rng, 40, device="cuda", dtype=torch.float16)
     with Matmul(x, w) as mm:
         mm.plan(epilog="RELU_BIAS", epilog_inputs={"bias": bias})
         _close(mm.execute(), torch.relu(x.float() @ w.float() + bias.float()), 1e-2)
@@ -69,7 +71,8 @@ def test_pickled_algorithms_and_explicit_choice(rng, torch):
 
 
 def test_autotune_reorders_and_never_writes_c(rng, torch):
-    a, b, c = randn(rng, 512, 256, device="cuda"), randn(rng, 256, 384, device="cuda"), randn(rng, 512, 384, device="cuda")
+    a, b = randn(rng, 512, 256, device="cuda"), randn(rng, 256, 384, device="cuda")
+    c = randn(rng, 512, 384, device="cuda")
     saved = c.clone()
     with Matmul(a, b, c, beta=1.0) as mm:
         candidates = mm.plan(preferences={"limit": 4})
@@ -88,7 +91,8 @@ def test_expanded_custom_options_are_correct_and_autotuned(rng, torch, dtype, ep
 
     m, n, k = 384, 320, 256
     dt = getattr(torch, dtype)
-    x, w, bias = randn(rng, m, k, device="cuda", dtype=dt), randn(rng, k, n, device="cuda", dtype=dt), randn(rng, n, device="cuda", dtype=dt)
+    x, w = randn(rng, m, k, device="cuda", dtype=dt), randn(rng, k, n, device="cuda", dtype=dt)
+    bias = randn(rng, n, device="cuda", dtype=dt)
     plan = {"epilog": epilog, "epilog_inputs": {"bias": bias}} if epilog else {}
     reference = x.double() @ w.double()
     if epilog:

@@ -27,6 +27,9 @@ def test_import_loads_no_gpu_library():
     import subprocess
     import sys
 
-    code = ("import sys, nvmathx.linalg; bad = [m for m in ('torch', 'cupy', 'jax', 'numba', 'cuda.core') if m in sys.modules];"
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, nvmathx.linalg; "
+        "bad = [m for m in ('torch', 'cupy', 'jax', 'numba', 'cuda.core') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0

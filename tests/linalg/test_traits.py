@@ -54,7 +54,9 @@ def test_fp8_needs_tn_layout_and_sizes():
     with pytest.raises(OperandError, match="divisible by 16"):
         _traits(_info((30, 64), "float8_e4m3fn"), _transposed((64, 16), "float8_e4m3fn"))
     with pytest.raises(OperandError, match="16-byte"):
-        _traits(_info((32, 64), "float8_e4m3fn"), _transposed((64, 16), "float8_e4m3fn"), pointers={"a": 0x1008, "b": 256})
+        _traits(
+            _info((32, 64), "float8_e4m3fn"), _transposed((64, 16), "float8_e4m3fn"), pointers={"a": 0x1008, "b": 256}
+        )
     with pytest.raises(OptionsError):
         _traits(_info((32, 64), "float8_e4m3fn"), _transposed((64, 16), "float8_e4m3fn"), epilog="BIAS",
                 inputs={"bias": _info((16,), "float8_e4m3fn")})
@@ -67,7 +69,8 @@ def test_epilog_buffers():
     assert t.aux_ld == 16 and t.aux_shape == (6, 16)
     t = _traits(_info((2, 6, 5)), _info((5, 13)), epilog="BIAS", inputs={"bias": _info((2, 1, 13))})
     assert t.bias_batch_stride == 13
-    t = _traits(_info((6, 5)), _info((5, 13)), epilog="DGELU_BGRAD", inputs={"gelu_aux": OperandInfo((6, 13), (16, 1), "float32")})
+    gelu_aux = OperandInfo((6, 13), (16, 1), "float32")
+    t = _traits(_info((6, 5)), _info((5, 13)), epilog="DGELU_BGRAD", inputs={"gelu_aux": gelu_aux})
     assert (t.aux_ld, t.bgrad_shape) == (16, (13,))
     with pytest.raises(UnsupportedLayoutError):
         _traits(_info((6, 5)), _info((5, 13)), epilog="DGELU", inputs={"gelu_aux": _info((6, 13))})  # ld 13
