@@ -231,15 +231,14 @@ def test_float8_bf16_result_scales_set_before_the_heuristic(rng, fake, epilog):
     bias = random(rng, (48,), "bfloat16")
     inputs = {"bias": bias} if epilog == "BIAS" else None
     options = {"result_type": "bfloat16"}
-    cpu = matmul(
-        a,
-        b_rows.T,
-        epilog=epilog,
-        epilog_inputs=inputs,
-        quantization_scales={"a": 0.5, "b": 1.5},
-        options=options,
-        execution="cpu",
-    )
+
+    def on_cpu(scales=None):
+        return matmul(
+            a, b_rows.T, epilog=epilog, epilog_inputs=inputs, quantization_scales=scales, options=options,
+            execution="cpu",
+        )
+
+    cpu = on_cpu({"a": 0.5, "b": 1.5})
     device_inputs = {"bias": to_device(bias)} if inputs else None
     b = to_device(b_rows).__class__(*_transposed(to_device(b_rows)))
     for _ in range(2):  # a plan-cache miss, then a hit
@@ -255,17 +254,8 @@ def test_float8_bf16_result_scales_set_before_the_heuristic(rng, fake, epilog):
         mm.plan(epilog=epilog, epilog_inputs=device_inputs)
         _check(mm.execute(), cpu, "bfloat16")
         mm.reset_operands(quantization_scales={"b": 3.0})  # an update keeps a's scale
-        expected = matmul(
-            a,
-            b_rows.T,
-            epilog=epilog,
-            epilog_inputs=inputs,
-            quantization_scales={"a": 0.5, "b": 3.0},
-            options=options,
-            execution="cpu",
-        )
-        _check(mm.execute(), expected, "bfloat16")
-    unscaled = matmul(a, b_rows.T, epilog=epilog, epilog_inputs=inputs, options=options, execution="cpu")
+        _check(mm.execute(), on_cpu({"a": 0.5, "b": 3.0}), "bfloat16")
+    unscaled = on_cpu()
     _check(matmul(to_device(a), b, epilog=epilog, epilog_inputs=device_inputs, options=options), unscaled, "bfloat16")
 
 
