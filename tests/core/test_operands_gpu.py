@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from helpers.torch_random import randn
 
+from helpers.torch_random import randn
 from nvmathx._core.streams import resolve_stream
 from nvmathx._core.tensor import allocate_like, copy_to_host, stage_to_device, wrap_operand
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from helpers.requirements import needs_mathdx
 
+from helpers.requirements import needs_mathdx
 from nvmathx import OptionsError
 from nvmathx.device_api import FFT
 

@@ -48,6 +48,7 @@ def ffts():
 
 def _launch(fft, kernel_factory, x, out_shape, out_dtype):
     from numba import cuda
+
     from nvmathx.device_api import set_max_dynamic_shared_memory
 
     # Launch bounds keep the registers within the block's share (16384 points in float64 needs it).

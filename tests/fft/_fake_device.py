@@ -211,7 +211,7 @@ def fake_launch(stream, device_id, name, count, *args):
 
 def install(monkeypatch):
     """Swap the GPU-facing pieces for host fakes; returns (fake cuFFT, default memory resource)."""
-    from nvmathx._bindings import cufft, cuda_driver
+    from nvmathx._bindings import cuda_driver, cufft
     from nvmathx._core import device, execution, memory, streams
     from nvmathx.fft import _cufft_plan, _kernels
 
