@@ -74,9 +74,13 @@ def normalize_execution(execution, operand_device_id: int, argument: str = "exec
         else:
             raise OptionsError(argument, f"expected 'cuda', 'cpu', ExecutionCUDA or ExecutionCPU (got {execution!r})")
     if not isinstance(execution, (ExecutionCUDA, ExecutionCPU)):
-        raise OptionsError(argument, f"expected 'cuda', 'cpu', ExecutionCUDA or ExecutionCPU (got {type(execution).__name__})")
+        raise OptionsError(
+            argument, f"expected 'cuda', 'cpu', ExecutionCUDA or ExecutionCPU (got {type(execution).__name__})"
+        )
     if isinstance(execution, ExecutionCPU) and operand_device_id >= 0:
-        raise OperandError(argument, f"CPU execution needs host operands, but the operand is on GPU {operand_device_id}")
+        raise OperandError(
+            argument, f"CPU execution needs host operands, but the operand is on GPU {operand_device_id}"
+        )
     if isinstance(execution, ExecutionCUDA) and operand_device_id >= 0 and execution.device_id != operand_device_id:
         raise OperandError(
             argument, f"ExecutionCUDA(device_id={execution.device_id}) but the operand is on GPU {operand_device_id}"
@@ -94,7 +98,9 @@ def check_device_available(device_id: int, argument: str = "execution") -> None:
     """
     count, problem = _device_count()
     if problem is not None:
-        raise DeviceUnavailableError(argument, f"CUDA execution needs an NVIDIA GPU, but {problem}; use execution='cpu'")
+        raise DeviceUnavailableError(
+            argument, f"CUDA execution needs an NVIDIA GPU, but {problem}; use execution='cpu'"
+        )
     if device_id >= count:
         raise DeviceUnavailableError(
             argument, f"CUDA execution on device {device_id}, but this machine has {count} CUDA device(s)"

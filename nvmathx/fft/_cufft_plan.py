@@ -82,8 +82,8 @@ class _Pass:
         try:
             cufft.set_auto_allocation(self.handle, False)
             for item in self.attachments:
-                self.keep.append(cufft.xt_set_jit_callback(self.handle, item.callback.ltoir, item.callback.callback_type,
-                                                           [item.pointer]))
+                self.keep.append(cufft.xt_set_jit_callback(
+                    self.handle, item.callback.ltoir, item.callback.callback_type, [item.pointer]))
                 self.keep.append(item.data)
             self.work_bytes = cufft.make_plan_many64(
                 self.handle, step.n, step.inembed, step.istride, step.idist, step.onembed, step.ostride, step.odist,

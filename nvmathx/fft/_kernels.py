@@ -17,7 +17,9 @@ import threading
 
 import numpy as np
 
-__all__ = ["INTEGER_C_TYPES", "MAX_COPY_DIMS", "KERNEL_SOURCE", "can_copy", "compile_kernels", "scale", "copy_nd", "collapse"]
+__all__ = [
+    "INTEGER_C_TYPES", "MAX_COPY_DIMS", "KERNEL_SOURCE", "can_copy", "compile_kernels", "scale", "copy_nd", "collapse",
+]
 
 MAX_COPY_DIMS = 8
 _BLOCK = 256

@@ -74,5 +74,7 @@ def normalize_direction(direction, fft_type: str, argument: str = "direction") -
         raise OptionsError(argument, f"expected 'forward', 'inverse', -1 or +1 (got {direction!r})")
     value = DIRECTIONS[key]
     if fft_type == "R2C" and value != -1 or fft_type == "C2R" and value != +1:
-        raise OptionsError(argument, f"a {fft_type} transform runs only {'forward' if fft_type == 'R2C' else 'inverse'}")
+        raise OptionsError(
+            argument, f"a {fft_type} transform runs only {'forward' if fft_type == 'R2C' else 'inverse'}"
+        )
     return value
