@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from .._bindings import cuda_driver
 from .errors import DeviceUnavailableError, OperandError, OptionsError
 from .options import check_positive_int
 
@@ -111,9 +112,7 @@ def check_device_available(device_id: int, argument: str = "execution") -> None:
 def _device_count() -> tuple:
     """(number of CUDA devices, None) or (0, what is missing); asked once per process."""
     try:
-        from .._bindings.cuda_driver import device_count
-
-        count = device_count()
+        count = cuda_driver.device_count()
     except ImportError as error:
         return 0, f"cuda.bindings could not be imported ({error})"
     except Exception as error:  # noqa: BLE001  (no libcuda: cuda.pathfinder's DynamicLibNotFoundError; or cuInit failed)
