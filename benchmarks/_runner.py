@@ -10,8 +10,14 @@ import pkgutil
 from ._case import KNOWN_PEERS, Case, Skip
 from ._context import Context
 from ._environment import collect_versions, describe_device, utc_now
-from ._timing import (as_rotation, gpu_time_ms, gpu_time_ms_interleaved, host_us_per_call,
-                      host_us_per_call_interleaved, wall_seconds)
+from ._timing import (
+    as_rotation,
+    gpu_time_ms,
+    gpu_time_ms_interleaved,
+    host_us_per_call,
+    host_us_per_call_interleaved,
+    wall_seconds,
+)
 
 # GPU timing starts after this much sustained work, so that nothing is measured while the clocks
 # ramp up from idle (seen on the H200: the first library timed in a case ran up to 15% slower than

@@ -63,7 +63,9 @@ def main(batch=64, m=32, n=64, k=16) -> int:
     alpha, beta = 2.0, 0.5
 
     c_d = cuda.to_device(c)
-    build_kernel(gemm)[batch, gemm.block_dim, 0, gemm.shared_memory_size](cuda.to_device(a), cuda.to_device(b), c_d, alpha, beta)
+    build_kernel(gemm)[batch, gemm.block_dim, 0, gemm.shared_memory_size](
+        cuda.to_device(a), cuda.to_device(b), c_d, alpha, beta
+    )
     result = c_d.copy_to_host()
 
     reference = alpha * (a.astype(np.float64) @ b) + beta * c

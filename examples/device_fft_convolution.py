@@ -58,7 +58,9 @@ def build_kernel(forward, inverse):
 def make_ffts(size, elements_per_thread=8, ffts_per_block=2):
     from nvmathx.device_api import FFT
 
-    common = dict(size=size, precision=np.float32, elements_per_thread=elements_per_thread, ffts_per_block=ffts_per_block)
+    common = dict(
+        size=size, precision=np.float32, elements_per_thread=elements_per_thread, ffts_per_block=ffts_per_block
+    )
     return FFT(direction="forward", **common), FFT(direction="inverse", **common)
 
 
@@ -77,7 +79,9 @@ def main(batch=4096, size=1024) -> int:
     kernel = build_kernel(forward, inverse)
     out = cuda.device_array_like(signals)
     grid = math.ceil(batch / forward.ffts_per_block)
-    kernel[grid, forward.block_dim, 0, forward.shared_memory_size](cuda.to_device(signals), cuda.to_device(filter_spectrum), out)
+    kernel[grid, forward.block_dim, 0, forward.shared_memory_size](
+        cuda.to_device(signals), cuda.to_device(filter_spectrum), out
+    )
     result = out.copy_to_host()
 
     reference = np.fft.ifft(np.fft.fft(signals.astype(np.complex128), axis=1) * filter_spectrum, axis=1)

@@ -35,7 +35,8 @@ def main(execution):
     y1, saved = matmul(x, w1, epilog="GELU_AUX_BIAS", epilog_inputs={"bias": b1}, execution=execution)
     y = matmul(y1, w2, execution=execution)
     # Backward.
-    dz, grads = matmul(dout, w2.T, epilog="DGELU_BGRAD", epilog_inputs={"gelu_aux": saved["gelu_aux"]}, execution=execution)
+    dz, grads = matmul(dout, w2.T, epilog="DGELU_BGRAD", epilog_inputs={"gelu_aux": saved["gelu_aux"]},
+                       execution=execution)
     dw1, check = matmul(np.ascontiguousarray(x.T), dz, epilog="BGRADB", execution=execution)
     dw2 = matmul(np.ascontiguousarray(y1.T), dout, execution=execution)
 

@@ -33,7 +33,8 @@ class TorchMLP(nn.Module):
 class TorchNet(nn.Module):
     def __init__(self):
         super().__init__()
-        self.embed, self.block, self.head = nn.Linear(FEATURES, D_MODEL), TorchMLP(D_MODEL, HIDDEN), nn.Linear(D_MODEL, 1)
+        self.embed, self.block = nn.Linear(FEATURES, D_MODEL), TorchMLP(D_MODEL, HIDDEN)
+        self.head = nn.Linear(D_MODEL, 1)
 
     def forward(self, x):
         h = F.gelu(self.embed(x), approximate="tanh")

@@ -15,6 +15,9 @@ import time
 
 import numpy as np
 
+from ._bindings import cuda_driver
+from ._bindings._loader import library_report
+from ._core.device import device_properties
 from ._version import __version__
 
 _PACKAGES = (
@@ -27,8 +30,6 @@ _DEMO_MODULES = ("nvmathx._core._demo", "nvmathx.linalg._demo", "nvmathx.fft._de
 
 def gpu_report() -> list[str]:
     """Lines describing the GPUs and driver, or why there are none. Never raises."""
-    from ._bindings import cuda_driver
-
     try:
         count = cuda_driver.device_count()
         version = cuda_driver.driver_version()
@@ -36,8 +37,6 @@ def gpu_report() -> list[str]:
         return [f"no GPU: {type(error).__name__}: {str(error)[:160]}"]
     if count == 0:
         return ["no GPU: the driver reports no device"]
-    from ._core.device import device_properties
-
     lines = [f"CUDA driver {version // 1000}.{version % 1000 // 10}, {count} device(s)"]
     for device_id in range(count):
         props = device_properties(device_id)
@@ -112,8 +111,6 @@ def main(argv=None) -> int:
     for line in gpu_lines:
         print(f"  {line}")
     has_gpu = not gpu_lines[0].startswith("no GPU")
-
-    from ._bindings._loader import library_report
 
     print("\nCUDA libraries")
     for name, where, how in library_report():

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from helpers.requirements import mathdx_missing
 
 import nvmathx.fft as nfft
+from helpers.requirements import mathdx_missing
 from nvmathx import (
     DeviceUnavailableError,
     ExecutionCPU,
@@ -137,7 +137,7 @@ def _device_matmul(**kwargs):
     return DeviceMatmul(**arguments)
 
 
-O, U, P = OptionsError, UnsupportedOperandError, OperandError
+O, U, P = OptionsError, UnsupportedOperandError, OperandError  # noqa: E741 (short names keep the table rows short)
 
 MATMUL = [
     Row("matmul 0-d a", lambda o: matmul(o(np.ones((), np.float32)), o.B), P, "a"),

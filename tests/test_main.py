@@ -12,7 +12,8 @@ def test_import_is_light_and_fast():
         "heavy = sorted(m for m in ('torch', 'cupy', 'jax', 'numba', 'cuda.core', 'cffi') if m in sys.modules); "
         "print(elapsed, heavy)"
     )
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(" ", 1)
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    output = completed.stdout.split(" ", 1)
     assert float(output[0]) < 0.5
     assert output[1].strip() == "[]"
 

@@ -55,7 +55,9 @@ def _example():
 def _signals(ctx, batch, size):
     import numpy as np
 
-    signals = (ctx.rng.standard_normal((batch, size)) + 1j * ctx.rng.standard_normal((batch, size))).astype(np.complex64)
+    signals = (ctx.rng.standard_normal((batch, size)) + 1j * ctx.rng.standard_normal((batch, size))).astype(
+        np.complex64
+    )
     spectrum = np.fft.fft(ctx.rng.standard_normal(size)).astype(np.complex64)
     return signals, spectrum
 

@@ -105,7 +105,8 @@ def _overhead_cases(ctx):
     def cupy_matmul():
         cupy = _module("cupy")
         with cupy.cuda.Device(ctx.device_id):
-            a, b = cupy.random.standard_normal(shape, dtype=cupy.float32), cupy.random.standard_normal(shape, dtype=cupy.float32)
+            a = cupy.random.standard_normal(shape, dtype=cupy.float32)
+            b = cupy.random.standard_normal(shape, dtype=cupy.float32)
         return lambda: a @ b
 
     def stateful_nvmath():
@@ -119,9 +120,11 @@ def _overhead_cases(ctx):
     params = {"m": 64, "n": 64, "k": 64, "dtype": "float32"}
     common = {"torch": torch_matmul, "cupy": cupy_matmul}
     return [
-        Case("overhead_stateful_64_f32", "us_per_call", {"nvmathx": stateful_nvmathx, "nvmath-python": stateful_nvmath, **common},
+        Case("overhead_stateful_64_f32", "us_per_call",
+             {"nvmathx": stateful_nvmathx, "nvmath-python": stateful_nvmath, **common},
              params=params, note="Matmul.execute() per call; torch/cupy: a @ b"),
-        Case("overhead_function_64_f32", "us_per_call", {"nvmathx": function_nvmathx, "nvmath-python": function_nvmath, **common},
+        Case("overhead_function_64_f32", "us_per_call",
+             {"nvmathx": function_nvmathx, "nvmath-python": function_nvmath, **common},
              params=params, note="matmul() per call (plan-cache hit); torch/cupy: a @ b"),
     ]
 
@@ -181,8 +184,9 @@ def _gelu_case(ctx, m, n, k):
                               epilog_inputs={"bias": bias})
         return mm.execute
 
-    setups = {"nvmathx": _heuristic_column(nvmathx_gelu), "torch": torch_unfused, "torch.addmm_activation": torch_addmm_activation,
-              "torch.gemm_only": torch_gemm_only, "nvmath-python": nvmath_gelu, "nvmathx.autotuned": nvmathx_gelu}
+    setups = {"nvmathx": _heuristic_column(nvmathx_gelu), "torch": torch_unfused,
+              "torch.addmm_activation": torch_addmm_activation, "torch.gemm_only": torch_gemm_only,
+              "nvmath-python": nvmath_gelu, "nvmathx.autotuned": nvmathx_gelu}
     return Case(f"gelu_bias_{m}x{n}x{k}_bf16", "ms", setups, params={"m": m, "n": n, "k": k, "dtype": "bfloat16"},
                 derive=tflops(2 * m * n * k), note="gelu(a @ b + bias), tanh GELU; torch column unfused")
 
@@ -220,7 +224,8 @@ def _fp8_case(ctx):
     setups = {"nvmathx": _heuristic_column(nvmathx_fp8), "torch": torch_fp8, "nvmath-python": nvmath_fp8,
               "nvmathx.autotuned": nvmathx_fp8}
     return Case(f"gemm_{n}_fp8e4m3", "ms", setups,
-                params={"m": n, "n": n, "k": n, "dtype": "float8_e4m3fn", "result": "bfloat16"}, derive=tflops(2 * n**3),
+                params={"m": n, "n": n, "k": n, "dtype": "float8_e4m3fn", "result": "bfloat16"},
+                derive=tflops(2 * n**3),
                 note="torch column: torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=bfloat16)")
 
 

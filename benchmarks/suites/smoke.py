@@ -126,7 +126,8 @@ def _stream_setups(ctx, make_stream) -> dict:
         stream, device_id = make_stream(), ctx.device_id
         return lambda: get_or_create_stream(device_id, stream, "torch")
 
-    return {"nvmathx": nvmathx_resolve, "torch": torch_handle, "cuda.core": core_from_handle, "nvmath-python": nvmath_resolve}
+    return {"nvmathx": nvmathx_resolve, "torch": torch_handle, "cuda.core": core_from_handle,
+            "nvmath-python": nvmath_resolve}
 
 
 def _stream_cases(ctx) -> list[Case]:

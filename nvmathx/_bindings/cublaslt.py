@@ -209,8 +209,10 @@ _LAYOUT_TYPES = {
 _PREFERENCE_TYPES = {
     PreferenceAttribute.SEARCH_MODE: ctypes.c_uint32, PreferenceAttribute.MAX_WORKSPACE_BYTES: ctypes.c_uint64,
     PreferenceAttribute.REDUCTION_SCHEME_MASK: ctypes.c_uint32,
-    PreferenceAttribute.MIN_ALIGNMENT_A_BYTES: ctypes.c_uint32, PreferenceAttribute.MIN_ALIGNMENT_B_BYTES: ctypes.c_uint32,
-    PreferenceAttribute.MIN_ALIGNMENT_C_BYTES: ctypes.c_uint32, PreferenceAttribute.MIN_ALIGNMENT_D_BYTES: ctypes.c_uint32,
+    PreferenceAttribute.MIN_ALIGNMENT_A_BYTES: ctypes.c_uint32,
+    PreferenceAttribute.MIN_ALIGNMENT_B_BYTES: ctypes.c_uint32,
+    PreferenceAttribute.MIN_ALIGNMENT_C_BYTES: ctypes.c_uint32,
+    PreferenceAttribute.MIN_ALIGNMENT_D_BYTES: ctypes.c_uint32,
     PreferenceAttribute.MAX_WAVES_COUNT: ctypes.c_float, PreferenceAttribute.IMPL_MASK: ctypes.c_uint64,
 }
 
@@ -306,7 +308,8 @@ def matmul_desc_destroy(desc: int) -> None:
 
 def _set(function: str, table: dict, obj: int, attribute, value) -> None:
     buffer = table[attribute](value)
-    _call(function, obj, int(attribute), ctypes.byref(buffer), ctypes.sizeof(buffer), detail=f"attribute {attribute.name}={value}")
+    _call(function, obj, int(attribute), ctypes.byref(buffer), ctypes.sizeof(buffer),
+          detail=f"attribute {attribute.name}={value}")
 
 
 def matmul_desc_set(desc: int, attribute: MatmulDescAttribute, value) -> None:
@@ -347,7 +350,8 @@ def algo_get_heuristic(handle, desc, a, b, c, d, preference, requested: int) -> 
     """Up to ``requested`` HeuristicResult structures (only those whose state is SUCCESS)."""
     results = (HeuristicResult * requested)()
     returned = ctypes.c_int(0)
-    _call("cublasLtMatmulAlgoGetHeuristic", handle, desc, a, b, c, d, preference, requested, results, ctypes.byref(returned))
+    _call("cublasLtMatmulAlgoGetHeuristic", handle, desc, a, b, c, d, preference, requested, results,
+          ctypes.byref(returned))
     return [results[i] for i in range(returned.value) if results[i].state == 0]
 
 
@@ -387,7 +391,8 @@ def algo_with_custom_option(algo: bytes, option: int) -> bytes:
     return buffer.raw[:ALGO_SIZE]
 
 
-def matmul(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc, algo, workspace, workspace_size, stream) -> None:
+def matmul(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc, algo, workspace, workspace_size,
+           stream) -> None:
     """cublasLtMatmul with plain ints for pointers (``alpha``/``beta``/``algo`` are host addresses)."""
     _call("cublasLtMatmul", handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc, algo, workspace,
           workspace_size, stream)

@@ -32,7 +32,9 @@ def numpy_dtype(name_or_dtype) -> np.dtype:
         try:
             import ml_dtypes
         except ImportError:
-            raise UnsupportedOperandError("dtype", f"{name} needs the ml_dtypes package (pip install ml_dtypes)") from None
+            raise UnsupportedOperandError(
+                "dtype", f"{name} needs the ml_dtypes package (pip install ml_dtypes)"
+            ) from None
         return np.dtype(getattr(ml_dtypes, name))
     try:
         return np.dtype(name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from .._bindings import cuda_driver
 from .errors import DeviceUnavailableError, OperandError, OptionsError
 from .options import check_positive_int
 
@@ -74,9 +75,13 @@ def normalize_execution(execution, operand_device_id: int, argument: str = "exec
         else:
             raise OptionsError(argument, f"expected 'cuda', 'cpu', ExecutionCUDA or ExecutionCPU (got {execution!r})")
     if not isinstance(execution, (ExecutionCUDA, ExecutionCPU)):
-        raise OptionsError(argument, f"expected 'cuda', 'cpu', ExecutionCUDA or ExecutionCPU (got {type(execution).__name__})")
+        raise OptionsError(
+            argument, f"expected 'cuda', 'cpu', ExecutionCUDA or ExecutionCPU (got {type(execution).__name__})"
+        )
     if isinstance(execution, ExecutionCPU) and operand_device_id >= 0:
-        raise OperandError(argument, f"CPU execution needs host operands, but the operand is on GPU {operand_device_id}")
+        raise OperandError(
+            argument, f"CPU execution needs host operands, but the operand is on GPU {operand_device_id}"
+        )
     if isinstance(execution, ExecutionCUDA) and operand_device_id >= 0 and execution.device_id != operand_device_id:
         raise OperandError(
             argument, f"ExecutionCUDA(device_id={execution.device_id}) but the operand is on GPU {operand_device_id}"
@@ -94,7 +99,9 @@ def check_device_available(device_id: int, argument: str = "execution") -> None:
     """
     count, problem = _device_count()
     if problem is not None:
-        raise DeviceUnavailableError(argument, f"CUDA execution needs an NVIDIA GPU, but {problem}; use execution='cpu'")
+        raise DeviceUnavailableError(
+            argument, f"CUDA execution needs an NVIDIA GPU, but {problem}; use execution='cpu'"
+        )
     if device_id >= count:
         raise DeviceUnavailableError(
             argument, f"CUDA execution on device {device_id}, but this machine has {count} CUDA device(s)"
@@ -105,9 +112,7 @@ def check_device_available(device_id: int, argument: str = "execution") -> None:
 def _device_count() -> tuple:
     """(number of CUDA devices, None) or (0, what is missing); asked once per process."""
     try:
-        from .._bindings.cuda_driver import device_count
-
-        count = device_count()
+        count = cuda_driver.device_count()
     except ImportError as error:
         return 0, f"cuda.bindings could not be imported ({error})"
     except Exception as error:  # noqa: BLE001  (no libcuda: cuda.pathfinder's DynamicLibNotFoundError; or cuInit failed)

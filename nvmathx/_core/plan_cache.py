@@ -96,7 +96,9 @@ class PlanCache:
 
     def _evict(self, cache: _DeviceCache) -> None:
         while len(cache.plans) > self.max_size or (
-            self.max_memory_bytes is not None and sum(cache.memory.values()) > self.max_memory_bytes and len(cache.plans) > 1
+            self.max_memory_bytes is not None
+            and sum(cache.memory.values()) > self.max_memory_bytes
+            and len(cache.plans) > 1
         ):
             key, plan = cache.plans.popitem(last=False)
             cache.memory.pop(key, None)
@@ -107,7 +109,9 @@ class PlanCache:
         if max_size is not None:
             self.max_size = check_positive_int(max_size, "max_size", allow_zero=True)
         if max_memory_bytes is not ...:
-            self.max_memory_bytes = check_positive_int(max_memory_bytes, "max_memory_bytes", allow_none=True, allow_zero=True)
+            self.max_memory_bytes = check_positive_int(
+                max_memory_bytes, "max_memory_bytes", allow_none=True, allow_zero=True
+            )
         for cache in getattr(self._local, "caches", {}).values():
             self._evict(cache)
 
@@ -121,7 +125,9 @@ class PlanCache:
         """
         cache = self._device(check_positive_int(device_id, "device_id", allow_zero=True))
         memory = sum(cache.memory.values())
-        return PlanCacheInfo(device_id, len(cache.plans), self.max_size, memory, self.max_memory_bytes, cache.hits, cache.misses)
+        return PlanCacheInfo(
+            device_id, len(cache.plans), self.max_size, memory, self.max_memory_bytes, cache.hits, cache.misses
+        )
 
     def keys(self, device_id: int = 0) -> list:
         """The cached keys, least recently used first (``device_id`` is checked as by :meth:`info`)."""
@@ -140,7 +146,8 @@ class PlanCache:
         return sum(len(cache.plans) for cache in getattr(self._local, "caches", {}).values())
 
     def __repr__(self) -> str:
-        return f"PlanCache({self.name!r}, max_size={self.max_size}, max_memory_bytes={self.max_memory_bytes}, size={len(self)})"
+        return (f"PlanCache({self.name!r}, max_size={self.max_size}, max_memory_bytes={self.max_memory_bytes}, "
+                f"size={len(self)})")
 
 
 def _plan_bytes(plan) -> int:

@@ -16,7 +16,15 @@ from .._bindings import mathdx
 from . import _cache
 from ._target import Target
 
-__all__ = ["Descriptor", "open_descriptor", "library_versions", "cache_key", "get_code", "cached_query", "generate_into"]
+__all__ = [
+    "Descriptor",
+    "open_descriptor",
+    "library_versions",
+    "cache_key",
+    "get_code",
+    "cached_query",
+    "generate_into",
+]
 
 Descriptor = tuple  # (library: str, operators: tuple[tuple[str, int | tuple[int, ...]], ...])
 

@@ -2,8 +2,8 @@
 
 Construction asks libmathdx whether cuFFTDx implements the descriptor (``cufftdxIsSupported``),
 then reads every trait (milliseconds, no code generation); blocks that no launch on the target
-could run (too many threads or too much shared memory) are refused too. Code is generated when a kernel that calls ``execute`` is
-compiled, once per call form (registers + shared scratch, or data in shared memory), and is read
+could run (too many threads or too much shared memory) are refused too. Code is generated when a kernel that calls
+``execute`` is compiled, once per call form (registers + shared scratch, or data in shared memory), and is read
 from the on-disk cache when an earlier process generated it.
 """
 
@@ -41,7 +41,9 @@ def normalize_precision(precision) -> np.dtype:
         raise OptionsError("precision", f"expected np.float32 or np.float64; got {precision!r}") from None
     if dtype.kind == "c":
         real = np.dtype(dtype.char.lower())
-        raise OptionsError("precision", f"give the real precision ({real.name} for {dtype.name} data); got {dtype.name}")
+        raise OptionsError(
+            "precision", f"give the real precision ({real.name} for {dtype.name} data); got {dtype.name}"
+        )
     if dtype not in _PRECISIONS:
         raise OptionsError("precision", f"expected float32 or float64 (half precision is not supported); got {dtype}")
     return dtype
@@ -195,7 +197,9 @@ class FFT:
 
     def _thread_operators(self, ept, fpb) -> tuple:
         if ept not in (None, self.size):
-            raise OptionsError("elements_per_thread", f"Thread execution computes all {self.size} elements in one thread; got {ept}")
+            raise OptionsError(
+                "elements_per_thread", f"Thread execution computes all {self.size} elements in one thread; got {ept}"
+            )
         if fpb not in (None, 1):
             raise OptionsError("ffts_per_block", f"Thread execution computes one transform per thread; got {fpb}")
         return self._base
@@ -231,7 +235,9 @@ class FFT:
             self.input_elements_per_thread = handle.trait(_T.INPUT_ELEMENTS_PER_THREAD)
             self.output_elements_per_thread = handle.trait(_T.OUTPUT_ELEMENTS_PER_THREAD)
             self.implicit_type_batching = handle.trait(_T.IMPLICIT_TYPE_BATCHING)
-            self._dtypes = tuple(_VALUE_TYPES[handle.value_type(t)] for t in (_T.VALUE_TYPE, _T.INPUT_TYPE, _T.OUTPUT_TYPE))
+            self._dtypes = tuple(
+                _VALUE_TYPES[handle.value_type(t)] for t in (_T.VALUE_TYPE, _T.INPUT_TYPE, _T.OUTPUT_TYPE)
+            )
             if self.execution == "Block":
                 self.ffts_per_block = handle.trait(_T.FFTS_PER_BLOCK)
                 self.block_dim = tuple(handle.traits(_T.BLOCK_DIM, 3))
@@ -333,7 +339,8 @@ class FFT:
         return fft_numba_type(self)
 
     def __repr__(self) -> str:
-        knobs = f", elements_per_thread={getattr(self, 'elements_per_thread', '?')}, ffts_per_block={getattr(self, 'ffts_per_block', '?')}"
+        knobs = (f", elements_per_thread={getattr(self, 'elements_per_thread', '?')}"
+                 f", ffts_per_block={getattr(self, 'ffts_per_block', '?')}")
         return (
             f"FFT(size={self.size}, precision={self.precision.name}, fft_type={self.fft_type!r}, "
             f"direction={self.direction!r}, execution={self.execution!r}"

@@ -52,7 +52,9 @@ def call_form(fft, args) -> str:
         return "registers"
     if fft.execution == "Block" and len(args) == 1 and data_first:
         if fft.fft_type != "c2c":
-            raise TypingError(f"{fft!r}: execute(shared) supports c2c transforms only; use execute(thread_data, shared)")
+            raise TypingError(
+                f"{fft!r}: execute(shared) supports c2c transforms only; use execute(thread_data, shared)"
+            )
         return "shared"
     usage = "execute(thread_data)" if fft.execution == "Thread" else "execute(thread_data, shared) or execute(shared)"
     got = ", ".join(str(a) for a in args)

@@ -20,7 +20,9 @@ _T = mathdx.BlasTrait
 def _arrangement(value) -> tuple[str, str, str]:
     values = (value,) * 3 if isinstance(value, str) else tuple(value) if isinstance(value, (tuple, list)) else None
     if values is None or len(values) != 3 or any(v not in _ARRANGEMENTS for v in values):
-        raise OptionsError("arrangement", f"expected 'row_major', 'col_major' or a 3-tuple of them for (A, B, C); got {value!r}")
+        raise OptionsError(
+            "arrangement", f"expected 'row_major', 'col_major' or a 3-tuple of them for (A, B, C); got {value!r}"
+        )
     return values
 
 
@@ -100,7 +102,12 @@ class Matmul:
         block_dims = _block_dims(block_dim)
         leading_dims = _leading_dims(leading_dimension)
         base = self._base_operators()
-        self._check(base, "size", f"no cuBLASDx implementation of a {self.size} {data_type} GEMM in {self.precision.name} on {self.target.name}")
+        self._check(
+            base,
+            "size",
+            f"no cuBLASDx implementation of a {self.size} {data_type} GEMM in {self.precision.name} "
+            f"on {self.target.name}",
+        )
         operators = base + self._block_dim_operator(block_dims) + self._leading_dimension_operator(base, leading_dims)
         self._operators = operators
         self._read_traits()

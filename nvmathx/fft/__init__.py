@@ -29,7 +29,9 @@ The module is itself a scipy.fft backend::
 
 from __future__ import annotations
 
-from ._backend import __ua_domain__, __ua_function__, backend
+from ._backend import __ua_domain__ as __ua_domain__  # scipy.fft.set_backend reads these two
+from ._backend import __ua_function__ as __ua_function__
+from ._backend import backend
 from ._callbacks import (
     CallbackCompileError,
     CallbacksUnavailableError,

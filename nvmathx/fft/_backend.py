@@ -8,6 +8,7 @@ package ``nvmathx.fft`` exposes the same two attributes, so the module itself is
 
 from __future__ import annotations
 
+from .._core.tensor import wrap_operand
 from . import _functions
 
 __all__ = ["backend", "__ua_domain__", "__ua_function__"]
@@ -23,8 +24,6 @@ _SERVED = {
 
 def _on_device(x) -> bool:
     """True for an array in GPU memory; never raises (anything unviewable is not ours)."""
-    from .._core.tensor import wrap_operand
-
     if x is None or isinstance(x, (list, tuple, int, float, complex)):
         return False
     try:

@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._bindings import cufft
-from .._core.errors import NvmathxError, OptionsError, UnsupportedOperandError
+from .._bindings._loader import load_library
+from .._core.errors import LibraryNotFoundError, NvmathxError, OperandError, OptionsError, UnsupportedOperandError
+from .._core.tensor import wrap_operand
 
 __all__ = [
     "ELEMENT_DTYPES",
@@ -441,9 +443,6 @@ def attachment(value, role: str, device_id: int) -> Attachment | None:
         raise OptionsError(role, f"this callback was compiled as a {value.role}; pass it as {value.role}=")
     if data is None:
         return Attachment(value)
-    from .._core.errors import OperandError
-    from .._core.tensor import wrap_operand
-
     operand = wrap_operand(data, role)
     if operand.device_id != device_id:
         where = "host memory" if operand.device_id < 0 else f"GPU {operand.device_id}"
@@ -458,12 +457,8 @@ def attachments_key(prolog: Attachment | None, epilog: Attachment | None) -> tup
 
 def lto_versions() -> str:
     """"cuFFT X (path), nvJitLink Y (path)" for messages; never raises."""
-    from .._bindings._loader import load_library
-
     parts = []
     try:
-        from .._bindings import cufft
-
         parts.append(f"cuFFT {cufft.get_version()} ({load_library('cufft').path})")
     except Exception as error:  # noqa: BLE001 (a message: whatever failed is reported, never raised)
         parts.append(f"cuFFT not usable ({type(error).__name__}: {error})")
@@ -480,10 +475,6 @@ def require_lto(argument: str) -> None:
     """Raise :class:`CallbacksUnavailableError` unless cuFFT can take LTO callbacks here: cuFFT >= 11.3
     with its entry point, and an nvJitLink it can load (loaded first, so that cuFFT finds the one
     installed with the wheels)."""
-    from .._bindings import cufft
-    from .._bindings._loader import load_library
-    from .._core.errors import LibraryNotFoundError
-
     if cufft.jit_callback_function() is None:
         raise CallbacksUnavailableError(
             f"{argument}: LTO callbacks need cuFFT >= 11.3 (CUDA 12.6 Update 2 or newer); found {lto_versions()}")

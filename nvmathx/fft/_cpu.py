@@ -40,7 +40,9 @@ def check_workers(workers, on_device: bool = False):
         raise OptionsError("workers", f"expected an int or None (got {type(workers).__name__})")
     count = os.cpu_count() or 1
     if workers == 0 or workers < -count:
-        raise OptionsError("workers", f"expected an int >= 1, or -1 down to -{count} (this machine's CPUs) (got {workers})")
+        raise OptionsError(
+            "workers", f"expected an int >= 1, or -1 down to -{count} (this machine's CPUs) (got {workers})"
+        )
     return int(workers)
 
 

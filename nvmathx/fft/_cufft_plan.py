@@ -19,12 +19,14 @@ from contextlib import ExitStack
 
 import numpy as np
 
-from .._bindings import cufft
+from .._bindings import cuda_driver, cufft
+from .._core import device
 from .._core.errors import InvalidStateError, OptionsError
 from .._core.logs import get_logger
-from .._core.memory import Workspace
-from . import _kernels
+from .._core.memory import Workspace, allocate
+from . import _callbacks, _kernels
 from ._layout import INPUT, OUTPUT, SCRATCH, SCRATCH_REAL, CopyStep, FFTPass, LayoutPlan, callback_passes
+from ._scale_callback import factor_dtype, scale_callback
 
 __all__ = ["CufftPlan", "precision_dtypes"]
 
@@ -59,9 +61,7 @@ def _span_elements(shape, strides) -> int:
 
 def _memset_async(pointer: int, nbytes: int, stream_handle: int) -> None:
     """Zero ``nbytes`` at ``pointer`` on a stream."""
-    from .._bindings.cuda_driver import memset_async
-
-    memset_async(pointer, 0, nbytes, stream_handle)
+    cuda_driver.memset_async(pointer, 0, nbytes, stream_handle)
 
 
 class _Pass:
@@ -82,8 +82,8 @@ class _Pass:
         try:
             cufft.set_auto_allocation(self.handle, False)
             for item in self.attachments:
-                self.keep.append(cufft.xt_set_jit_callback(self.handle, item.callback.ltoir, item.callback.callback_type,
-                                                           [item.pointer]))
+                self.keep.append(cufft.xt_set_jit_callback(
+                    self.handle, item.callback.ltoir, item.callback.callback_type, [item.pointer]))
                 self.keep.append(item.data)
             self.work_bytes = cufft.make_plan_many64(
                 self.handle, step.n, step.inembed, step.istride, step.idist, step.onembed, step.ostride, step.odist,
@@ -93,9 +93,7 @@ class _Pass:
             cufft.destroy(self.handle)
             if not self.attachments:
                 raise
-            from ._callbacks import link_error
-
-            raised = link_error(error, self.attachments)
+            raised = _callbacks.link_error(error, self.attachments)
             if raised is error:
                 raise
             raise raised from error
@@ -150,9 +148,7 @@ class CufftPlan:
 
     def __init__(self, layout: LayoutPlan, input_dtype, device_id: int, memory_resource=None, inplace=False,
                  prolog=None, epilog=None):
-        from .._core.device import ensure_device
-
-        ensure_device(device_id)  # cuFFT plans for the current device
+        device.ensure_device(device_id)  # cuFFT plans for the current device
         self.layout = layout
         self.device_id = device_id
         self.precision, real, complex_ = precision_dtypes(input_dtype)
@@ -197,8 +193,6 @@ class CufftPlan:
         attached: dict = {}
         if prolog is None and epilog is None:
             return attached
-        from ._callbacks import require_lto
-
         steps = self.layout.steps
         for role, item, index in (("prolog", prolog, self._load_index), ("epilog", epilog, self._store_index)):
             if item is None:
@@ -218,7 +212,7 @@ class CufftPlan:
                 raise OptionsError(role, f"the callback was compiled for {callback.target}; GPU {device_id} is "
                                          f"sm_{capability[0]}{capability[1]}")
             attached.setdefault(index, []).append(item)
-        require_lto("prolog" if prolog is not None else "epilog")
+        _callbacks.require_lto("prolog" if prolog is not None else "epilog")
         return attached
 
     def _element_dtype(self, step: FFTPass, store: bool) -> np.dtype:
@@ -300,22 +294,17 @@ class CufftPlan:
         return item
 
     def _scaled_pass(self, index: int, factor: float, stream) -> _Pass:
-        from .._bindings.cuda_driver import memcpy_async
-        from .._core.memory import allocate
-        from ._callbacks import Attachment, require_lto
-        from ._scale_callback import factor_dtype, scale_callback
-
-        require_lto("norm")
+        _callbacks.require_lto("norm")
         step = self.layout.steps[index]
         element = self._element_dtype(step, store=True).name
         major, minor = _device_capability(self.device_id) or (0, 0)
         callback = scale_callback(element, f"sm_{major}{minor}")
         value = np.array([factor], dtype=factor_dtype(element))
         buffer = allocate(value.nbytes, stream, self.device_id, self._memory_resource)
-        memcpy_async(int(buffer.handle), value.ctypes.data, value.nbytes, stream.handle)
+        cuda_driver.memcpy_async(int(buffer.handle), value.ctypes.data, value.nbytes, stream.handle)
         loads = [item for item in self._passes[self._pass_number(index)].attachments if item.callback.role == "prolog"]
         try:
-            item = _Pass(step, self.precision, loads + [Attachment(callback, int(buffer.handle), buffer)])
+            item = _Pass(step, self.precision, loads + [_callbacks.Attachment(callback, int(buffer.handle), buffer)])
         except BaseException:
             buffer.close()
             raise
@@ -355,8 +344,6 @@ class CufftPlan:
             self._scale_result(pointers, factor, conj, stream)
 
     def _copy(self, step: CopyStep, pointers, factor, conj, stream):
-        from .._bindings.cuda_driver import memcpy_async
-
         source_dtype, target_dtype = self._dtypes[step.source], self._dtypes[step.target]
         if step.zero_fill:
             _memset_async(pointers[step.target], self._buffer_bytes(step.target), stream.handle)
@@ -364,7 +351,7 @@ class CufftPlan:
         if (dense and step.source_strides == step.target_strides and source_dtype == target_dtype and factor == 1.0
                 and not conj and all(s > 0 for e, s in zip(step.shape, step.source_strides) if e > 1)):
             nbytes = _span_elements(step.shape, step.source_strides) * source_dtype.itemsize
-            memcpy_async(pointers[step.target], pointers[step.source], nbytes, stream.handle)
+            cuda_driver.memcpy_async(pointers[step.target], pointers[step.source], nbytes, stream.handle)
             return
         _kernels.copy_nd(pointers[step.source], pointers[step.target], step.shape, step.source_strides,
                          step.target_strides, source_dtype, target_dtype, factor, conj, stream, self.device_id)
@@ -415,9 +402,7 @@ class CufftPlan:
 def _device_capability(device_id: int):
     """(major, minor) of the GPU, or None when it cannot be asked (the host stand-in of the tests)."""
     try:
-        from .._core.device import ensure_device
-
-        capability = ensure_device(device_id).compute_capability
+        capability = device.ensure_device(device_id).compute_capability
         return int(capability[0]), int(capability[1])
     except Exception:  # noqa: BLE001 (no device to ask: the checks that need it are skipped)
         return None

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._fft import FFT
+
 __all__ = ["DEMOS"]
 
 
 def _batched_c2c(execution):
     """A batch of 1-D complex transforms and their inverse, through the stateful FFT."""
-    from . import FFT
-
     rng = np.random.default_rng()
     x = (rng.standard_normal((64, 1024)) + 1j * rng.standard_normal((64, 1024))).astype(np.complex64)
     with FFT(x, axes=[1], execution=execution) as plan:
@@ -21,8 +21,6 @@ def _batched_c2c(execution):
 
 def _real_3d(execution):
     """A 3-D real-to-complex transform over a strided view (every other plane)."""
-    from . import FFT
-
     rng = np.random.default_rng()
     x = rng.standard_normal((32, 48, 40))[::2]
     with FFT(x, execution=execution) as plan:

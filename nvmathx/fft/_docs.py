@@ -64,8 +64,8 @@ GPU plans are cached per device in :data:`nvmathx.fft.plan_cache`, keyed by
 repeated call costs one cuFFT execution. Any axes and strides are accepted; layouts that cuFFT
 cannot address directly are run as several cuFFT passes or after a copy. As in scipy.fft,
 float16 and bfloat16 operands are computed in single precision (complex64 results) and bool and
-integer operands in double precision (complex128/float64 results), converted on the GPU. With ``norm`` other than the one that
-leaves this direction unscaled, the scale is folded into a copy the transform makes anyway;
+integer operands in double precision (complex128/float64 results), converted on the GPU. With ``norm`` other than
+the one that leaves this direction unscaled, the scale is folded into a copy the transform makes anyway;
 otherwise "ortho" and "forward" are applied in cuFFT's store by a built-in callback (no extra pass,
 where cuFFT can link callbacks), and the default inverse scale by one elementwise pass.
 
@@ -122,7 +122,8 @@ _SPECS = {
               ">>> x = np.arange(8.0)\n>>> np.allclose(nvmathx.fft.irfft(nvmathx.fft.rfft(x)), x)\nTrue"),
     "irfft2": ("Compute the inverse of :func:`rfft2`.", 2, "output (last default ``2 * (m - 1)``)",
                _NORM_INVERSE, "The real inverse transform over ``axes``.", "rfft2, irfftn",
-               ">>> x = np.arange(12.0).reshape(3, 4)\n>>> np.allclose(nvmathx.fft.irfft2(nvmathx.fft.rfft2(x)), x)\nTrue"),
+               ">>> x = np.arange(12.0).reshape(3, 4)\n"
+               ">>> np.allclose(nvmathx.fft.irfft2(nvmathx.fft.rfft2(x)), x)\nTrue"),
     "irfftn": ("Compute the inverse of :func:`rfftn`.", 3, "output (last default ``2 * (m - 1)``)",
                _NORM_INVERSE, "The real inverse transform over ``axes``.", "rfftn, ifftn, irfft",
                ">>> x = np.arange(24.0).reshape(2, 3, 4)\n"

@@ -6,14 +6,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._bindings import cuda_driver
 from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
 from .._core.logs import get_logger
 from .._core.options import check_or_create_options
 from .._core.streams import CallStreams, resolve_stream
-from .._core.tensor import copy_to_host, is_read_only, stage_to_device, wrap_operand
+from .._core.tensor import adapter_for, copy_to_host, is_read_only, stage_to_device, wrap_operand
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._arguments import normalize_axes
+from ._callbacks import attachment, attachments_key
+from ._cpu import compute_array, to_package
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
 from ._options import FFTOptions, normalize_direction
@@ -110,8 +113,6 @@ class FFT:
         self.key = self._plan_key()
 
     def _plan_key(self) -> tuple:
-        from ._callbacks import attachments_key
-
         device = self._device
         return plan_key(self.fft_type, device.shape, device.strides, device.dtype, self.axes, self.lengths,
                         self._device_id, device.package, False, self._aligned,
@@ -150,8 +151,6 @@ class FFT:
                 raise OptionsError("prolog" if prolog is not None else "epilog", "callbacks run on cuFFT, not the CPU")
             self._transform = _CpuPlan()
             return
-        from ._callbacks import attachment
-
         self._callbacks = {"prolog": attachment(prolog, "prolog", self._device_id),
                            "epilog": attachment(epilog, "epilog", self._device_id)}
         self.key = self._plan_key()
@@ -198,15 +197,11 @@ class FFT:
         if device is not self._user:
             return copy_to_host(_as_operand(result), self._user, holder)
         if self._blocking:
-            from .._bindings.cuda_driver import stream_synchronize
-
-            stream_synchronize(holder.handle)
+            cuda_driver.stream_synchronize(holder.handle)
         return result
 
     def _execute_cpu(self, sign):
         import scipy.fft
-
-        from ._cpu import compute_array, to_package
 
         names = _CPU_FUNCTIONS[self.fft_type]
         function = getattr(scipy.fft, names[0] if sign < 0 else names[1])
@@ -310,8 +305,6 @@ def _check_writeable(operand, inplace: bool) -> None:
 
 
 def _as_operand(result):
-    from .._core.tensor import adapter_for
-
     return adapter_for(result).view(result, "result")
 
 

@@ -129,15 +129,23 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
         pointer = key_of(x)[1]
     attached = {}
     if prolog is not None or epilog is not None:  # callbacks: a plan of their own, keyed by them
-        attached = {"prolog": attachment(prolog, "prolog", device_id), "epilog": attachment(epilog, "epilog", device_id)}
+        attached = {"prolog": attachment(prolog, "prolog", device_id),
+                    "epilog": attachment(epilog, "epilog", device_id)}
         key = key + (attachments_key(attached["prolog"], attached["epilog"]),)
     if plan is not None:
         transform = _check_plan(plan, key)
     else:
         transform = plan_cache.get(device_id, key)
         if transform is None:
-            transform = GpuTransform(wrap_operand(x, "x"), fft_type, resolved_axes, lengths, overwrite=overwrite,
-                                     input_aligned=aligned, **attached)
+            transform = GpuTransform(
+                wrap_operand(x, "x"),
+                fft_type,
+                resolved_axes,
+                lengths,
+                overwrite=overwrite,
+                input_aligned=aligned,
+                **attached,
+            )
             plan_cache.put(device_id, key, transform)
     return transform.execute(pointer, x, transform.streams(), direction, factor, conj, fuse)
 
@@ -213,7 +221,9 @@ def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, pla
     return _transform(C2R, "irfft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 
-def irfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def irfft2(
+    x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None
+):
     return _transform(C2R, "irfft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
 
 

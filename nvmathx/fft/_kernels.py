@@ -17,7 +17,11 @@ import threading
 
 import numpy as np
 
-__all__ = ["INTEGER_C_TYPES", "MAX_COPY_DIMS", "KERNEL_SOURCE", "can_copy", "compile_kernels", "scale", "copy_nd", "collapse"]
+from .._core import device
+
+__all__ = [
+    "INTEGER_C_TYPES", "MAX_COPY_DIMS", "KERNEL_SOURCE", "can_copy", "compile_kernels", "scale", "copy_nd", "collapse",
+]
 
 MAX_COPY_DIMS = 8
 _BLOCK = 256
@@ -159,9 +163,7 @@ def _kernel(device_id: int, name: str):
     with _lock:
         module = _modules.get(device_id)
         if module is None:
-            from .._core.device import ensure_device
-
-            major, minor = ensure_device(device_id).compute_capability
+            major, minor = device.ensure_device(device_id).compute_capability
             module = _modules[device_id] = compile_kernels(f"sm_{major}{minor}")
         kernel = _kernels[device_id, name] = module.get_kernel(name)
     return kernel

@@ -248,7 +248,8 @@ def _batch_and_loops(axes, extents, src_strides, tgt_strides):
     strides becomes the batch, every other group an outer loop.
     """
     groups = []  # each: [extent, src stride, tgt stride] of a collapsed run of axes
-    for axis in sorted((a for a in axes if extents[a] > 1), key=lambda a: (abs(tgt_strides[a]), abs(src_strides[a]), a)):
+    long_axes = (a for a in axes if extents[a] > 1)
+    for axis in sorted(long_axes, key=lambda a: (abs(tgt_strides[a]), abs(src_strides[a]), a)):
         if groups:
             extent, src, tgt = groups[-1]
             if src_strides[axis] == src * extent and tgt_strides[axis] == tgt * extent:

@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from .._core.errors import OptionsError
 from .._core.memory import check_memory_resource
 from .._core.options import check_choice
 
@@ -58,15 +59,11 @@ class FFTOptions:
         check_choice(self.blocking, (True, "auto"), "options.blocking")
         check_memory_resource(self.memory_resource, "options.memory_resource")
         if self.logger is not None and not isinstance(self.logger, logging.Logger):
-            from .._core.errors import OptionsError
-
             raise OptionsError("options.logger", f"expected a logging.Logger (got {type(self.logger).__name__})")
 
 
 def normalize_direction(direction, fft_type: str, argument: str = "direction") -> int:
     """-1 (forward) or +1 (inverse); None picks the transform's natural direction."""
-    from .._core.errors import OptionsError
-
     if direction is None:
         return +1 if fft_type == "C2R" else -1
     key = direction.lower() if isinstance(direction, str) else direction
@@ -74,5 +71,7 @@ def normalize_direction(direction, fft_type: str, argument: str = "direction") -
         raise OptionsError(argument, f"expected 'forward', 'inverse', -1 or +1 (got {direction!r})")
     value = DIRECTIONS[key]
     if fft_type == "R2C" and value != -1 or fft_type == "C2R" and value != +1:
-        raise OptionsError(argument, f"a {fft_type} transform runs only {'forward' if fft_type == 'R2C' else 'inverse'}")
+        raise OptionsError(
+            argument, f"a {fft_type} transform runs only {'forward' if fft_type == 'R2C' else 'inverse'}"
+        )
     return value

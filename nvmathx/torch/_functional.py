@@ -47,7 +47,8 @@ def _check_weight(weight, bias, x, names: tuple) -> None:
     """``weight`` 2-D and ``bias`` (out,), both of x's dtype and on x's device."""
     weight_name, bias_name = names
     if weight.dim() != 2:
-        raise OperandError(weight_name, f"expected a 2-D (out_features, in_features) tensor (got shape {tuple(weight.shape)})")
+        raise OperandError(weight_name,
+                           f"expected a 2-D (out_features, in_features) tensor (got shape {tuple(weight.shape)})")
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise OperandError(bias_name, f"expected shape ({weight.shape[0]},) (got {tuple(bias.shape)})")
     for name, t in ((weight_name, weight), (bias_name, bias)):
@@ -195,7 +196,8 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     _check_weight(w2, b2, x, ("w2", "b2"))
     _check_features(x, w1, "w1")
     if w2.shape[1] != w1.shape[0]:
-        raise OperandError("w2", f"expected {w1.shape[0]} columns, the hidden features of w1 (got shape {tuple(w2.shape)})")
+        raise OperandError("w2",
+                           f"expected {w1.shape[0]} columns, the hidden features of w1 (got shape {tuple(w2.shape)})")
     x2 = as_matrix(x.reshape(-1, x.shape[-1]))
     if _grad_needed(x2, w1, b1, w2, b2):
         out = torch.ops.nvmathx.mlp.default(x2, w1, b1, w2, b2, op_activation)[0]

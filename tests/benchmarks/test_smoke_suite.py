@@ -32,7 +32,8 @@ def test_full_size_copy_is_one_gib():
 @pytest.mark.gpu
 def test_smoke_quick_run_on_gpu(tmp_path):
     out = tmp_path / "results"
-    argv = ["smoke", "--quick", "--no-plot", "--out", str(out), "--case", "view_*", "--case", "resolve_*", "--case", "copy_*"]
+    argv = ["smoke", "--quick", "--no-plot", "--out", str(out),
+            "--case", "view_*", "--case", "resolve_*", "--case", "copy_*"]
     assert main(argv) == 0  # non-zero means an nvmathx column failed
     with open(out / "smoke.json") as file:
         result = json.load(file)

@@ -30,12 +30,15 @@ def test_version_and_status_names(lt):
 def test_attribute_sizes_are_accepted(lt):
     desc = lt.matmul_desc_create(lt.ComputeType.COMPUTE_32F, lt.DataType.R_32F)
     try:
-        for attribute, value in ((lt.MatmulDescAttribute.TRANSA, 1), (lt.MatmulDescAttribute.EPILOGUE, lt.Epilogue.GELU_BIAS),
-                                 (lt.MatmulDescAttribute.BIAS_POINTER, 256), (lt.MatmulDescAttribute.EPILOGUE_AUX_LD, 128),
+        for attribute, value in ((lt.MatmulDescAttribute.TRANSA, 1),
+                                 (lt.MatmulDescAttribute.EPILOGUE, lt.Epilogue.GELU_BIAS),
+                                 (lt.MatmulDescAttribute.BIAS_POINTER, 256),
+                                 (lt.MatmulDescAttribute.EPILOGUE_AUX_LD, 128),
                                  (lt.MatmulDescAttribute.SM_COUNT_TARGET, 8), (lt.MatmulDescAttribute.FAST_ACCUM, 1)):
             lt.matmul_desc_set(desc, attribute, value)
         wrong_size = ctypes.c_int64(1)  # TRANSA is an int32: cuBLASLt checks the size it is given
-        status = lt._lib()["cublasLtMatmulDescSetAttribute"](desc, int(lt.MatmulDescAttribute.TRANSA), ctypes.byref(wrong_size), 8)
+        status = lt._lib()["cublasLtMatmulDescSetAttribute"](
+            desc, int(lt.MatmulDescAttribute.TRANSA), ctypes.byref(wrong_size), 8)
         with pytest.raises(lt.CublasLtError) as info:
             lt.check(status, "cublasLtMatmulDescSetAttribute")
         assert info.value.status_name == "CUBLAS_STATUS_INVALID_VALUE"
@@ -53,7 +56,7 @@ def test_handle_heuristic_and_matmul(rng, lt):
     m, n, k = 32, 24, 16
     a = rng.standard_normal((m, k)).astype(np.float32, order="F")  # column-major, as cuBLASLt reads it
     b = rng.standard_normal((k, n)).astype(np.float32, order="F")
-    buffers = [device.allocate(x.nbytes, stream=stream.core) for x in (a, b)] + [device.allocate(m * n * 4, stream=stream.core)]
+    buffers = [device.allocate(nbytes, stream=stream.core) for nbytes in (a.nbytes, b.nbytes, m * n * 4)]
     from nvmathx._bindings.cuda_driver import memcpy_async, stream_synchronize
 
     for buffer, host in zip(buffers, (a, b)):

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from helpers.torch_random import randn
 
+from helpers.torch_random import randn
 from nvmathx._core.streams import resolve_stream
 from nvmathx._core.tensor import allocate_like, copy_to_host, stage_to_device, wrap_operand
 
@@ -69,8 +69,14 @@ def test_jax_view_and_result_through_dlpack(rng):
     np.testing.assert_array_equal(np.asarray(converted), host * 2)
 
 
-@pytest.mark.parametrize("make", [lambda rng: rng.standard_normal((33, 17)), lambda rng: rng.standard_normal((16, 9))[::2, ::3],
-                                  lambda rng: np.asfortranarray(rng.standard_normal((8, 5)).astype(np.complex64))])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda rng: rng.standard_normal((33, 17)),
+        lambda rng: rng.standard_normal((16, 9))[::2, ::3],
+        lambda rng: np.asfortranarray(rng.standard_normal((8, 5)).astype(np.complex64)),
+    ],
+)
 def test_staging_round_trip(rng, make):
     host = make(rng)
     operand = wrap_operand(host, "x")

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from helpers.torch_random import randn
 
+from helpers.torch_random import randn
 from nvmathx._core.dtypes import numpy_dtype
 from nvmathx._core.errors import OperandError, UnsupportedOperandError
 from nvmathx._core.tensor import (

@@ -5,10 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from nvmathx.device_api import FFT, cache_info, set_cache_dir
-from nvmathx.device_api import _cache
-
 from helpers.requirements import needs_mathdx
+from nvmathx.device_api import FFT, _cache, cache_info, set_cache_dir
 
 pytestmark = needs_mathdx
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from helpers.requirements import needs_mathdx
 
+from helpers.requirements import needs_mathdx
 from nvmathx import OptionsError
 from nvmathx.device_api import FFT
 
@@ -53,7 +53,10 @@ def test_real_transform_lengths(fft_type, direction):
     expected = (real, half) if fft_type == "r2c" else (half, real)
     assert (fft.input_length, fft.output_length) == expected
     assert fft.direction == ("forward" if fft_type == "r2c" else "inverse")
-    assert {np.dtype(str(fft.input_type)), np.dtype(str(fft.output_type))} == {np.dtype(np.float32), np.dtype(np.complex64)}
+    assert {np.dtype(str(fft.input_type)), np.dtype(str(fft.output_type))} == {
+        np.dtype(np.float32),
+        np.dtype(np.complex64),
+    }
 
 
 @needs_mathdx
@@ -153,7 +156,9 @@ def test_complex_precision_hint_names_the_real_type():
 
 
 @needs_mathdx
-@pytest.mark.parametrize("sm, name", [((8, 0), "sm_80"), (90, "sm_90a"), (900, "sm_90a"), ("sm_90a", "sm_90a"), ("sm_120", "sm_120a")])
+@pytest.mark.parametrize(
+    "sm, name", [((8, 0), "sm_80"), (90, "sm_90a"), (900, "sm_90a"), ("sm_90a", "sm_90a"), ("sm_120", "sm_120a")]
+)
 def test_sm_forms(sm, name):
     assert FFT(64, np.float32, direction="forward", sm=sm).target.name == name
 

@@ -22,7 +22,9 @@ def _specs():
     specs = [("c2c", "forward", "Block", n, np.float32) for n in BLOCK_F32]
     specs += [("c2c", "inverse", "Block", n, np.float32) for n in INVERSE_F32]
     specs += [("c2c", "forward", "Block", n, np.float64) for n in BLOCK_F64]
-    specs += [("c2c", d, "Thread", n, p) for n in THREAD for d in ("forward", "inverse") for p in (np.float32, np.float64)]
+    specs += [
+        ("c2c", d, "Thread", n, p) for n in THREAD for d in ("forward", "inverse") for p in (np.float32, np.float64)
+    ]
     specs += [(t, None, "Block", n, p) for n in REAL for t in ("r2c", "c2r") for p in (np.float32, np.float64)]
     return specs
 
@@ -48,6 +50,7 @@ def ffts():
 
 def _launch(fft, kernel_factory, x, out_shape, out_dtype):
     from numba import cuda
+
     from nvmathx.device_api import set_max_dynamic_shared_memory
 
     # Launch bounds keep the registers within the block's share (16384 points in float64 needs it).
@@ -82,7 +85,11 @@ def test_matches_numpy(ffts, spec):
         x = (rng.standard_normal((batch, size)) + 1j * rng.standard_normal((batch, size))).astype(complex_dtype)
         factory = _kernels.block_c2c if execution == "Block" else _kernels.thread_c2c
         y = _launch(fft, factory, x, x.shape, complex_dtype)
-        reference = np.fft.fft(x.astype(np.complex128), axis=1) if direction == "forward" else np.fft.ifft(x.astype(np.complex128), axis=1) * size
+        reference = (
+            np.fft.fft(x.astype(np.complex128), axis=1)
+            if direction == "forward"
+            else np.fft.ifft(x.astype(np.complex128), axis=1) * size
+        )
     elif fft_type == "r2c":
         x = rng.standard_normal((batch, size)).astype(precision)
         y = _launch(fft, _kernels.block_r2c, x, (batch, size // 2 + 1), complex_dtype)

@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("numba.cuda", reason="the device API tests need numba-cuda (the device extra)")
 
-from helpers.requirements import needs_mathdx  # noqa: E402
 from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 
+from helpers.requirements import needs_mathdx  # noqa: E402
 from nvmathx.device_api import FFT, Matmul  # noqa: E402
 
 from . import _kernels  # noqa: E402

@@ -18,11 +18,10 @@ import pytest
 pytest.importorskip("numba.cuda", reason="the device API tests need numba-cuda (the device extra)")
 
 from cuda.core import ObjectCode  # noqa: E402
-from helpers.requirements import mathdx_missing  # noqa: E402
-from numba import cuda  # noqa: E402
 from numba.cuda.cudadrv import driver  # noqa: E402
 from numba.cuda.cudadrv.linkable_code import LTOIR  # noqa: E402
 
+from helpers.requirements import mathdx_missing  # noqa: E402
 from nvmathx.device_api import _cache, _link_cache, cache_dir, cache_info, set_cache_dir  # noqa: E402
 
 from . import _kernels, _link_probe  # noqa: E402

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from helpers.requirements import needs_mathdx
 
+from helpers.requirements import needs_mathdx
 from nvmathx import OptionsError
 from nvmathx.device_api import Matmul
 from nvmathx.device_api._matmul import tile_sizes
@@ -12,7 +12,10 @@ H100 = (9, 0)
 
 
 @needs_mathdx
-@pytest.mark.parametrize("precision, data_type, itemsize", [(np.float32, "real", 4), (np.float64, "real", 8), (np.float32, "complex", 8), (np.float64, "complex", 16)])
+@pytest.mark.parametrize(
+    "precision, data_type, itemsize",
+    [(np.float32, "real", 4), (np.float64, "real", 8), (np.float32, "complex", 8), (np.float64, "complex", 16)],
+)
 @pytest.mark.parametrize("size", [(8, 8, 8), (32, 16, 64)])
 def test_traits(size, precision, data_type, itemsize):
     gemm = Matmul(size, precision, data_type=data_type, sm=H100)

@@ -12,7 +12,12 @@ pytestmark = pytest.mark.gpu
 
 @pytest.mark.parametrize(
     "size, precision, data_type",
-    [((32, 32, 32), np.float32, "real"), ((16, 24, 8), np.float64, "real"), ((16, 16, 16), np.float32, "complex"), ((64, 32, 16), np.float32, "real")],
+    [
+        ((32, 32, 32), np.float32, "real"),
+        ((16, 24, 8), np.float64, "real"),
+        ((16, 16, 16), np.float32, "complex"),
+        ((64, 32, 16), np.float32, "real"),
+    ],
 )
 def test_block_gemm_matches_numpy(size, precision, data_type):
     from numba import cuda

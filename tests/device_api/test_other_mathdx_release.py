@@ -34,7 +34,8 @@ def _run(arguments):
 
 
 def test_the_other_release_is_the_one_loaded():
-    result = _run(["-c", "from nvmathx._bindings import mathdx; print(*mathdx.version()); print(mathdx.load_library('mathdx').path)"])
+    code = "from nvmathx._bindings import mathdx; print(*mathdx.version()); print(mathdx.load_library('mathdx').path)"
+    result = _run(["-c", code])
     assert result.returncode == 0, result.stderr
     version, path = result.stdout.split("\n")[:2]
     assert os.path.samefile(path, OTHER)

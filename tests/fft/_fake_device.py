@@ -1,8 +1,8 @@
 """A host-memory stand-in for the GPU, so the GPU code path runs on a machine without one.
 
 Device pointers are addresses of numpy buffers; cuFFT plans, kernel launches (interpreted from
-their arguments), memcpy and memset are replaced by numpy code reading and writing those addresses. This checks the Python logic of
-the GPU path (pointer offsets, steps, folding of scales, result allocation, caching) on CPU CI;
+their arguments), memcpy and memset are replaced by numpy code reading and writing those addresses. This checks the
+Python logic of the GPU path (pointer offsets, steps, folding of scales, result allocation, caching) on CPU CI;
 the real libraries are exercised by the tests marked ``gpu``.
 """
 
@@ -91,7 +91,8 @@ class FakeCufft:
         def run(handle, source, target, direction=None):
             # cuFFT's real transforms need the real side aligned to the complex element.
             real_pointer = {"R2C": source, "C2R": target}.get(kind)
-            if real_pointer is not None and real_pointer % np.dtype(_CUFFT_DTYPES[int(fft_type)][2 if kind == "R2C" else 1]).itemsize:
+            real_dtype = np.dtype(_CUFFT_DTYPES[int(fft_type)][2 if kind == "R2C" else 1])
+            if real_pointer is not None and real_pointer % real_dtype.itemsize:
                 return 4  # CUFFT_INVALID_VALUE
             self._run(handle, source, target, direction)
             return 0
@@ -211,7 +212,7 @@ def fake_launch(stream, device_id, name, count, *args):
 
 def install(monkeypatch):
     """Swap the GPU-facing pieces for host fakes; returns (fake cuFFT, default memory resource)."""
-    from nvmathx._bindings import cufft, cuda_driver
+    from nvmathx._bindings import cuda_driver, cufft
     from nvmathx._core import device, execution, memory, streams
     from nvmathx.fft import _cufft_plan, _kernels
 

@@ -5,9 +5,9 @@ import inspect
 import numpy as np
 import pytest
 import scipy.fft
-from helpers.dft import dft_reference
 
 import nvmathx.fft as nfft
+from helpers.dft import dft_reference
 from nvmathx.fft import _backend
 
 SERVED = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",

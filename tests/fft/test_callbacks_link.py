@@ -105,7 +105,9 @@ def test_callbacks_inline_with_the_values_cufft_passes(tmp_path):
         # Each callback defines cuFFT's one name for its role and type, so each links on its own, as in
         # a cuFFT plan (where a load and a store callback are the most that meet).
         bodies = [_linked_body(nvjitlink, CALLER, name, callback) for name, callback in made.items()]
-        bodies.append(_linked_body(nvjitlink, SCALE_CALLER, "SCALE_C64", _scale_callback.scale_callback("complex64", "sm_90")))
+        bodies.append(
+            _linked_body(nvjitlink, SCALE_CALLER, "SCALE_C64", _scale_callback.scale_callback("complex64", "sm_90"))
+        )
     finally:
         set_cache_dir(None)
         _callbacks._compiled.clear()

@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 import scipy.fft
-from helpers.dft import dft_reference, relative_error
 
 import nvmathx.fft as nfft
+from helpers.dft import dft_reference, relative_error
 from nvmathx import OperandError, OptionsError, UnsupportedOperandError
 
 REAL_TO_COMPLEX = ["rfft", "rfft2", "rfftn", "ihfft", "ihfft2", "ihfftn"]

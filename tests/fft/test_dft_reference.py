@@ -6,9 +6,9 @@ under the ``gpu`` marker, the same cases through cuFFT (cupy, or torch CUDA, ope
 
 import numpy as np
 import pytest
-from helpers.dft import FUNCTIONS, dft_reference, relative_error
 
 import nvmathx.fft as nfft
+from helpers.dft import FUNCTIONS, dft_reference, relative_error
 from nvmathx._core.device_array import DeviceArray
 
 from ._fake_device import install, to_device, to_host

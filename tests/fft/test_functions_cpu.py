@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 import scipy.fft
-from helpers.dft import dft_reference
 
 import nvmathx.fft as nfft
+from helpers.dft import dft_reference
 from nvmathx import OperandError, OptionsError
 
 C2C_1D = ["fft", "ifft"]

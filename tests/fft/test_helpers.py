@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from helpers.torch_random import randn
 
 import nvmathx.fft as nfft
+from helpers.torch_random import randn
 
 
 @pytest.mark.parametrize("n", [1, 4, 5, 16])

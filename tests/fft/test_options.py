@@ -13,7 +13,8 @@ from nvmathx.fft._options import normalize_direction
 
 def test_options_defaults_and_validation():
     options = FFTOptions()
-    assert (options.fft_type, options.inplace, options.last_axis_parity, options.blocking) == (None, False, "even", "auto")
+    fields = (options.fft_type, options.inplace, options.last_axis_parity, options.blocking)
+    assert fields == (None, False, "even", "auto")
     for field, value in (("fft_type", "R2R"), ("last_axis_parity", "odd-ish"), ("blocking", "sometimes"),
                          ("logger", "stdout")):
         with pytest.raises(OptionsError) as info:

@@ -5,11 +5,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from functorch.compile import make_boxed_func
-from helpers.torch_layers import generator, randn
-from torch._dynamo.backends.common import aot_autograd
+from functorch.compile import make_boxed_func  # noqa: E402
+from torch._dynamo.backends.common import aot_autograd  # noqa: E402
 
-from nvmathx.torch import FusedLinear, FusedMLP
+from helpers.torch_layers import generator, randn  # noqa: E402
+from nvmathx.torch import FusedLinear, FusedMLP  # noqa: E402
 
 # functorch.compile imports torch.jit code that warns about its own deprecation.
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")

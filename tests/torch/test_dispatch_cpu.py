@@ -8,11 +8,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from helpers.torch_layers import float64_reference, generator, layer_tensors, randn, reference_mlp, relative_error
-
-from nvmathx import InvalidStateError
-from nvmathx._bindings.cublaslt import CublasLtError
-from nvmathx.torch import _dispatch, _fused, fused_linear, fused_mlp
+from helpers.torch_layers import float64_reference, generator, layer_tensors, randn, reference_mlp, relative_error  # noqa: E402
+from nvmathx import InvalidStateError  # noqa: E402
+from nvmathx._bindings.cublaslt import CublasLtError  # noqa: E402
+from nvmathx.torch import _dispatch, _fused, fused_linear, fused_mlp  # noqa: E402
 
 
 @pytest.fixture

@@ -5,8 +5,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import numpy as np
-from helpers.torch_layers import (
+import numpy as np  # noqa: E402
+
+import nvmathx  # noqa: E402
+from helpers.torch_layers import (  # noqa: E402
     float64_reference,
     generator,
     layer_tensors,
@@ -15,10 +17,8 @@ from helpers.torch_layers import (
     reference_mlp,
     relative_error,
 )
-
-import nvmathx
-from nvmathx.linalg import relu_mask
-from nvmathx.torch import fused_linear, fused_mlp
+from nvmathx.linalg import relu_mask  # noqa: E402
+from nvmathx.torch import fused_linear, fused_mlp  # noqa: E402
 
 ACTIVATIONS = [None, "relu", "gelu"]
 

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from helpers.torch_layers import (
+from helpers.torch_layers import (  # noqa: E402
     TorchMLP,
     float64_reference,
     generator,
@@ -16,8 +16,7 @@ from helpers.torch_layers import (
     reference_mlp,
     relative_error,
 )
-
-from nvmathx.torch import FusedMLP, _dispatch, fused_linear, fused_mlp
+from nvmathx.torch import FusedMLP, _dispatch, fused_linear, fused_mlp  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

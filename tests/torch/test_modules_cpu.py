@@ -4,11 +4,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from helpers.torch_layers import ACTIVATE, TorchMLP, generator, randn, relative_error
-from torch import nn
+from torch import nn  # noqa: E402
 
-import nvmathx
-from nvmathx.torch import FusedLinear, FusedMLP
+import nvmathx  # noqa: E402
+from helpers.torch_layers import ACTIVATE, TorchMLP, generator, randn, relative_error  # noqa: E402
+from nvmathx.torch import FusedLinear, FusedMLP  # noqa: E402
 
 
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])

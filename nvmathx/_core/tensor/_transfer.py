@@ -82,7 +82,8 @@ def is_read_only(operand: Operand) -> bool:
         return not obj.flags.writeable
     if operand.adapter.name in ("torch", "cupy", "nvmathx"):
         return False
-    from cuda.core.utils import StridedMemoryView  # only for other DLPack producers (cuda.core is not imported by nvmathx)
+    # only for other DLPack producers (cuda.core is not imported by nvmathx)
+    from cuda.core.utils import StridedMemoryView
 
     try:
         return bool(StridedMemoryView.from_any_interface(obj, -1).readonly)
