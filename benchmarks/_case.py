@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 from typing import Any, Callable
 
@@ -22,6 +23,14 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 class Skip(Exception):
     """Raised by a setup to leave its column out of a case (recorded under ``skipped``)."""
+
+
+def import_or_skip(name: str):
+    """Import ``name``, or :class:`Skip` the column when it is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise Skip(f"{name} is not installed ({error})") from None
 
 
 @dataclasses.dataclass

@@ -12,22 +12,14 @@
 
 from __future__ import annotations
 
-import importlib
-
-from benchmarks import Case, Skip, bandwidth
+from benchmarks import Case, bandwidth, import_or_skip
 
 __all__ = ["cases"]
 
 
-def _module(name: str):
-    try:
-        return importlib.import_module(name)
-    except ImportError as error:
-        raise Skip(f"{name} is not installed ({error})") from None
-
 
 def _torch_operand(ctx, shape, real=False):
-    torch = _module("torch")
+    torch = import_or_skip("torch")
     device = f"cuda:{ctx.device_id}"
     if real:
         return torch.randn(shape, dtype=torch.float32, device=device)
@@ -35,7 +27,7 @@ def _torch_operand(ctx, shape, real=False):
 
 
 def _cupy_operand(ctx, shape, real=False):
-    cupy = _module("cupy")
+    cupy = import_or_skip("cupy")
     with cupy.cuda.Device(ctx.device_id):
         x = cupy.random.standard_normal(shape, dtype=cupy.float32)
         return x if real else (x + 1j * cupy.random.standard_normal(shape, dtype=cupy.float32)).astype(cupy.complex64)
@@ -62,24 +54,24 @@ def _overhead_cases(ctx) -> list[Case]:
         return lambda: nvmathx.fft.fft(x)
 
     def torch_fft():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         x = _torch_operand(ctx, shape)
         return lambda: torch.fft.fft(x)
 
     def cupy_fft():
-        cupy = _module("cupy")
+        cupy = import_or_skip("cupy")
         x = _cupy_operand(ctx, shape)
         return lambda: cupy.fft.fft(x)
 
     def nvmath_stateful():
-        nvmath_fft = _module("nvmath.fft")
+        nvmath_fft = import_or_skip("nvmath.fft")
         x = _torch_operand(ctx, shape)
         plan = nvmath_fft.FFT(x)
         plan.plan()
         return plan.execute
 
     def nvmath_function():
-        nvmath_fft = _module("nvmath.fft")
+        nvmath_fft = import_or_skip("nvmath.fft")
         x = _torch_operand(ctx, shape)
         return lambda: nvmath_fft.fft(x)
 
@@ -129,15 +121,15 @@ def _transform_case(ctx, name, shape, *, real=False, norm=None, dims=1, note="")
         return setup
 
     def torch_setup():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         return call(torch.fft, _torch_operand(ctx, shape, real))
 
     def cupy_setup():
-        cupy = _module("cupy")
+        cupy = import_or_skip("cupy")
         return call(cupy.fft, _cupy_operand(ctx, shape, real))
 
     def nvmath_setup():
-        nvmath_fft = _module("nvmath.fft")
+        nvmath_fft = import_or_skip("nvmath.fft")
         x = _torch_operand(ctx, shape, real)
         if real:
             return lambda: nvmath_fft.rfft(x)

@@ -15,21 +15,14 @@ its own.
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
 
-from benchmarks import Case, Skip, bandwidth
+from benchmarks import Case, bandwidth, import_or_skip
 
 __all__ = ["cases"]
 
-
-def _module(name: str):
-    try:
-        return importlib.import_module(name)
-    except ImportError as error:
-        raise Skip(f"{name} is not installed ({error})") from None
 
 
 def windowed(data, offset, window, smem):
@@ -42,7 +35,7 @@ def _windowed_case(ctx, rows) -> Case:
     nbytes = rows * 4096 * 4 + rows * 2049 * 8
 
     def operands():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         device = f"cuda:{ctx.device_id}"
         return torch.randn(shape, dtype=torch.float32, device=device), torch.hann_window(4096, device=device)
 
@@ -60,7 +53,7 @@ def _windowed_case(ctx, rows) -> Case:
         return lambda: nvmathx.fft.rfft(x)
 
     def torch_windowed():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         x, window = operands()
         return lambda: torch.fft.rfft(x * window)
 
@@ -75,7 +68,7 @@ def _c2c_cases(ctx, rows) -> list[Case]:
     nbytes = 2 * rows * 4096 * 8
 
     def operand():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         return torch.randn(shape, dtype=torch.complex64, device=f"cuda:{ctx.device_id}")
 
     def nvmathx_setup(norm):
@@ -88,14 +81,14 @@ def _c2c_cases(ctx, rows) -> list[Case]:
 
     def torch_setup(norm):
         def setup():
-            torch = _module("torch")
+            torch = import_or_skip("torch")
             x = operand()
             return lambda: torch.fft.fft(x, norm=norm)
         return setup
 
     def cupy_setup(norm):
         def setup():
-            cupy = _module("cupy")
+            cupy = import_or_skip("cupy")
             with cupy.cuda.Device(ctx.device_id):
                 x = (cupy.random.standard_normal(shape, dtype=cupy.float32)
                      + 1j * cupy.random.standard_normal(shape, dtype=cupy.float32)).astype(cupy.complex64)
@@ -160,7 +153,7 @@ def _first_call_case(ctx) -> Case:
 
     def setup(callback: bool):
         def make():
-            _module("torch")
+            import_or_skip("torch")
             warm = started(callback)  # a whole run fills the disk cache first
             warm()
             return [started(callback) for _ in range(3)]  # one fresh process per timed repeat

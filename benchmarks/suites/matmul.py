@@ -23,9 +23,7 @@ chose algorithms that ran slower than the heuristic's first pick; see CHANGELOG,
 
 from __future__ import annotations
 
-import importlib
-
-from benchmarks import Case, Skip, tflops
+from benchmarks import Case, import_or_skip, tflops
 
 __all__ = ["cases"]
 
@@ -36,20 +34,14 @@ _AUTOTUNE_ITERATIONS = 5
 _AUTOTUNE_CANDIDATES = 32
 
 
-def _module(name: str):
-    try:
-        return importlib.import_module(name)
-    except ImportError as error:
-        raise Skip(f"{name} is not installed ({error})") from None
-
 
 def _torch(ctx, shape, dtype="float32"):
-    torch = _module("torch")
+    torch = import_or_skip("torch")
     return torch.randn(*shape, device=f"cuda:{ctx.device_id}", dtype=getattr(torch, dtype))
 
 
 def _nvmath_stateful(a, b, autotune=False, **plan):
-    nvmath = _module("nvmath")
+    nvmath = import_or_skip("nvmath")
     mm = nvmath.linalg.advanced.Matmul(a, b)
     mm.plan(**plan)
     if autotune:
@@ -103,7 +95,7 @@ def _overhead_cases(ctx):
         return lambda: a @ b
 
     def cupy_matmul():
-        cupy = _module("cupy")
+        cupy = import_or_skip("cupy")
         with cupy.cuda.Device(ctx.device_id):
             a = cupy.random.standard_normal(shape, dtype=cupy.float32)
             b = cupy.random.standard_normal(shape, dtype=cupy.float32)
@@ -113,7 +105,7 @@ def _overhead_cases(ctx):
         return _nvmath_stateful(_torch(ctx, shape), _torch(ctx, shape)).execute
 
     def function_nvmath():
-        nvmath = _module("nvmath")
+        nvmath = import_or_skip("nvmath")
         a, b = _torch(ctx, shape), _torch(ctx, shape)
         return lambda: nvmath.linalg.advanced.matmul(a, b)
 
@@ -162,7 +154,7 @@ def _gelu_case(ctx, m, n, k):
         return _nvmathx_stateful(a, b, autotune=autotune, epilog="GELU_BIAS", epilog_inputs={"bias": bias}).execute
 
     def torch_unfused():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         a, b, bias = operands()
         gelu = torch.nn.functional.gelu
         return lambda: gelu(a @ b + bias, approximate="tanh")
@@ -172,12 +164,12 @@ def _gelu_case(ctx, m, n, k):
         return lambda: a @ b
 
     def torch_addmm_activation():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         a, b, bias = operands()
         return lambda: torch._addmm_activation(bias, a, b, use_gelu=True)
 
     def nvmath_gelu():
-        nvmath = _module("nvmath")
+        nvmath = import_or_skip("nvmath")
         a, b, _ = operands()
         bias = _torch(ctx, (m,), "bfloat16")  # nvmath's bias runs along the rows of its result
         mm = _nvmath_stateful(a, b, autotune=True, epilog=nvmath.linalg.advanced.MatmulEpilog.GELU_BIAS,
@@ -195,7 +187,7 @@ def _fp8_case(ctx):
     n = 1024 if ctx.quick else 8192
 
     def operands():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         a = _torch(ctx, (n, n)).to(torch.float8_e4m3fn)
         b = _torch(ctx, (n, n)).to(torch.float8_e4m3fn).t()  # column-major, K contiguous
         scale_a = torch.tensor(0.5, device=a.device)
@@ -208,12 +200,12 @@ def _fp8_case(ctx):
                                  options={"result_type": "bfloat16"}).execute
 
     def torch_fp8():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         a, b, scale_a, scale_b = operands()
         return lambda: torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16)
 
     def nvmath_fp8():
-        nvmath = _module("nvmath")
+        nvmath = import_or_skip("nvmath")
         a, b, scale_a, scale_b = operands()
         mm = nvmath.linalg.advanced.Matmul(a, b, quantization_scales={"a": scale_a, "b": scale_b},
                                            options={"result_type": nvmath.CudaDataType.CUDA_R_16BF})

@@ -23,21 +23,13 @@ the runner's record shares with the case.
 
 from __future__ import annotations
 
-import importlib
-
-from benchmarks import Case, Skip, tflops
+from benchmarks import Case, import_or_skip, tflops
 
 __all__ = ["cases"]
 
 # (tokens, d_model, hidden)
 _SHAPES = ((16384, 1024, 4096), (32768, 768, 3072), (8192, 4096, 16384))
 
-
-def _module(name: str):
-    try:
-        return importlib.import_module(name)
-    except ImportError as error:
-        raise Skip(f"{name} is not installed ({error})") from None
 
 
 def _torch_mlp(torch, d_model, hidden, device):
@@ -86,7 +78,7 @@ def _record_memory(torch, step, drop_gradients, column, memory):
 
 def _module_setup(ctx, shape, memory, column, build):
     def setup():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         tokens, d_model, hidden = shape
         device = f"cuda:{ctx.device_id}"
         torch.manual_seed(int(ctx.rng.integers(1 << 31)))
@@ -116,7 +108,7 @@ def _compiled_block(torch, d_model, hidden, device):
 
 def _gemm_only_setup(ctx, shape, memory):
     def setup():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         tokens, d_model, hidden = shape
         device = f"cuda:{ctx.device_id}"
         gen = torch.Generator(device=device).manual_seed(int(ctx.rng.integers(1 << 31)))

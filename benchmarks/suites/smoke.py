@@ -14,12 +14,11 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
 
-from benchmarks import Case, Skip, bandwidth
+from benchmarks import Case, Skip, bandwidth, import_or_skip
 
 __all__ = ["cases"]
 
@@ -27,30 +26,23 @@ _VIEW_SHAPE = (64, 32)
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _module(name: str):
-    """Import ``name``, or :class:`Skip` the column when it is not installed."""
-    try:
-        return importlib.import_module(name)
-    except ImportError as error:
-        raise Skip(f"{name} is not installed ({error})") from None
-
 
 def _peer_attribute(module: str, name: str):
     """An internal function of a peer, or :class:`Skip` when this version lacks it."""
     try:
-        return getattr(_module(module), name)
+        return getattr(import_or_skip(module), name)
     except AttributeError as error:
         raise Skip(f"{module}.{name} unavailable: {error}") from None
 
 
 def _torch_tensor(ctx, shape):
-    torch = _module("torch")
+    torch = import_or_skip("torch")
     data = ctx.rng.standard_normal(shape).astype("float32")
     return torch.from_numpy(data).to(f"cuda:{ctx.device_id}")
 
 
 def _cupy_array(ctx, shape):
-    cupy = _module("cupy")
+    cupy = import_or_skip("cupy")
     with cupy.cuda.Device(ctx.device_id):
         return cupy.asarray(ctx.rng.standard_normal(shape).astype("float32"))
 
@@ -108,14 +100,14 @@ def _stream_setups(ctx, make_stream) -> dict:
         return lambda: resolve_stream(stream, device_id, current)
 
     def torch_handle():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         stream, device_id = make_stream(), ctx.device_id
         if stream is None:
             return lambda: torch.cuda.current_stream(device_id).cuda_stream
         return lambda: stream.cuda_stream
 
     def core_from_handle():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         from cuda.core import Stream
 
         handle = (make_stream() or torch.cuda.current_stream(ctx.device_id)).cuda_stream
@@ -132,7 +124,7 @@ def _stream_setups(ctx, make_stream) -> dict:
 
 def _stream_cases(ctx) -> list[Case]:
     def torch_stream():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         return torch.cuda.Stream(device=ctx.device_id)
 
     return [
@@ -170,13 +162,13 @@ def _copy_case(ctx) -> Case:
         return lambda: memcpy_async(int(dst.handle), int(src.handle), nbytes, handle)
 
     def torch_copy():
-        torch = _module("torch")
+        torch = import_or_skip("torch")
         src = torch.ones(nbytes, dtype=torch.uint8, device=f"cuda:{ctx.device_id}")
         dst = torch.empty_like(src)
         return lambda: dst.copy_(src)
 
     def cupy_copy():
-        cupy = _module("cupy")
+        cupy = import_or_skip("cupy")
         with cupy.cuda.Device(ctx.device_id):
             src = cupy.ones(nbytes, dtype=cupy.uint8)
             dst = cupy.empty_like(src)
