@@ -38,7 +38,7 @@ def _shares_storage(view, *tensors):
 def test_mlp_runs_six_gemms_with_the_fused_epilogs(seed, fused_on_cpu, activation):
     gen = generator(seed)
     x = randn(gen, (3, 10, 24), requires_grad=True)
-    t = layer_tensors(gen, {"w1": (64, 24), "b1": (64,), "w2": (24, 64), "b2": (24,)}, torch.float32)
+    t = layer_tensors(gen, {"w1": (128, 24), "b1": (128,), "w2": (24, 128), "b2": (24,)}, torch.float32)
     out = fused_mlp(x, t["w1"], t["b1"], t["w2"], t["b2"], activation)
     grad = randn(gen, out.shape)
     grads = torch.autograd.grad(out, (x, t["w1"], t["b1"], t["w2"], t["b2"]), grad)
