@@ -14,6 +14,7 @@ __all__ = [
     "reference_linear",
     "reference_mlp",
     "relative_error",
+    "training_step",
 ]
 
 ACTIVATE = {None: lambda z: z, "relu": torch.relu, "gelu": lambda z: F.gelu(z, approximate="tanh")}
@@ -75,3 +76,13 @@ class TorchMLP(nn.Module):
 
     def forward(self, x):
         return self.fc2(ACTIVATE[self.activation](self.fc1(x)))
+
+
+def training_step(module, x, grad):
+    """One step: gradients dropped, ``module(x)``, ``backward(grad)``; returns (output, [param grads..., x.grad])."""
+    for param in module.parameters():
+        param.grad = None
+    x.grad = None
+    out = module(x)
+    out.backward(grad)
+    return out.detach(), [param.grad for param in module.parameters()] + [x.grad]

@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 from functorch.compile import make_boxed_func  # noqa: E402
 from torch._dynamo.backends.common import aot_autograd  # noqa: E402
 
-from helpers.torch_layers import generator, randn  # noqa: E402
+from helpers.torch_layers import generator, randn, training_step  # noqa: E402
 from nvmathx.torch import FusedLinear, FusedMLP  # noqa: E402
 
 # functorch.compile imports torch.jit code that warns about its own deprecation.
@@ -33,15 +33,6 @@ def _capturing_backend():
 
 def _compute(ops):
     return sorted(op for op in ops if op not in _PLUMBING)
-
-
-def _step(module, x, grad):
-    for param in module.parameters():
-        param.grad = None
-    x.grad = None
-    out = module(x)
-    out.backward(grad)
-    return out.detach(), [param.grad for param in module.parameters()] + [x.grad]
 
 
 @pytest.mark.parametrize("activation", ["gelu", "relu"])
@@ -76,8 +67,8 @@ def test_compiled_model_equals_eager(seed):
     x = randn(gen, (3, 7, 16), requires_grad=True)
     grad = randn(gen, (3, 7, 8))
     compiled = torch.compile(model, fullgraph=True)
-    out, grads = _step(compiled, x, grad)
-    expected, expected_grads = _step(model, x, grad)
+    out, grads = training_step(compiled, x, grad)
+    expected, expected_grads = training_step(model, x, grad)
     torch.testing.assert_close(out, expected, rtol=1e-6, atol=1e-6)
     for got, want in zip(grads, expected_grads):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)

@@ -15,6 +15,7 @@ from helpers.torch_layers import (  # noqa: E402
     reference_linear,
     reference_mlp,
     relative_error,
+    training_step,
 )
 from nvmathx.torch import FusedMLP, _dispatch, fused_linear, fused_mlp  # noqa: E402
 
@@ -145,15 +146,6 @@ def test_autocast_matches_torch_block(seed, refused, dtype):
     _assert_fused(refused, dtype)
 
 
-def _step(module, x, grad):
-    for param in module.parameters():
-        param.grad = None
-    x.grad = None
-    out = module(x)
-    out.backward(grad)
-    return out.detach(), [param.grad for param in module.parameters()] + [x.grad]
-
-
 def test_compile_equals_eager(seed, refused):
     torch.manual_seed(seed)
     block = FusedMLP(256, 1024, device=DEVICE, dtype=torch.bfloat16)
@@ -161,8 +153,8 @@ def test_compile_equals_eager(seed, refused):
     x = randn(gen, (4, 64, 256), torch.bfloat16, DEVICE, requires_grad=True)
     grad = randn(gen, x.shape, torch.bfloat16, DEVICE)
     compiled = torch.compile(block, fullgraph=True)
-    out, grads = _step(compiled, x, grad)
-    expected, expected_grads = _step(block, x, grad)
+    out, grads = training_step(compiled, x, grad)
+    expected, expected_grads = training_step(block, x, grad)
     assert relative_error(out, expected.double()) < 1e-3
     for got, want in zip(grads, expected_grads):
         assert relative_error(got, want.double()) < 1e-3
@@ -180,11 +172,11 @@ def test_training_step_does_not_synchronise(seed, refused):
     x = randn(gen, (512, 256), torch.bfloat16, DEVICE, requires_grad=True)
     block = FusedMLP(256, 1024, device=DEVICE, dtype=torch.bfloat16)
     grad = randn(gen, x.shape, torch.bfloat16, DEVICE)
-    _step(block, x, grad)  # plans are built here
+    training_step(block, x, grad)  # plans are built here
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        _step(block, x, grad)
+        training_step(block, x, grad)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     _assert_fused(refused, torch.bfloat16)
@@ -192,14 +184,14 @@ def test_training_step_does_not_synchronise(seed, refused):
 
 def _peak_bytes(module, x, grad):
     """Peak memory above what was allocated before one forward + backward (after a warm-up step)."""
-    _step(module, x, grad)
+    training_step(module, x, grad)
     for param in module.parameters():
         param.grad = None
     x.grad = None
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     start = torch.cuda.memory_allocated()
-    _step(module, x, grad)
+    training_step(module, x, grad)
     torch.cuda.synchronize()
     return torch.cuda.max_memory_allocated() - start
 
@@ -220,14 +212,14 @@ def test_peak_memory_not_above_torch(seed):
 
 @pytest.mark.xfail(strict=True, reason="nvmathx.linalg.matmul keeps the last call's epilog inputs and operands alive "
                    "in its plan cache (GpuRunner.kept): the previous step's hidden activation and gelu_aux")
-def test_nothing_held_after_a_step(seed):
+def test_nothing_held_after_atraining_step(seed):
     from nvmathx.linalg import plan_cache
 
     _, block, x, grad = _block_pair(seed)
     plan_cache.clear()  # no plan holds tensors of earlier tests
     torch.cuda.synchronize()
     start = torch.cuda.memory_allocated()
-    _step(block, x, grad)
+    training_step(block, x, grad)
     for param in block.parameters():
         param.grad = None
     x.grad = None
