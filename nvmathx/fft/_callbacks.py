@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import threading
 import types
 from dataclasses import dataclass, field
 
@@ -41,6 +40,7 @@ import numpy as np
 from .._bindings import cufft
 from .._bindings._loader import load_library
 from .._core.errors import LibraryNotFoundError, NvmathxError, OperandError, OptionsError, UnsupportedOperandError
+from .._core.memo import BuildOnce
 from .._core.tensor import wrap_operand
 
 __all__ = [
@@ -344,8 +344,7 @@ def callback_cache_key(role, fn, element_dtype, user_info_dtype, target) -> dict
 # --------------------------------------------------------------------------------------------------
 # Compilation.
 
-_compiled: dict = {}  # cache key digest (or id of the function, when uncacheable) -> CompiledCallback
-_lock = threading.Lock()
+_compiled = BuildOnce()  # cache key digest (or id of the function, when uncacheable) -> CompiledCallback
 
 
 def _digest(key: dict) -> str:
@@ -374,14 +373,7 @@ def _compile(role, fn, element_dtype, user_info_dtype, target) -> CompiledCallba
     key = callback_cache_key(role, fn, element, user_info, arch)
     memo = _digest(key) if key is not None else ("uncached", id(getattr(fn, "py_func", fn)), role, element,
                                                   user_info, arch)
-    found = _compiled.get(memo)
-    if found is not None:
-        return found
-    with _lock:
-        found = _compiled.get(memo)
-        if found is None:
-            found = _compiled[memo] = _load_or_build(role, fn, element, user_info, arch, key)
-    return found
+    return _compiled.get_or_build(memo, lambda: _load_or_build(role, fn, element, user_info, arch, key))
 
 
 def _load_or_build(role, fn, element, user_info, arch, key) -> CompiledCallback:

@@ -7,7 +7,6 @@ strings, long double) is refused before scipy sees it.
 
 from __future__ import annotations
 
-import importlib
 import numbers
 import os
 
@@ -17,7 +16,7 @@ from .._core.errors import OptionsError
 from .._core.tensor import Operand, host_array, wrap_operand
 from ._gpu import check_dtype
 
-__all__ = ["check_workers", "compute_array", "run_on_cpu", "to_package"]
+__all__ = ["check_workers", "compute_array", "run_on_cpu"]
 
 _SINGLE_PRECISION = ("float16", "bfloat16")  # no half-precision transforms: computed in float32
 
@@ -67,14 +66,4 @@ def run_on_cpu(name: str, fft_type: str, x, *args, workers=None):
     check_dtype(fft_type, operand.dtype)
     function = getattr(scipy.fft, name)
     with scipy.fft.set_backend("scipy", only=True):
-        return to_package(function(compute_array(operand), *args, workers=workers), x)
-
-
-def to_package(result: np.ndarray, like):
-    """``result`` as an array of ``like``'s library (zero-copy through DLPack where it can)."""
-    if isinstance(like, np.ndarray):
-        return result
-    package = type(like).__module__.partition(".")[0]
-    module = importlib.import_module({"jaxlib": "jax.numpy", "jax": "jax.numpy"}.get(package, package))
-    converter = getattr(module, "from_dlpack", None) or getattr(module, "asarray")
-    return converter(np.ascontiguousarray(result))
+        return operand.adapter.from_host(function(compute_array(operand), *args, workers=workers))

@@ -16,7 +16,7 @@ from .._core.tensor import adapter_for, copy_to_host, is_read_only, stage_to_dev
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._arguments import normalize_axes
 from ._callbacks import attachment, attachments_key
-from ._cpu import compute_array, to_package
+from ._cpu import compute_array
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
 from ._options import FFTOptions, normalize_direction
@@ -217,7 +217,7 @@ class FFT:
         if self.options.inplace:
             host[...] = result
             return x
-        return to_package(result, x)
+        return self._user.adapter.from_host(result)
 
     # -- operands ---------------------------------------------------------------------------------------
 

@@ -93,10 +93,19 @@ def _prepare(operand, *, fft_type, form, direction, s, axes, norm, overwrite_x, 
     return _Prepared(key, resolved_axes, lengths, overwrite, factor, aligned, copies, fuse)
 
 
-def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, workers, plan, conj=False,
-               prolog=None, epilog=None):
-    """Every public function: ``form`` is 1 (``n``/``axis``), 2 or 3 (``s``/``axes``, 2-D or n-D),
-    ``direction`` -1 forward or +1 inverse, ``conj`` the Hermitian variants (hfft*, ihfft*)."""
+class _Kind(NamedTuple):
+    """What a public function computes; its other arguments are scipy.fft's."""
+
+    name: str  # the scipy.fft function the CPU space calls
+    fft_type: str  # C2C, R2C or C2R
+    form: int  # 1 (``n``/``axis``), 2 or 3 (``s``/``axes``, 2-D or n-D)
+    direction: int  # -1 forward, +1 inverse
+    conj: bool = False  # the Hermitian variants (hfft*, ihfft*)
+
+
+def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog=None, epilog=None):
+    """Every public function: ``kind`` says which, the rest are its arguments in scipy's order."""
+    name, fft_type, form, direction, conj = kind
     key_of = operand_keys.get(type(x))
     if key_of is None:  # an array-like (scipy takes lists and scalars), or an array type not seen yet
         x = as_array(x)
@@ -113,7 +122,7 @@ def _transform(fft_type, name, form, direction, x, s, axes, norm, overwrite_x, w
         # The signature holds the library: the cached plan allocates results in the operand's library.
         # cuFFT reads a real operand only from an address aligned to the complex element: the low bits count.
         low_bits = pointer & 15 if fft_type == R2C else 0
-        call = (fft_type, form, direction, signature, s, axes, norm, overwrite_x, conj, low_bits)
+        call = (kind, signature, s, axes, norm, overwrite_x, low_bits)
         prepared = _calls.get(call)
     except TypeError:  # lists as s/axes: not hashable
         call = prepared = None
@@ -181,78 +190,98 @@ def _check_cpu_plan(plan, shape):
 # Public functions: scipy.fft's signatures.
 
 
+_FFT = _Kind("fft", C2C, 1, -1)
+_IFFT = _Kind("ifft", C2C, 1, +1)
+_FFT2 = _Kind("fft2", C2C, 2, -1)
+_IFFT2 = _Kind("ifft2", C2C, 2, +1)
+_FFTN = _Kind("fftn", C2C, 3, -1)
+_IFFTN = _Kind("ifftn", C2C, 3, +1)
+_RFFT = _Kind("rfft", R2C, 1, -1)
+_RFFT2 = _Kind("rfft2", R2C, 2, -1)
+_RFFTN = _Kind("rfftn", R2C, 3, -1)
+_IRFFT = _Kind("irfft", C2R, 1, +1)
+_IRFFT2 = _Kind("irfft2", C2R, 2, +1)
+_IRFFTN = _Kind("irfftn", C2R, 3, +1)
+_HFFT = _Kind("hfft", C2R, 1, +1, conj=True)
+_IHFFT = _Kind("ihfft", R2C, 1, -1, conj=True)
+_HFFT2 = _Kind("hfft2", C2R, 2, +1, conj=True)
+_IHFFT2 = _Kind("ihfft2", R2C, 2, -1, conj=True)
+_HFFTN = _Kind("hfftn", C2R, 3, +1, conj=True)
+_IHFFTN = _Kind("ihfftn", R2C, 3, -1, conj=True)
+
+
 def fft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(C2C, "fft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_FFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def ifft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(C2C, "ifft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_IFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def fft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(C2C, "fft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_FFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def ifft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(C2C, "ifft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_IFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def fftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(C2C, "fftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_FFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def ifftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(C2C, "ifftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_IFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def rfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(R2C, "rfft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_RFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def rfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(R2C, "rfft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_RFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def rfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(R2C, "rfftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_RFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(C2R, "irfft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_IRFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def irfft2(
     x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None
 ):
-    return _transform(C2R, "irfft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_IRFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def irfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(C2R, "irfftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan, prolog=prolog, epilog=epilog)
+    return _transform(_IRFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def hfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2R, "hfft", 1, +1, x, n, axis, norm, overwrite_x, workers, plan, True)
+    return _transform(_HFFT, x, n, axis, norm, overwrite_x, workers, plan)
 
 
 def ihfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(R2C, "ihfft", 1, -1, x, n, axis, norm, overwrite_x, workers, plan, True)
+    return _transform(_IHFFT, x, n, axis, norm, overwrite_x, workers, plan)
 
 
 def hfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2R, "hfft2", 2, +1, x, s, axes, norm, overwrite_x, workers, plan, True)
+    return _transform(_HFFT2, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 def ihfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(R2C, "ihfft2", 2, -1, x, s, axes, norm, overwrite_x, workers, plan, True)
+    return _transform(_IHFFT2, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 def hfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(C2R, "hfftn", 3, +1, x, s, axes, norm, overwrite_x, workers, plan, True)
+    return _transform(_HFFTN, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 def ihfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(R2C, "ihfftn", 3, -1, x, s, axes, norm, overwrite_x, workers, plan, True)
+    return _transform(_IHFFTN, x, s, axes, norm, overwrite_x, workers, plan)
 
 
 from ._docs import document  # noqa: E402  (docstrings are filled in from one template)

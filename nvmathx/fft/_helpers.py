@@ -8,7 +8,6 @@ from .._core.errors import UnsupportedOperandError
 from .._core.streams import resolve_stream
 from .._core.tensor import allocate_like, wrap_operand
 from ._arguments import normalize_axes
-from ._cpu import to_package
 from ._kernels import can_copy, copy_nd
 
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -99,7 +98,7 @@ def _shift(x, axes, inverse: bool):
     axes = tuple(range(operand.ndim)) if axes is None else normalize_axes(operand.ndim, axes)
     if operand.device_id < 0:
         function = np.fft.ifftshift if inverse else np.fft.fftshift
-        return to_package(function(np.asarray(operand.obj), axes), operand.obj)
+        return operand.adapter.from_host(function(np.asarray(operand.obj), axes))
     if not can_copy(operand.dtype, operand.dtype):
         raise UnsupportedOperandError("x", f"GPU shifts take float32/64 and complex64/128 arrays (got {operand.dtype})")
     stream = resolve_stream(None, operand.device_id, operand.adapter.current_stream)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "C2C",
@@ -351,9 +352,9 @@ def plan_layout(fft_type, axes, lengths, input_shape, input_strides, out_strides
         # A one-point real axis: R2C is a C2C of the widened operand, C2R the real part of a C2C.
         axes = tuple(a for a in axes[:-1] if lengths_by_axis[a] > 1)
         planner = _plan_r2c_one if fft_type == R2C else _plan_c2r_one
-    steps, scratch = planner(axes, lengths_by_axis, needed, region, in_strides, out_shape, out_strides, order,
-                             padded, padded or copy_input or (fft_type == R2C and not input_aligned),
-                             overwrite_input)
+    must_copy = padded or copy_input or (fft_type == R2C and not input_aligned)
+    steps, scratch = planner(_Problem(axes, lengths_by_axis, needed, region, in_strides, out_shape, out_strides, order,
+                                      padded, must_copy, overwrite_input))
     scratch_shape, scratch_strides = scratch if scratch else (None, None)
     return LayoutPlan(fft_type, region, tuple(input_strides), out_shape, out_strides, scratch_shape,
                       scratch_strides, fft_type != R2C, tuple(steps))
@@ -363,15 +364,36 @@ def _copy(source, target, region, in_strides, target_strides, padded):
     return CopyStep(source, target, region, in_strides, target_strides, padded)
 
 
-def _plan_c2c(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, must_copy, _overwrite):
+class _Problem(NamedTuple):
+    """One out-of-place transform as the planners below see it (strides tidied, lengths by axis)."""
+
+    axes: tuple  # transformed axes, the real one last
+    lengths: list  # transform length along every axis (1 where not transformed)
+    needed: tuple  # the input extents the transform reads
+    region: tuple  # the part of the operand that holds them (smaller where zero padded)
+    in_strides: tuple
+    out_shape: tuple
+    out_strides: tuple
+    order: list  # the result's axes, outermost first
+    padded: bool  # the operand is shorter than needed along some axis
+    must_copy: bool  # read the operand through a copy whatever its layout
+    overwrite: bool  # C2R: the operand may be overwritten
+
+
+def _copy_input(problem: _Problem, target, target_strides):
+    return _copy(INPUT, target, problem.region, problem.in_strides, target_strides, problem.padded)
+
+
+def _plan_c2c(problem: _Problem):
+    axes, lengths, out_shape, out_strides = problem.axes, problem.lengths, problem.out_shape, problem.out_strides
     if not axes:
-        return [_copy(INPUT, OUTPUT, region, in_strides, out_strides, padded)], None
-    if not must_copy:
-        passes = _c2c_passes(axes, None, OUTPUT, out_shape, out_strides, lengths, INPUT, in_strides)
+        return [_copy_input(problem, OUTPUT, out_strides)], None
+    if not problem.must_copy:
+        passes = _c2c_passes(axes, None, OUTPUT, out_shape, out_strides, lengths, INPUT, problem.in_strides)
         if passes is not None:
             return passes, None
     # Padding, or strides cuFFT cannot read: copy into the result, then transform in place.
-    steps = [_copy(INPUT, OUTPUT, region, in_strides, out_strides, padded)]
+    steps = [_copy_input(problem, OUTPUT, out_strides)]
     return steps + _c2c_passes(axes, None, OUTPUT, out_shape, out_strides, lengths), None
 
 
@@ -390,10 +412,12 @@ def _real_innermost_strides(shape, order, last, pad=True) -> tuple:
     return strides
 
 
-def _plan_r2c(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, must_copy, _overwrite):
+def _plan_r2c(problem: _Problem):
+    axes, lengths, needed, out_shape, out_strides = (problem.axes, problem.lengths, problem.needed,
+                                                     problem.out_shape, problem.out_strides)
     last = axes[-1]
-    steps, source, src = [], INPUT, (needed, in_strides)
-    picked = None if must_copy else _pick_pass(axes, last, src, (out_shape, out_strides))
+    steps, source, src = [], INPUT, (needed, problem.in_strides)
+    picked = None if problem.must_copy else _pick_pass(axes, last, src, (out_shape, out_strides))
     if picked is not None:
         first = _make_pass(R2C, -1, picked[0], INPUT, OUTPUT, src, (out_shape, out_strides), picked[1], picked[2],
                            lengths)
@@ -401,8 +425,8 @@ def _plan_r2c(axes, lengths, needed, region, in_strides, out_shape, out_strides,
             picked = None
     scratch = None
     if picked is None:  # copy the real operand into an aligned scratch buffer first
-        scratch = (needed, _real_innermost_strides(needed, order, last))
-        steps.append(_copy(INPUT, SCRATCH, region, in_strides, scratch[1], padded))
+        scratch = (needed, _real_innermost_strides(needed, problem.order, last))
+        steps.append(_copy_input(problem, SCRATCH, scratch[1]))
         source, src = SCRATCH, scratch
         picked = _pick_pass(axes, last, src, (out_shape, out_strides))
     order_, src_embed, tgt_embed = picked
@@ -413,33 +437,37 @@ def _plan_r2c(axes, lengths, needed, region, in_strides, out_shape, out_strides,
     return steps, scratch
 
 
-def _plan_c2r(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, must_copy, overwrite):
+def _plan_c2r(problem: _Problem):
+    axes, lengths, needed, out_shape, out_strides = (problem.axes, problem.lengths, problem.needed,
+                                                     problem.out_shape, problem.out_strides)
     last = axes[-1]
     steps, scratch = [], None
-    source, src = INPUT, (needed, in_strides)
-    if must_copy or not overwrite or not _c2r_fits(axes, last, src, (out_shape, out_strides)):
-        scratch = (needed, dense_strides(needed, order))
-        steps.append(_copy(INPUT, SCRATCH, region, in_strides, scratch[1], padded))
+    source, src = INPUT, (needed, problem.in_strides)
+    if problem.must_copy or not problem.overwrite or not _c2r_fits(axes, last, src, (out_shape, out_strides)):
+        scratch = (needed, dense_strides(needed, problem.order))
+        steps.append(_copy_input(problem, SCRATCH, scratch[1]))
         source, src = SCRATCH, scratch
     order_, src_embed, tgt_embed = _pick_pass(axes, last, src, (out_shape, out_strides))
     final = _make_pass(C2R, +1, order_, source, OUTPUT, src, (out_shape, out_strides), src_embed, tgt_embed, lengths)
     if not _even_real_offsets(final, final.loop_target_strides):
-        return _plan_c2r_aligned(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded)
+        return _plan_c2r_aligned(problem)
     rest = [a for a in axes if a not in order_]
     steps += _c2c_passes(rest, +1, source, src[0], src[1], lengths)
     steps.append(final)
     return steps, scratch
 
 
-def _plan_c2r_aligned(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded):
+def _plan_c2r_aligned(problem: _Problem):
     """C2R whose result loops would land at odd real offsets: run it in place in a scratch buffer
     (complex, real axis innermost; read as reals its other strides double, so stay even), then copy
     the real values out."""
+    axes, lengths, needed, out_shape, out_strides = (problem.axes, problem.lengths, problem.needed,
+                                                     problem.out_shape, problem.out_strides)
     last = axes[-1]
-    complex_strides = _real_innermost_strides(needed, order, last, pad=False)
+    complex_strides = _real_innermost_strides(needed, problem.order, last, pad=False)
     real_strides = tuple(1 if axis == last else 2 * stride for axis, stride in enumerate(complex_strides))
     scratch = (needed, complex_strides)
-    steps = [_copy(INPUT, SCRATCH, region, in_strides, complex_strides, padded)]
+    steps = [_copy_input(problem, SCRATCH, complex_strides)]
     src, tgt = (needed, complex_strides), (out_shape, real_strides)
     order_, src_embed, tgt_embed = _pick_pass(axes, last, src, tgt)
     rest = [a for a in axes if a not in order_]
@@ -449,15 +477,16 @@ def _plan_c2r_aligned(axes, lengths, needed, region, in_strides, out_shape, out_
     return steps, scratch
 
 
-def _plan_r2c_one(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, _must, _over):
-    return _plan_c2c(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, True, False)
+def _plan_r2c_one(problem: _Problem):
+    return _plan_c2c(problem._replace(must_copy=True))
 
 
-def _plan_c2r_one(axes, lengths, needed, region, in_strides, out_shape, out_strides, order, padded, _must, _over):
-    scratch = (needed, dense_strides(needed, order))
-    steps = [_copy(INPUT, SCRATCH, region, in_strides, scratch[1], padded)]
-    steps += _c2c_passes(axes, +1, SCRATCH, needed, scratch[1], lengths)
-    steps.append(_copy(SCRATCH, OUTPUT, out_shape, scratch[1], out_strides, False))
+def _plan_c2r_one(problem: _Problem):
+    needed = problem.needed
+    scratch = (needed, dense_strides(needed, problem.order))
+    steps = [_copy_input(problem, SCRATCH, scratch[1])]
+    steps += _c2c_passes(problem.axes, +1, SCRATCH, needed, scratch[1], problem.lengths)
+    steps.append(_copy(SCRATCH, OUTPUT, problem.out_shape, scratch[1], problem.out_strides, False))
     return steps, scratch
 
 

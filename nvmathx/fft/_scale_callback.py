@@ -8,8 +8,8 @@ plan owns, so one compiled callback serves every factor and the plan is made onc
 from __future__ import annotations
 
 import hashlib
-import threading
 
+from .._core.memo import BuildOnce
 from ._callbacks import FORMAT, CompiledCallback, cufft_symbol
 
 __all__ = ["SCALE_SOURCE", "factor_dtype", "scale_callback"]
@@ -29,8 +29,7 @@ extern "C" __device__ void {symbol}(void* data, unsigned long long offset, {elem
 }}
 """
 
-_compiled: dict = {}
-_lock = threading.Lock()
+_compiled = BuildOnce()  # (element, target) -> CompiledCallback
 
 
 def factor_dtype(element: str) -> str:
@@ -48,15 +47,7 @@ def _nvrtc_version() -> list:
 def scale_callback(element: str, target: str) -> CompiledCallback:
     """The store callback multiplying ``element`` values by the factor at ``caller_info`` (LTO-IR for
     ``target``, "sm_XY"), compiled once and cached on disk."""
-    memo = (element, target)
-    found = _compiled.get(memo)
-    if found is not None:
-        return found
-    with _lock:
-        found = _compiled.get(memo)
-        if found is None:
-            found = _compiled[memo] = _load_or_compile(element, target)
-    return found
+    return _compiled.get_or_build((element, target), lambda: _load_or_compile(element, target))
 
 
 def _load_or_compile(element: str, target: str) -> CompiledCallback:
