@@ -125,9 +125,17 @@ class _CachedMatmul:
             runner.set_scales(check_quantization_scales(scales, runner.plan.problem), complete=True)
         holder = self.streams(stream)
         given = (epilog_inputs or {}).items()
-        if copied((a_op, a), (b_op, b), (c_op, c), *((inputs[name], value) for name, value in given)):
+        views_copied = copied((a_op, a), (b_op, b), (c_op, c), *((inputs[name], value) for name, value in given))
+        if views_copied:
             order_after(holder, self.streams())  # the copies were made on the library's current stream
-        return runner.run(holder)
+        result = runner.run(holder)
+        if not views_copied:
+            # The caller's arrays are the caller's to keep: a cached plan holding the last call's
+            # inputs would keep them (an MLP's activations, say) allocated until the next call.
+            # Copies of lazy views stay until then: they may be read on another stream than the
+            # one their library would reuse their memory on.
+            runner.unbind()
+        return result
 
     def free(self) -> None:
         self.runner.free()

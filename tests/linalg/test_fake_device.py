@@ -321,3 +321,20 @@ def test_function_form_keys_the_expansion(rng, fake):
     _check(matmul(da, db), expected, "float32")
     _check(matmul(da, db, preferences={"expand_custom_options": True}), expected, "float32")
     assert len(plan_cache) == 2
+
+
+@pytest.mark.parametrize("epilog, input_name", [("BIAS", "bias"), ("DGELU", "gelu_aux")])
+def test_function_form_keeps_no_operand_alive(rng, fake, epilog, input_name):
+    """A cached plan with epilog inputs binds them per call; after the call it holds none of them
+    (an MLP's activations would otherwise stay allocated between training steps)."""
+    import weakref
+
+    a, b, inputs = epilog_operands(rng, "float32", epilog, (), 8, 16, 4)
+    expected = matmul(a, b, epilog=epilog, epilog_inputs=inputs, execution="cpu")
+    for _ in range(2):  # the planning call and a cache hit
+        da, db, extra = to_device(a), to_device(b), to_device(inputs[input_name])
+        _check(matmul(da, db, epilog=epilog, epilog_inputs={input_name: extra}), expected, "float32")
+        refs = [weakref.ref(x) for x in (da, db, extra)]
+        del da, db, extra
+        gc.collect()
+        assert [ref() for ref in refs] == [None, None, None]
