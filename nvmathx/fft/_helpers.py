@@ -6,7 +6,7 @@ import numpy as np
 
 from .._core.errors import UnsupportedOperandError
 from .._core.streams import resolve_stream
-from .._core.tensor import allocate_like, wrap_operand
+from .._core.tensor import allocate_like, host_array, wrap_operand
 from ._arguments import normalize_axes
 from ._kernels import can_copy, copy_nd
 
@@ -98,7 +98,7 @@ def _shift(x, axes, inverse: bool):
     axes = tuple(range(operand.ndim)) if axes is None else normalize_axes(operand.ndim, axes)
     if operand.device_id < 0:
         function = np.fft.ifftshift if inverse else np.fft.fftshift
-        return operand.adapter.from_host(function(np.asarray(operand.obj), axes))
+        return operand.adapter.from_host(function(host_array(operand), axes))
     if not can_copy(operand.dtype, operand.dtype):
         raise UnsupportedOperandError("x", f"GPU shifts take float32/64 and complex64/128 arrays (got {operand.dtype})")
     stream = resolve_stream(None, operand.device_id, operand.adapter.current_stream)

@@ -9,12 +9,12 @@ from .._core.execution import ExecutionCPU, normalize_execution
 from .._core.logs import get_logger
 from .._core.options import check_or_create_options, check_positive_int
 from .._core.streams import CallStreams, order_after, resolve_stream
-from .._core.tensor import wrap_operand
+from .._core.tensor import host_array, wrap_operand
 from ._autotune import autotune_algorithms
 from ._cpu import cpu_matmul
 from ._epilogs import epilog_spec
 from ._layout import pointer_alignment
-from ._operands import check_together, copied, host_view, info, stage, wrap_all, wrap_factor
+from ._operands import check_together, copied, info, stage, wrap_all, wrap_factor
 from ._options import MatmulOptions, MatmulPlanPreferences
 from ._planning import build_runner
 from ._problem import check_quantization_scales, check_scalars, describe_problem
@@ -313,8 +313,8 @@ class Matmul:
                 runner.release_workspace()
 
     def _execute_cpu(self):
-        views = {name: host_view(op) if op is not None else None for name, op in self._operands.items()}
-        inputs = {name: host_view(op) for name, op in self._inputs.items()}
+        views = {name: host_array(op) if op is not None else None for name, op in self._operands.items()}
+        inputs = {name: host_array(op) for name, op in self._inputs.items()}
         scales = {key: value for key, value in self._scales.items()}
         out = cpu_matmul(self._problem, views["a"], views["b"], views["c"], self._alpha, self._beta, inputs, scales)
         if isinstance(out, tuple):

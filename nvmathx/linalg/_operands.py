@@ -3,16 +3,12 @@ execution, and host numpy views for CPU execution."""
 
 from __future__ import annotations
 
-import ctypes
-
-import numpy as np
-
 from .._core.errors import NvmathxError, OperandError, OptionsError
 from .._core.tensor import Operand, resolve_operand, stage_to_device, wrap_operand
 from ._layout import matrix_layout
 from ._problem import OperandInfo
 
-__all__ = ["info", "wrap_all", "wrap_factor", "copied", "check_together", "host_view", "stage"]
+__all__ = ["info", "wrap_all", "wrap_factor", "copied", "check_together", "stage"]
 
 
 def info(operand: Operand | None) -> OperandInfo | None:
@@ -69,17 +65,6 @@ def check_together(a: Operand, others) -> None:
         if operand.device_id != a.device_id:
             where = lambda d: "host memory" if d < 0 else f"GPU {d}"  # noqa: E731
             raise OperandError(name, f"lives in {where(operand.device_id)} but a lives in {where(a.device_id)}")
-
-
-def host_view(operand: Operand) -> np.ndarray:
-    """A numpy view of a host operand of any library (bfloat16 and float8 included)."""
-    if isinstance(operand.obj, np.ndarray):
-        return operand.obj
-    itemsize = operand.dtype.itemsize
-    span = (sum((e - 1) * s for e, s in zip(operand.shape, operand.strides)) + 1) * itemsize
-    raw = np.frombuffer((ctypes.c_char * span).from_address(operand.ptr), dtype=operand.dtype)
-    strides = tuple(s * itemsize for s in operand.strides)
-    return np.lib.stride_tricks.as_strided(raw, operand.shape, strides, writeable=False)
 
 
 def stage(operand: Operand | None, device_id: int, stream, memory_resource) -> Operand | None:
