@@ -191,6 +191,8 @@ MATMUL = [
     Row("MatmulPlanPreferences limit 0", lambda o: MatmulPlanPreferences(limit=0), O, "preferences.limit"),
     Row("MatmulPlanPreferences expand_custom_options 'yes'",
         lambda o: MatmulPlanPreferences(expand_custom_options="yes"), O, "preferences.expand_custom_options"),
+    Row("MatmulPlanPreferences autotune 1",
+        lambda o: MatmulPlanPreferences(autotune=1), O, "preferences.autotune"),
     Row("matmul execution 'tpu'", lambda o: matmul(o.A, o.B, execution="tpu"), O, "execution"),
     Row("matmul execution dict without a name", lambda o: matmul(o.A, o.B, execution={"device_id": 0}), O,
         "execution"),

@@ -7,6 +7,8 @@ no accumulation kernel runs), ``out = block(x)`` with ``x.requires_grad``, then
 ``out.backward(grad)`` with a fixed random bfloat16 ``grad``. Columns:
 
 - ``nvmathx``: :class:`nvmathx.torch.FusedMLP` (six cuBLASLt GEMMs with fused epilogs).
+- ``nvmathx.autotuned``: the same with :func:`nvmathx.torch.set_autotune` on (each GEMM's
+  candidates timed on its first call, during setup; the fastest kept).
 - ``torch``: ``nn.Linear``, ``F.gelu(approximate="tanh")``, ``nn.Linear`` in eager mode.
 - ``torch.compile``: that torch block under ``torch.compile`` (default mode; compiled during
   setup, untimed).
@@ -102,6 +104,30 @@ def _nvmathx_block(torch, d_model, hidden, device):
     return FusedMLP(d_model, hidden, activation="gelu", device=device, dtype=torch.bfloat16)
 
 
+def _autotuned_setup(ctx, shape, memory):
+    """FusedMLP with nvmathx.torch.set_autotune on while its steps run (the first step times the
+    candidates of its six GEMMs, during setup)."""
+    setup = _module_setup(ctx, shape, memory, "nvmathx.autotuned", _nvmathx_block)
+
+    def autotuned_setup():
+        from nvmathx.torch import set_autotune
+
+        previous = set_autotune(True)
+        try:
+            step = setup()
+        finally:
+            set_autotune(previous)
+
+        def autotuned_step():
+            previous = set_autotune(True)
+            step()
+            set_autotune(previous)
+
+        return autotuned_step
+
+    return autotuned_setup
+
+
 def _compiled_block(torch, d_model, hidden, device):
     return torch.compile(_torch_mlp(torch, d_model, hidden, device))  # its parameters are the block's
 
@@ -138,6 +164,7 @@ def _case(ctx, tokens, d_model, hidden):
     memory = {"peak_bytes": {}, "retained_bytes": {}}
     setups = {
         "nvmathx": _module_setup(ctx, shape, memory, "nvmathx", _nvmathx_block),
+        "nvmathx.autotuned": _autotuned_setup(ctx, shape, memory),
         "torch": _module_setup(ctx, shape, memory, "torch", _torch_mlp),
         "torch.compile": _module_setup(ctx, shape, memory, "torch.compile", _compiled_block),
         "torch.gemm_only": _gemm_only_setup(ctx, shape, memory),

@@ -182,7 +182,7 @@ class Matmul:
             A bias has shape ``(N,)``, ``(..., 1, N)`` or (added through C, without ``c``)
             ``(..., M, N)``; the batch dimensions of every input broadcast to the result's.
         preferences : MatmulPlanPreferences, dict or None
-            What the heuristic may return.
+            What the heuristic may return, and whether to autotune its candidates now.
         algorithms : list of MatmulAlgorithm, optional
             Algorithms from an earlier ``plan()`` of the same problem (e.g. unpickled); the
             heuristic is skipped.
@@ -190,7 +190,8 @@ class Matmul:
         Returns
         -------
         list of MatmulAlgorithm
-            The candidates, best first (empty for CPU execution, which has none to choose).
+            The candidates, best first (empty for CPU execution, which has none to choose); with
+            ``preferences.autotune``, fastest first as :meth:`autotune` timed them.
         """
         return self._plan(epilog, epilog_inputs, preferences, algorithms)
 
@@ -215,12 +216,17 @@ class Matmul:
                   for name, op in inputs.items()}
         runner = build_runner(problem, self._operands, inputs, options=self._options, preferences=preferences,
                               stream=stream, alpha=self._alpha, beta=self._beta, scales=self._scales,
-                              algorithms=algorithms, host_like=self._host if self._staged else None, keep=keep)
+                              algorithms=algorithms, host_like=self._host if self._staged else None,
+                              keep=None if preferences.autotune else keep)
         if self._runner is not None:
             old, self._runner = self._runner, None
             old.free()
         self._runner, self._problem, self._inputs, self._state = runner, problem, inputs, _PLANNED
         self._ready = True
+        if preferences.autotune:
+            self.autotune()
+            if keep is not None:  # the fastest only, with no more workspace than they need
+                runner.prepare(runner.algorithms[:keep])
         return list(runner.algorithms)
 
     def _detach(self) -> tuple:

@@ -127,6 +127,11 @@ class MatmulPlanPreferences:
         pick until :meth:`Matmul.autotune` has timed them all. Hopper's kernels in cuBLASLt 13
         take eight custom options, so expect up to eight times the candidates, and autotuning
         that much longer. Default False.
+    autotune : bool
+        Time the candidates on the operands while planning, as :meth:`Matmul.autotune` does, and
+        run the fastest: ``Matmul.plan()`` returns them fastest first; :func:`matmul` times them on
+        the call that makes a plan and keeps only the fastest in its cache (so a problem's first
+        call takes about a second longer with the default ``limit``). Default False.
     """
 
     limit: int = 8
@@ -134,6 +139,7 @@ class MatmulPlanPreferences:
     reduction_scheme_mask: int | None = None
     numerical_impl_mask: int | None = None
     expand_custom_options: bool = False
+    autotune: bool = False
 
     def __post_init__(self):
         check_positive_int(self.limit, "preferences.limit")
@@ -151,10 +157,9 @@ class MatmulPlanPreferences:
         check_positive_int(
             self.numerical_impl_mask, "preferences.numerical_impl_mask", allow_none=True, allow_zero=True
         )
-        if not isinstance(self.expand_custom_options, bool):
-            raise OptionsError(
-                "preferences.expand_custom_options", f"expected a bool (got {self.expand_custom_options!r})"
-            )
+        for name in ("expand_custom_options", "autotune"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionsError(f"preferences.{name}", f"expected a bool (got {getattr(self, name)!r})")
 
 
 def _dtype_name(value, argument) -> str:

@@ -20,8 +20,9 @@ Where the work goes (CUDA float16, bfloat16, float32):
   elementwise kernel for the activation's derivative.
 
 Transposed operands are cuBLASLt transpose flags, never copies; plans come from
-:data:`nvmathx.linalg.plan_cache`; results come from torch's caching allocator on torch's
-current stream. ``torch.autocast`` casts the operands as it does for ``nn.Linear``.
+:data:`nvmathx.linalg.plan_cache` (:func:`set_autotune` makes each new GEMM time its candidates
+first); results come from torch's caching allocator on torch's current stream.
+``torch.autocast`` casts the operands as it does for ``nn.Linear``.
 
 CPU tensors, float64, and any problem cuBLASLt refuses run the same computation as torch ops
 (logged once per reason at DEBUG on the ``nvmathx`` logger); a refusal is remembered per problem
@@ -29,6 +30,7 @@ signature. Importing this module imports torch; ``import nvmathx`` does not.
 """
 
 from ._functional import fused_linear, fused_mlp
+from ._fused import set_autotune
 from ._modules import FusedLinear, FusedMLP
 
-__all__ = ["FusedLinear", "FusedMLP", "fused_linear", "fused_mlp"]
+__all__ = ["FusedLinear", "FusedMLP", "fused_linear", "fused_mlp", "set_autotune"]

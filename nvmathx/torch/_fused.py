@@ -18,11 +18,37 @@ grad_activation           ``grad @ weight``                           DGELU / DR
 
 from __future__ import annotations
 
-from ..linalg import matmul
+from .._core.errors import OptionsError
+from ..linalg import MatmulPlanPreferences, matmul
 
-__all__ = ["backward_epilog", "forward", "forward_epilog", "grad_activation", "grad_input", "grad_weight"]
+__all__ = ["backward_epilog", "forward", "forward_epilog", "grad_activation", "grad_input", "grad_weight",
+           "set_autotune"]
 
 _AUX_NAMES = {"relu": "relu_aux", "gelu": "gelu_aux"}
+_AUTOTUNED = MatmulPlanPreferences(autotune=True)
+_preferences = None  # every GEMM's plan preferences: None takes the heuristic's first pick
+
+
+def set_autotune(enabled: bool) -> bool:
+    """Whether the layers' GEMMs autotune: each new problem (shape, layout, dtype, epilog) times
+    cuBLASLt's candidates on its first call and keeps the fastest (see
+    :class:`nvmathx.linalg.MatmulPlanPreferences` ``autotune``).
+
+    The heuristic's first pick can be 10-30% slower than the fastest candidate for the epilog
+    GEMMs; autotuning costs about a second per GEMM of a new shape (six per ``FusedMLP`` shape),
+    once per process. Off by default. Returns the previous setting.
+
+    >>> from nvmathx.torch import set_autotune
+    >>> previous = set_autotune(True)
+    >>> set_autotune(previous)
+    True
+    """
+    global _preferences
+    if not isinstance(enabled, bool):
+        raise OptionsError("enabled", f"expected a bool (got {type(enabled).__name__})")
+    previous = _preferences is not None
+    _preferences = _AUTOTUNED if enabled else None
+    return previous
 
 
 def forward_epilog(activation: str, bias: bool, keep_aux: bool) -> str | None:
@@ -49,7 +75,8 @@ def backward_epilog(activation: str, bias_grad: bool) -> str:
 def forward(x, weight, bias, activation: str, keep_aux: bool):
     """``(act(x @ weight.T + bias), aux or None)`` in one GEMM (formats of :mod:`._reference`)."""
     epilog = forward_epilog(activation, bias is not None, keep_aux)
-    result = matmul(x, weight.T, epilog=epilog, epilog_inputs=None if bias is None else {"bias": bias})
+    result = matmul(x, weight.T, epilog=epilog, epilog_inputs=None if bias is None else {"bias": bias},
+                    preferences=_preferences)
     if not keep_aux:
         return result, None
     y, outputs = result
@@ -61,14 +88,14 @@ def forward(x, weight, bias, activation: str, keep_aux: bool):
 
 def grad_input(grad, weight):
     """``grad @ weight``."""
-    return matmul(grad, weight)
+    return matmul(grad, weight, preferences=_preferences)
 
 
 def grad_weight(grad, x, bias_grad: bool):
     """``(grad.T @ x, grad.sum(0) or None)``: BGRADA sums cuBLASLt's transposed A in the GEMM."""
     if not bias_grad:
-        return matmul(grad.T, x), None
-    weight_grad, outputs = matmul(grad.T, x, epilog="BGRADA")
+        return matmul(grad.T, x, preferences=_preferences), None
+    weight_grad, outputs = matmul(grad.T, x, epilog="BGRADA", preferences=_preferences)
     return weight_grad, outputs["bgrada"]
 
 
@@ -78,7 +105,7 @@ def grad_activation(grad, weight, aux, activation: str, bias_grad: bool):
     if activation == "gelu" and aux.shape[1] != n:
         aux = aux[:, :n]
     result = matmul(grad, weight, epilog=backward_epilog(activation, bias_grad),
-                    epilog_inputs={_AUX_NAMES[activation]: aux})
+                    epilog_inputs={_AUX_NAMES[activation]: aux}, preferences=_preferences)
     if not bias_grad:
         return result, None
     dz, outputs = result

@@ -338,3 +338,50 @@ def test_function_form_keeps_no_operand_alive(rng, fake, epilog, input_name):
         del da, db, extra
         gc.collect()
         assert [ref() for ref in refs] == [None, None, None]
+
+
+@pytest.fixture
+def second_is_fastest(monkeypatch):
+    """Launches cost the fake clock 1 ms, 0.5 ms for the heuristic's second algorithm (id 2)."""
+    from nvmathx.linalg._runner import GpuRunner
+
+    from . import _fake_cublaslt
+
+    launch = GpuRunner.launch
+
+    def timed_launch(runner):
+        algorithm_id = int(np.frombuffer(runner.algorithm.algo, np.uint64)[0])
+        _fake_cublaslt._FakeEvent.clock += 0.5 if algorithm_id == 2 else 1.0
+        launch(runner)
+
+    monkeypatch.setattr(GpuRunner, "launch", timed_launch)
+
+
+def _ids(algorithms):
+    return [int(np.frombuffer(algorithm.algo, np.uint64)[0]) for algorithm in algorithms]
+
+
+def test_autotune_preference_in_plan(rng, fake, second_is_fastest):
+    a, b = random(rng, (8, 4)), random(rng, (4, 8))
+    with Matmul(to_device(a), to_device(b)) as mm:
+        assert _ids(mm.plan()) == [1, 2, 3]
+        assert _ids(mm.plan(preferences={"autotune": True})) == [2, 1, 3] == _ids(mm.algorithms)
+        _check(mm.execute(), matmul(a, b, execution="cpu"), "float32")
+
+
+def test_autotune_preference_in_the_function_form(rng, fake, second_is_fastest):
+    """The planning call times the candidates once and the cache keeps the fastest alone."""
+    fake_lt, _ = fake
+    a, b, bias = random(rng, (8, 4)), random(rng, (4, 8)), random(rng, (8,))
+    da, db, dbias = to_device(a), to_device(b), to_device(bias)
+    expected = matmul(a, b, epilog="BIAS", epilog_inputs={"bias": bias}, execution="cpu")
+    preferences = {"autotune": True}
+    _check(matmul(da, db, epilog="BIAS", epilog_inputs={"bias": dbias}, preferences=preferences), expected, "float32")
+    (key,) = plan_cache.keys(0)
+    assert _ids(plan_cache.get(0, key).runner.algorithms) == [2]
+    launches = fake_lt.launches
+    assert launches > 3  # every candidate ran while timing
+    _check(matmul(da, db, epilog="BIAS", epilog_inputs={"bias": dbias}, preferences=preferences), expected, "float32")
+    assert fake_lt.launches == launches + 1 and plan_cache.info(0).hits == 2  # (one hit is the get above)
+    matmul(da, db, epilog="BIAS", epilog_inputs={"bias": dbias})  # without autotune: a plan of its own
+    assert len(plan_cache) == 2

@@ -20,9 +20,10 @@ def fused_on_cpu(monkeypatch):
     calls = []
     real_matmul = _fused.matmul
 
-    def recording_matmul(a, b, *, epilog=None, epilog_inputs=None):
-        calls.append({"epilog": epilog, "a": a, "b": b, "inputs": dict(epilog_inputs or {})})
-        return real_matmul(a, b, epilog=epilog, epilog_inputs=epilog_inputs)
+    def recording_matmul(a, b, *, epilog=None, epilog_inputs=None, preferences=None):
+        calls.append({"epilog": epilog, "a": a, "b": b, "inputs": dict(epilog_inputs or {}),
+                      "preferences": preferences})
+        return real_matmul(a, b, epilog=epilog, epilog_inputs=epilog_inputs, preferences=preferences)
 
     monkeypatch.setattr(_dispatch, "fusable", lambda t: t.dtype == torch.float32)
     monkeypatch.setattr(_fused, "matmul", recording_matmul)
@@ -135,3 +136,23 @@ def test_cpu_tensors_take_the_torch_composition(seed, monkeypatch, caplog):
         for _ in range(3):
             fused_linear(randn(gen, (4, 3)), randn(gen, (5, 3)))
     assert len(caplog.records) == 1 and "torch composition" in caplog.records[0].getMessage()
+
+
+def test_set_autotune_reaches_every_gemm(seed, fused_on_cpu):
+    from nvmathx import OptionsError
+    from nvmathx.torch import set_autotune
+
+    gen = generator(seed)
+    x = randn(gen, (6, 24), requires_grad=True)
+    t = layer_tensors(gen, {"w1": (32, 24), "b1": (32,), "w2": (24, 32), "b2": (24,)}, torch.float32)
+    assert set_autotune(True) is False
+    try:
+        fused_mlp(x, t["w1"], t["b1"], t["w2"], t["b2"], "gelu").sum().backward()
+    finally:
+        assert set_autotune(False) is True
+    assert len(fused_on_cpu) == 6 and all(call["preferences"].autotune for call in fused_on_cpu)
+    fused_on_cpu.clear()
+    fused_mlp(x, t["w1"], t["b1"], t["w2"], t["b2"], "gelu")
+    assert [call["preferences"] for call in fused_on_cpu] == [None, None]
+    with pytest.raises(OptionsError, match="^enabled"):
+        set_autotune("yes")
