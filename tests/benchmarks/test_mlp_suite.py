@@ -10,7 +10,7 @@ from benchmarks._cli import main
 from benchmarks._report import validate_result
 from benchmarks.suites import mlp
 
-COLUMNS = {"nvmathx", "torch", "torch.compile", "torch.gemm_only"}
+COLUMNS = {"nvmathx", "nvmathx.autotuned", "torch", "torch.compile", "torch.gemm_only"}
 
 
 def test_cases_declare_without_importing_torch():
