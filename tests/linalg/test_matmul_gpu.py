@@ -162,3 +162,19 @@ def test_numpy_operands_on_cuda_return_numpy(rng):
     expected = reference(a, b, c, 1.0, 0.5)
     assert relative_error(result, np.maximum(expected, 0)) < 1e-5
     assert np.mean(relu_mask(aux["relu_aux"], 20) != (expected > 0)) < 1e-3
+
+
+def test_autotune_preference_keeps_the_fastest_and_is_correct(rng):
+    """preferences={"autotune": True}: the planning call times the candidates, the cached plan runs the fastest."""
+    from nvmathx.linalg import plan_cache
+
+    a, b, bias = random(rng, (256, 96), "bfloat16"), random(rng, (96, 320), "bfloat16"), random(rng, (320,), "bfloat16")
+    expected = matmul(a, b, epilog="GELU_BIAS", epilog_inputs={"bias": bias}, execution="cpu")
+    plan_cache.clear()
+    for _ in range(2):
+        got = matmul(to_torch(a), to_torch(b), epilog="GELU_BIAS", epilog_inputs={"bias": to_torch(bias)},
+                     preferences={"autotune": True})
+        assert relative_error(to_numpy(got), np.asarray(expected).astype(np.float64)) < tolerance("bfloat16")
+    (key,) = plan_cache.keys(0)
+    assert len(plan_cache.get(0, key).runner.algorithms) == 1
+    assert plan_cache.info(0).misses == 1
