@@ -373,6 +373,27 @@ _CAP_CUSTOM_OPTION_MAX = 7  # int32_t: custom options run from 0 to this, inclus
 _CONFIG_CUSTOM_OPTION = 5  # uint32_t
 
 
+# cublasLtMatmulAlgoConfigAttributes_t, in order from 0: ID (int32), TILE_ID, SPLITK_NUM, REDUCTION_SCHEME,
+# CTA_SWIZZLING, CUSTOM_OPTION, STAGES_ID (uint32), INNER_SHAPE_ID, CLUSTER_SHAPE_ID (uint16)
+ALGO_CONFIG_NAMES = ("id", "tile", "splitk", "reduction", "swizzle", "custom_option", "stages", "inner_shape",
+                     "cluster_shape")
+_CONFIG_TYPES = (ctypes.c_int32,) + (ctypes.c_uint32,) * 6 + (ctypes.c_uint16,) * 2
+
+
+def algo_config(algo: bytes) -> tuple:
+    """The configuration of an algorithm (:data:`ALGO_CONFIG_NAMES`, read with
+    cublasLtMatmulAlgoConfigGetAttribute): what makes two algorithms the same kernel, whatever
+    else the opaque bytes hold. An attribute this cuBLASLt does not know reads as -1."""
+    buffer = _algo_buffer(algo)
+    config = []
+    for attribute, ctype in enumerate(_CONFIG_TYPES):
+        value, written = ctype(0), ctypes.c_size_t(0)
+        status = _lib()["cublasLtMatmulAlgoConfigGetAttribute"](buffer, attribute, ctypes.byref(value),
+                                                                 ctypes.sizeof(value), ctypes.byref(written))
+        config.append(int(value.value) if status == 0 else -1)
+    return tuple(config)
+
+
 def algo_custom_option_max(algo: bytes) -> int:
     """CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX of an algorithm: it accepts custom options 0 to this."""
     buffer = _algo_buffer(algo)

@@ -5,7 +5,7 @@ its algorithms (the launch itself is :class:`~nvmathx.linalg._runner.GpuRunner`'
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,12 +37,14 @@ def lt_handle(device_id: int) -> int:
     return handle
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MatmulAlgorithm:
     """One cuBLASLt algorithm for a planned problem.
 
     Picklable; hand a list of them back to :meth:`Matmul.plan` (``algorithms=``) to skip the
-    heuristic for the same problem. Two are equal when their ``algo`` bytes are.
+    heuristic for the same problem. Two are equal when their configurations are (the kernel, its
+    tile, split-K, swizzle, custom option, stages and cluster shape): the opaque bytes may differ
+    between two heuristic queries that return the same algorithm.
 
     Attributes
     ----------
@@ -52,18 +54,41 @@ class MatmulAlgorithm:
         Workspace bytes it needs.
     waves_count : float
         Device occupancy the heuristic predicts (1.0 = one full wave of the SMs).
+    config : tuple of int
+        The configuration attributes, in the order of ``cublasLtMatmulAlgoConfigAttributes_t``
+        (id, tile, splitk, reduction, swizzle, custom_option, stages, inner_shape, cluster_shape).
     """
 
     algo: bytes
-    workspace_size: int = field(compare=False)
-    waves_count: float = field(compare=False)
+    workspace_size: int
+    waves_count: float
+    config: tuple = ()
+
+    def _identity(self):
+        return self.config or self.algo  # the bytes where no configuration was read
+
+    def __eq__(self, other):
+        if not isinstance(other, MatmulAlgorithm):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self):
+        return hash(self._identity())
 
     def __repr__(self):
-        return f"MatmulAlgorithm(workspace_size={self.workspace_size}, waves_count={self.waves_count:.3f})"
+        named = ", ".join(f"{name}={value}" for name, value in zip(lt.ALGO_CONFIG_NAMES, self.config))
+        return (f"MatmulAlgorithm({named + ', ' if named else ''}workspace_size={self.workspace_size}, "
+                f"waves_count={self.waves_count:.3f})")
+
+
+def algorithm_of(algo: bytes, workspace_size: int, waves_count: float) -> MatmulAlgorithm:
+    """A MatmulAlgorithm of ``algo`` with its configuration read from cuBLASLt."""
+    algo = bytes(algo)
+    return MatmulAlgorithm(algo, int(workspace_size), float(waves_count), lt.algo_config(algo))
 
 
 def _algorithm(result: lt.HeuristicResult) -> MatmulAlgorithm:
-    return MatmulAlgorithm(bytes(result.algo), int(result.workspaceSize), float(result.wavesCount))
+    return algorithm_of(bytes(result.algo), result.workspaceSize, result.wavesCount)
 
 
 # nvmath-python allocates this much beyond the largest reported workspace when an epilog is fused
@@ -86,16 +111,18 @@ def custom_option_variants(algorithms, option_max, with_option, check) -> list:
     ``option_max(algo)`` is an algorithm's largest custom option, ``with_option(algo, option)`` its
     bytes with that option, and ``check(algo)`` the checked :class:`MatmulAlgorithm` or None.
     """
-    seen = {algorithm.algo for algorithm in algorithms}
+    seen_bytes = {algorithm.algo for algorithm in algorithms}  # no second check of the same bytes
+    seen = set(algorithms)  # nor a second copy of one configuration
     variants = []
     for algorithm in algorithms:
         for option in range(option_max(algorithm.algo) + 1):
             algo = with_option(algorithm.algo, option)
-            if algo in seen:
+            if algo in seen_bytes:
                 continue
-            seen.add(algo)
+            seen_bytes.add(algo)
             checked = check(algo)
-            if checked is not None:
+            if checked is not None and checked not in seen:
+                seen.add(checked)
                 variants.append(checked)
     return variants
 
@@ -233,7 +260,7 @@ class LtPlan:
         """``algo`` with the workspace size and waves cuBLASLt reports for this problem (CublasLtError
         when it does not fit)."""
         result = lt.algo_check(*self._operands(), algo)
-        return MatmulAlgorithm(bytes(algo), int(result.workspaceSize), float(result.wavesCount))
+        return algorithm_of(algo, result.workspaceSize, result.wavesCount)
 
     def _checked_or_none(self, algo: bytes) -> MatmulAlgorithm | None:
         try:

@@ -102,6 +102,18 @@ def make_operands(rng, case: BroadcastCase, dtype="float64"):
     return a, b, c, inputs
 
 
+def rounding_error(result, expected, a, b, c=None, alpha=1.0, beta=0.0, inputs=None) -> float:
+    """``|result - expected|`` relative to the product of the magnitudes (``|alpha| |a| @ |b| + |beta| |c|
+    + |bias|``, norm-wise): what rounding in the compute type bounds, also where the result cancels
+    (a relative error against the result itself is unbounded there, e.g. a dot product near 0)."""
+    magnitude = expected_result(np.abs(a), np.abs(b), None if c is None else np.abs(c), abs(alpha), abs(beta),
+                                "BIAS" if inputs else None,
+                                {name: np.abs(value) for name, value in inputs.items()} if inputs else None)
+    result = np.asarray(result).astype(np.asarray(expected).dtype)
+    scale = np.linalg.norm(np.ravel(magnitude)) or 1.0
+    return float(np.linalg.norm(np.ravel(result - expected)) / scale)
+
+
 def expected_result(a, b, c=None, alpha=1.0, beta=0.0, epilog=None, inputs=None):
     """alpha * a @ b + beta * c, then a bias and ReLU, in float64 (complex128) with numpy broadcasting."""
     wide = np.complex128 if np.iscomplexobj(a) else np.float64

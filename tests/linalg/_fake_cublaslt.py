@@ -127,6 +127,11 @@ class FakeCublasLt:
     def algo_custom_option_max(self, algo):
         return self.CUSTOM_OPTION_MAX[int(np.frombuffer(bytes(algo), np.uint64)[0])]
 
+    def algo_config(self, algo):
+        """(id, custom option): words 0 and 2 of the fake algo; the other words are no part of it."""
+        words = np.frombuffer(bytes(algo), np.uint64)
+        return int(words[0]), int(words[2])
+
     def algo_with_custom_option(self, algo, option):
         words = np.frombuffer(bytes(algo), np.uint64).copy()
         words[2] = option
@@ -302,7 +307,7 @@ def install(monkeypatch):
     for name in ("create", "destroy", "matmul_desc_create", "matmul_desc_destroy", "matmul_desc_set",
                  "matrix_layout_create", "matrix_layout_destroy", "matrix_layout_set", "preference_create",
                  "preference_destroy", "preference_set", "algo_get_heuristic", "algo_check", "algo_custom_option_max",
-                 "algo_with_custom_option", "matmul_function"):
+                 "algo_with_custom_option", "algo_config", "matmul_function"):
         monkeypatch.setattr(lt, name, getattr(fake, name))
     monkeypatch.setattr(cuda_driver, "memcpy_async", lambda dst, src, n, stream: ctypes.memmove(dst, src, n))
     monkeypatch.setattr(cuda_driver, "stream_synchronize", lambda stream: None)

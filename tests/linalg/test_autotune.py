@@ -143,3 +143,19 @@ def test_custom_option_variants_order_dedup_and_rejection():
     assert [variant.algo for variant in variants] == [algo(1, 1)]
     assert variants[0].workspace_size == 64
     assert checked == [algo(1, 1), algo(2, 0)]  # each new configuration checked once
+
+
+def test_algorithms_are_equal_by_configuration_not_bytes():
+    """Two heuristic queries may return the same kernel in bytes that differ outside its configuration."""
+    import pickle
+
+    config = (21, 18, 1, 0, 0, 3, 20, 0, 2)
+    first = MatmulAlgorithm(bytes([1]) + bytes(63), 1024, 0.5, config)
+    noisy = MatmulAlgorithm(bytes([1]) + bytes(62) + bytes([7]), 2048, 0.7, config)
+    other = MatmulAlgorithm(bytes([1]) + bytes(63), 1024, 0.5, config[:5] + (4,) + config[6:])
+    assert first == noisy and hash(first) == hash(noisy) and len({first, noisy}) == 1
+    assert first != other
+    assert pickle.loads(pickle.dumps(first)) == first and pickle.loads(pickle.dumps(first)).config == config
+    assert "custom_option=3" in repr(first) and "workspace_size=1024" in repr(first)
+    # without a configuration (not read from cuBLASLt) the bytes decide
+    assert MatmulAlgorithm(bytes(64), 0, 1.0) != MatmulAlgorithm(bytes([1]) + bytes(63), 0, 1.0)

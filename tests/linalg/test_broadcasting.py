@@ -14,7 +14,7 @@ from nvmathx.linalg._options import MatmulOptions
 from nvmathx.linalg._problem import OperandInfo, describe_problem
 from nvmathx.linalg._traits import EXPANDABLE_DTYPES, lt_traits
 
-from ._broadcast_cases import cases, expected_result, make_operand, make_operands, run_product
+from ._broadcast_cases import cases, expected_result, make_operand, make_operands, rounding_error, run_product
 from ._reference import relative_error
 
 
@@ -214,7 +214,7 @@ def test_cpu_matches_numpy_matmul(seed, case, draw, stateful):
     expected = expected_result(a, b, c, alpha, beta, case.epilog, inputs)
     result = run_product(a, b, c, alpha, beta, case.epilog, inputs, stateful)
     assert isinstance(result, np.ndarray) and result.shape == np.matmul(a, b).shape == expected.shape
-    assert relative_error(result, expected) < 1e-12
+    assert rounding_error(result, expected, a, b, c, alpha, beta, inputs) < 1e-12
 
 
 def test_the_issue_example_on_cpu(rng):
