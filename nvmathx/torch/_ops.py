@@ -229,12 +229,7 @@ def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
         # The bias-1 gradient comes from dW1's GEMM (BGRADA), not from DGELU_BGRAD / DRELU_BGRAD:
         # on the H200 those ran 3-4x slower than DGELU alone (0.82 against 0.23 ms at 16384x1024x4096
         # bf16), while BGRADA adds about what a separate reduction would cost.
-        if ctx.activation == "relu" and w2.shape[1] % 128:
-            # DRELU with a padded bitmask (hidden not a multiple of 128) gave wrong columns on the H200
-            # (hidden 100, float16 and bfloat16): take the derivative from the saved output instead.
-            dz = torch.ops.aten.threshold_backward(grad_input(grad, w2), h, 0)
-        else:
-            (dz,) = grad_activation(grad, w2, aux, ctx.activation, False)
+        (dz,) = grad_activation(grad, w2, aux, ctx.activation, False)
         dx, dw1, db1 = _linear_grads((need_x, need_w1, need_b1), dz, x, w1)
     _, dw2, db2 = _linear_grads((False, need_w2, need_b2), grad, h, w2)
     return dx, dw1, db1, dw2, db2, None

@@ -50,6 +50,14 @@ def reference_mlp(x, w1, b1, w2, b2, activation):
     return F.linear(ACTIVATE[activation](F.linear(x, w1, b1)), w2, b2)
 
 
+def reference_mlp_with_mask(x, w1, b1, w2, b2, positive):
+    """The ReLU block with the activation's mask given: the function whose gradient the fused
+    backward computes from the forward's bitmask. (Where the forward rounded a pre-activation near
+    0 to the other sign, a float64 mask of its own would move a whole gradient entry.)"""
+    z = F.linear(x, w1, b1)
+    return F.linear(torch.where(positive, z, torch.zeros_like(z)), w2, b2)
+
+
 def float64_reference(function, tensors, grad, *args):
     """(output, gradients of the tensors that are not None) of ``function`` in float64."""
     wide = [t.detach().cpu().double().requires_grad_() if t is not None else None for t in tensors]
