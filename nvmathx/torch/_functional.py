@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from .._core.errors import OperandError, OptionsError, UnsupportedOperandError
-from ._ops import as_matrix
+from ._ops import EagerLinear, EagerLinearAux, EagerMLP, as_matrix, eager
 
 __all__ = ["fused_linear", "fused_mlp"]
 
@@ -133,8 +133,14 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     _check_weight(weight, bias, x, ("weight", "bias"))
     _check_features(x, weight, "weight")
     x2 = as_matrix(x.reshape(-1, x.shape[-1]))
+    direct = eager(x2)
     if op_activation == "gelu" and _grad_needed(x2, weight, bias):
-        y = torch.ops.nvmathx.linear_aux.default(x2, weight, bias, op_activation)[0]
+        if direct:
+            y = EagerLinearAux.apply(x2, weight, bias, op_activation)[0]
+        else:
+            y = torch.ops.nvmathx.linear_aux.default(x2, weight, bias, op_activation)[0]
+    elif direct:
+        y = EagerLinear.apply(x2, weight, bias, op_activation)
     else:
         y = torch.ops.nvmathx.linear.default(x2, weight, bias, op_activation)
     return y.view(x.shape[:-1] + (weight.shape[0],))
@@ -199,9 +205,10 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
         raise OperandError("w2",
                            f"expected {w1.shape[0]} columns, the hidden features of w1 (got shape {tuple(w2.shape)})")
     x2 = as_matrix(x.reshape(-1, x.shape[-1]))
+    direct = eager(x2)
     if _grad_needed(x2, w1, b1, w2, b2):
-        out = torch.ops.nvmathx.mlp.default(x2, w1, b1, w2, b2, op_activation)[0]
+        out = (EagerMLP.apply if direct else torch.ops.nvmathx.mlp.default)(x2, w1, b1, w2, b2, op_activation)[0]
     else:
-        h = torch.ops.nvmathx.linear.default(x2, w1, b1, op_activation)
-        out = torch.ops.nvmathx.linear.default(h, w2, b2, "none")
+        linear = EagerLinear.apply if direct else torch.ops.nvmathx.linear.default
+        out = linear(linear(x2, w1, b1, op_activation), w2, b2, "none")
     return out.view(x.shape[:-1] + (w2.shape[0],))

@@ -38,8 +38,12 @@ from . import _dispatch
 from ._reference import activation_backward, aux_width
 
 __all__ = [
+    "EagerLinear",
+    "EagerLinearAux",
+    "EagerMLP",
     "as_matrix",
     "check_activation",
+    "eager",
     "grad_activation",
     "grad_input",
     "grad_weight",
@@ -55,6 +59,15 @@ def check_activation(activation: str, allowed=("none",) + _ACTIVATED) -> str:
     if activation not in allowed:
         raise OptionsError("activation", f"expected one of {list(allowed)} (got {activation!r})")
     return activation
+
+
+def eager(t: Tensor) -> bool:
+    """Whether a call on ``t`` runs in eager mode on a real tensor: then the layers call the
+    implementations below directly, through :class:`torch.autograd.Function` for the forward ops
+    (a custom op's dispatch costs about 12 us of host time per call, five calls a training step
+    of ``fused_mlp``). Under ``torch.compile`` (and for tensor subclasses) they call the ops, which
+    the compiler sees as single nodes."""
+    return type(t) is Tensor and not torch.compiler.is_compiling()
 
 
 def as_matrix(t: Tensor) -> Tensor:
@@ -74,11 +87,13 @@ def _aux_like(x: Tensor, n, activation: str) -> Tensor:
 # -- forward ops -----------------------------------------------------------------------------------
 
 
-@torch.library.custom_op("nvmathx::linear", mutates_args=())
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> Tensor:
+def _linear(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> Tensor:
     """``act(x @ weight.T + bias)``, activation "none", "relu" or "gelu" (tanh)."""
     check_activation(activation)
     return _dispatch.forward(x, weight, bias, activation, False)[0]
+
+
+linear = torch.library.custom_op("nvmathx::linear", _linear, mutates_args=())
 
 
 @linear.register_fake
@@ -87,11 +102,13 @@ def _linear_fake(x, weight, bias, activation):
     return x.new_empty((x.shape[0], weight.shape[0]))
 
 
-@torch.library.custom_op("nvmathx::linear_aux", mutates_args=())
-def linear_aux(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> tuple[Tensor, Tensor]:
+def _linear_aux(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> tuple[Tensor, Tensor]:
     """``(act(x @ weight.T + bias), aux)``, activation "relu" or "gelu"."""
     check_activation(activation, _ACTIVATED)
     return _dispatch.forward(x, weight, bias, activation, True)
+
+
+linear_aux = torch.library.custom_op("nvmathx::linear_aux", _linear_aux, mutates_args=())
 
 
 @linear_aux.register_fake
@@ -100,14 +117,16 @@ def _linear_aux_fake(x, weight, bias, activation):
     return x.new_empty((x.shape[0], weight.shape[0])), _aux_like(x, weight.shape[0], activation)
 
 
-@torch.library.custom_op("nvmathx::mlp", mutates_args=())
-def mlp(x: Tensor, w1: Tensor, b1: Tensor | None, w2: Tensor, b2: Tensor | None,
-        activation: str) -> tuple[Tensor, Tensor, Tensor]:
+def _mlp(x: Tensor, w1: Tensor, b1: Tensor | None, w2: Tensor, b2: Tensor | None,
+         activation: str) -> tuple[Tensor, Tensor, Tensor]:
     """``(out, h, aux)``: ``h = act(x @ w1.T + b1)`` with its auxiliary output, ``out = h @ w2.T + b2``."""
     check_activation(activation, _ACTIVATED)
     h, aux = _dispatch.forward(x, w1, b1, activation, True)
     out, _ = _dispatch.forward(h, w2, b2, "none", False)
     return out, h, aux
+
+
+mlp = torch.library.custom_op("nvmathx::mlp", _mlp, mutates_args=())
 
 
 @mlp.register_fake
@@ -120,10 +139,12 @@ def _mlp_fake(x, w1, b1, w2, b2, activation):
 # -- gradient ops ----------------------------------------------------------------------------------
 
 
-@torch.library.custom_op("nvmathx::grad_input", mutates_args=())
-def grad_input(grad: Tensor, weight: Tensor) -> Tensor:
+def _grad_input(grad: Tensor, weight: Tensor) -> Tensor:
     """``grad @ weight``."""
     return _dispatch.grad_input(grad, weight)
+
+
+grad_input = torch.library.custom_op("nvmathx::grad_input", _grad_input, mutates_args=())
 
 
 @grad_input.register_fake
@@ -135,10 +156,12 @@ def _with_bias_grad(main: Tensor, bias_grad: Tensor | None) -> list:
     return [main] if bias_grad is None else [main, bias_grad]
 
 
-@torch.library.custom_op("nvmathx::grad_weight", mutates_args=())
-def grad_weight(grad: Tensor, x: Tensor, bias_grad: bool) -> list[Tensor]:
+def _grad_weight(grad: Tensor, x: Tensor, bias_grad: bool) -> list[Tensor]:
     """``[grad.T @ x]``, and ``grad.sum(0)`` after it when ``bias_grad``."""
     return _with_bias_grad(*_dispatch.grad_weight(grad, x, bias_grad))
+
+
+grad_weight = torch.library.custom_op("nvmathx::grad_weight", _grad_weight, mutates_args=())
 
 
 @grad_weight.register_fake
@@ -147,11 +170,13 @@ def _grad_weight_fake(grad, x, bias_grad):
     return [grad.new_empty((n, x.shape[1]))] + ([grad.new_empty((n,))] if bias_grad else [])
 
 
-@torch.library.custom_op("nvmathx::grad_activation", mutates_args=())
-def grad_activation(grad: Tensor, weight: Tensor, aux: Tensor, activation: str, bias_grad: bool) -> list[Tensor]:
+def _grad_activation(grad: Tensor, weight: Tensor, aux: Tensor, activation: str, bias_grad: bool) -> list[Tensor]:
     """``[dz]`` with ``dz = (grad @ weight) * act'(z)``, and ``dz.sum(0)`` after it when ``bias_grad``."""
     check_activation(activation, _ACTIVATED)
     return _with_bias_grad(*_dispatch.grad_activation(grad, weight, aux, activation, bias_grad))
+
+
+grad_activation = torch.library.custom_op("nvmathx::grad_activation", _grad_activation, mutates_args=())
 
 
 @grad_activation.register_fake
@@ -167,10 +192,11 @@ def _grad_activation_fake(grad, weight, aux, activation, bias_grad):
 def _linear_grads(needs: tuple, grad: Tensor, x: Tensor, weight: Tensor) -> tuple:
     """(dx, dweight, dbias) of ``x @ weight.T + bias`` for the gradient ``grad`` of that product."""
     need_x, need_weight, need_bias = needs
-    dx = grad_input(grad, weight) if need_x else None
+    direct = eager(grad)
+    dx = (_grad_input if direct else grad_input)(grad, weight) if need_x else None
     dweight = dbias = None
     if need_weight or need_bias:
-        grads = grad_weight(grad, x, need_bias)
+        grads = (_grad_weight if direct else grad_weight)(grad, x, need_bias)
         dweight = grads[0] if need_weight else None
         dbias = grads[1] if need_bias else None
     return dx, dweight, dbias
@@ -189,7 +215,8 @@ def _backward_linear(ctx, grad):
     if ctx.activation == "relu":
         grad = torch.ops.aten.threshold_backward(grad, extra, 0)
     elif ctx.activation == "gelu":
-        grad = torch.ops.aten.gelu_backward(grad, linear(x, weight, extra, "none"), approximate="tanh")
+        z = (_linear if eager(grad) else linear)(x, weight, extra, "none")
+        grad = torch.ops.aten.gelu_backward(grad, z, approximate="tanh")
     return *_linear_grads(ctx.needs_input_grad[:3], grad, x, weight), None
 
 
@@ -229,7 +256,7 @@ def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
         # The bias-1 gradient comes from dW1's GEMM (BGRADA), not from DGELU_BGRAD / DRELU_BGRAD:
         # on the H200 those ran 3-4x slower than DGELU alone (0.82 against 0.23 ms at 16384x1024x4096
         # bf16), while BGRADA adds about what a separate reduction would cost.
-        (dz,) = grad_activation(grad, w2, aux, ctx.activation, False)
+        (dz,) = (_grad_activation if eager(grad) else grad_activation)(grad, w2, aux, ctx.activation, False)
         dx, dw1, db1 = _linear_grads((need_x, need_w1, need_b1), dz, x, w1)
     _, dw2, db2 = _linear_grads((False, need_w2, need_b2), grad, h, w2)
     return dx, dw1, db1, dw2, db2, None
@@ -238,3 +265,25 @@ def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
 linear.register_autograd(_backward_linear, setup_context=_setup_linear)
 linear_aux.register_autograd(_backward_linear_aux, setup_context=_setup_linear_aux)
 mlp.register_autograd(_backward_mlp, setup_context=_setup_mlp)
+
+
+def _eager_function(name: str, implementation, setup_context, backward) -> type:
+    """The autograd.Function that runs ``implementation`` with the op's autograd formula (eager mode).
+
+    Its forward takes ``ctx`` and calls ``setup_context`` itself: with a separate ``setup_context``
+    staticmethod, ``Function.apply`` binds the arguments through ``inspect.signature`` on every
+    call (tens of microseconds)."""
+
+    def forward(ctx, *inputs):
+        output = implementation(*inputs)
+        setup_context(ctx, inputs, output)
+        return output
+
+    return type(name, (torch.autograd.Function,), {"forward": staticmethod(forward),
+                                                    "backward": staticmethod(backward)})
+
+
+# What the layers call in eager mode (see eager()): the ops' implementations and autograd formulas.
+EagerLinear = _eager_function("EagerLinear", _linear, _setup_linear, _backward_linear)
+EagerLinearAux = _eager_function("EagerLinearAux", _linear_aux, _setup_linear_aux, _backward_linear_aux)
+EagerMLP = _eager_function("EagerMLP", _mlp, _setup_mlp, _backward_mlp)
