@@ -42,16 +42,16 @@ def matmul_plan_key(a, b, c=None, *, epilog=None, epilog_inputs=None, quantizati
 
 
 def _key(a, b, c, epilog, epilog_inputs, scales, options, preferences, execution):
-    """(key, device of a, addresses of a, b and c) of a call."""
+    """(key, device of a, addresses of a, b and c, addresses of the epilog inputs or None) of a call."""
     sig_a, a_ptr, device_id = (operand_keys.get(type(a)) or key_function(a, "a"))(a)
     sig_b, b_ptr, _ = (operand_keys.get(type(b)) or key_function(b, "b"))(b)
     sig_c = c_ptr = None
     if c is not None:
         sig_c, c_ptr, _ = (operand_keys.get(type(c)) or key_function(c, "c"))(c)
         sig_c = (sig_c, _alignment(c_ptr))
-    extra = None
+    extra = input_pointers = None
     if epilog_inputs or scales:
-        extra = _extra_key(epilog_inputs, scales)
+        extra, input_pointers = _extra_key(epilog_inputs, scales)
     if epilog is not None and not isinstance(epilog, (str, int)):
         epilog_spec(epilog)  # raises the typed error for an unhashable or unknown epilog
     if options is not None or preferences is not None or execution is not None:
@@ -59,20 +59,22 @@ def _key(a, b, c, epilog, epilog_inputs, scales, options, preferences, execution
     # _alignment(a_ptr) and _alignment(b_ptr), inline: this is every call's path
     key = (sig_a, a_ptr & 255 and a_ptr & -a_ptr or 256, sig_b, b_ptr & 255 and b_ptr & -b_ptr or 256, sig_c, epilog,
            extra, options, preferences, execution)
-    return key, device_id, a_ptr, b_ptr, c_ptr
+    return key, device_id, a_ptr, b_ptr, c_ptr, input_pointers
 
 
 def _extra_key(epilog_inputs, scales) -> tuple:
-    """The epilog inputs' signatures and which float8 scales are arrays."""
+    """(the epilog inputs' signatures and which float8 scales are arrays, the inputs' addresses)."""
     inputs = []
+    pointers = {}
     for name, value in sorted(epilog_inputs.items()) if isinstance(epilog_inputs, dict) else ():
         signature, ptr, _ = (operand_keys.get(type(value)) or key_function(value, f"epilog_inputs[{name!r}]"))(value)
         inputs.append((name, signature, _alignment(ptr)))
+        pointers[name] = ptr
     if isinstance(scales, dict):
         kinds = tuple(sorted((k, "array" if hasattr(v, "shape") else "number") for k, v in scales.items()))
     else:
         kinds = ("not a dict", type(scales).__name__)  # planning raises the typed error
-    return tuple(inputs), kinds
+    return (tuple(inputs), kinds), pointers
 
 
 def _normalized(options, preferences, execution, device_id):
@@ -97,16 +99,18 @@ class _CachedMatmul:
     """A plan of :func:`matmul` kept in the cache: a Matmul's runner, the stream choice of its
     operands' library, and the alpha and beta it last wrote (checked then)."""
 
-    __slots__ = ("runner", "streams", "alpha", "beta", "complex", "has_c", "rebind")
+    __slots__ = ("runner", "streams", "alpha", "beta", "complex", "has_c", "rebind", "by_pointer")
 
-    def __init__(self, runner, streams, *, alpha, beta, has_c, rebind):
+    def __init__(self, runner, streams, *, alpha, beta, has_c, rebind, by_pointer=False):
         self.runner = runner
         self.streams = streams  # follows the library's current stream
         self.alpha, self.beta = alpha, beta
         self.complex = runner.plan.problem.a_dtype.startswith("complex")
         self.has_c = has_c
-        # Epilog inputs, float8 scales and lazy views (materialised into copies) are bound per call.
+        # Float8 scales and lazy views (materialised into copies) are bound per call; epilog inputs
+        # that are arrays as they are (by_pointer) are set by address, as a, b and c are.
         self.rebind = rebind
+        self.by_pointer = by_pointer
 
     @property
     def workspace_bytes(self) -> int:
@@ -148,11 +152,14 @@ def _plan(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, prefe
                 stream=stream)
     try:
         mm._plan(epilog, epilog_inputs, preferences, None, keep=1)
+        inputs_copied = mm._inputs_copied(epilog_inputs)
         runner, streams, views_copied = mm._detach()
     finally:
         mm.free()
-    return _CachedMatmul(runner, streams, alpha=alpha, beta=beta, has_c=c is not None,
-                         rebind=bool(epilog_inputs or scales) or views_copied)
+    by_pointer = bool(epilog_inputs) and not scales and not views_copied and not inputs_copied
+    rebind = (bool(epilog_inputs or scales) or views_copied) and not by_pointer
+    return _CachedMatmul(runner, streams, alpha=alpha, beta=beta, has_c=c is not None, rebind=rebind,
+                         by_pointer=by_pointer)
 
 
 def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, quantization_scales=None, options=None,
@@ -188,8 +195,8 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
     array([[0., 0., 1., 2.],
            [0., 0., 1., 2.]], dtype=float32)
     """
-    key, device_id, a_ptr, b_ptr, c_ptr = _key(a, b, c, epilog, epilog_inputs, quantization_scales, options,
-                                              preferences, execution)
+    key, device_id, a_ptr, b_ptr, c_ptr, input_pointers = _key(a, b, c, epilog, epilog_inputs, quantization_scales,
+                                                               options, preferences, execution)
     if device_id < 0 or not (execution is None or execution == "cuda"
                              or (isinstance(execution, ExecutionCUDA) and execution.device_id == device_id)):
         return _uncached(a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=epilog_inputs,
@@ -203,7 +210,9 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
         plan_cache.put(device_id, key, entry)
     if alpha is not entry.alpha or beta is not entry.beta:  # values checked once, when they change
         entry.set_scalars(alpha, beta)
-    if entry.rebind:
+    if entry.by_pointer:
+        entry.runner.set_input_pointers(input_pointers)
+    elif entry.rebind:
         return entry.run_bound(a, b, c, epilog_inputs, quantization_scales, stream)
     return entry.runner.run(entry.streams(stream), a_ptr, b_ptr, c_ptr)
 

@@ -229,6 +229,11 @@ class Matmul:
                 runner.prepare(runner.algorithms[:keep])
         return list(runner.algorithms)
 
+    def _inputs_copied(self, epilog_inputs) -> bool:
+        """Whether any planned epilog input views a copy of the array given (a lazy view)."""
+        given = epilog_inputs if isinstance(epilog_inputs, dict) else {}
+        return copied(*((self._inputs[name], value) for name, value in given.items() if name in self._inputs))
+
     def _detach(self) -> tuple:
         """(runner, the operand library's stream choice, whether a, b or c is a copy of a lazy view),
         handed to the function form's cache, which binds each call's operands itself; this Matmul

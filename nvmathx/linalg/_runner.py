@@ -101,21 +101,23 @@ class GpuRunner:
 
     def bind(self, a: Operand, b: Operand, c: Operand | None, inputs: dict) -> None:
         """Point the plan at these operands (of the planned layouts) and keep them alive."""
-        problem = self.plan.problem
         self._a.value = b.ptr  # cuBLASLt's A is the user's b
         self._b.value = a.ptr
-        if c is not None:
-            self._c.value = c.ptr
-        elif problem.bias_mode == "fold":
-            self._c.value = inputs["bias"].ptr
-        else:
-            self._c.value = None
-        if problem.bias_mode == "fused":
-            self._set_pointer(_D.BIAS_POINTER, inputs["bias"].ptr)
+        self._c.value = c.ptr if c is not None else None
+        self.set_input_pointers({name: operand.ptr for name, operand in inputs.items()})
+        self.kept = {"a": a, "b": b, "c": c, **inputs}
+
+    def set_input_pointers(self, pointers: dict) -> None:
+        """Point the plan at epilog inputs by address (``{"bias": ptr}``, ``{"gelu_aux": ptr}``, ...),
+        of the layouts planned; a bias added through C (no ``c``) takes C's slot."""
+        problem = self.plan.problem
+        if problem.bias_mode == "fold":
+            self._c.value = pointers["bias"]
+        elif problem.bias_mode == "fused":
+            self._set_pointer(_D.BIAS_POINTER, pointers["bias"])
         epilog = problem.epilog
         if epilog is not None and epilog.aux_input:
-            self._set_pointer(_D.EPILOGUE_AUX_POINTER, inputs[epilog.aux_input].ptr)
-        self.kept = {"a": a, "b": b, "c": c, **inputs}
+            self._set_pointer(_D.EPILOGUE_AUX_POINTER, pointers[epilog.aux_input])
 
     def _set_pointer(self, attribute, ptr: int) -> None:
         self.plan.set_pointer(attribute, ptr)

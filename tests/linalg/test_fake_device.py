@@ -385,3 +385,21 @@ def test_autotune_preference_in_the_function_form(rng, fake, second_is_fastest):
     assert fake_lt.launches == launches + 1 and plan_cache.info(0).hits == 2  # (one hit is the get above)
     matmul(da, db, epilog="BIAS", epilog_inputs={"bias": dbias})  # without autotune: a plan of its own
     assert len(plan_cache) == 2
+
+
+@pytest.mark.parametrize("epilog, input_name, shape", [("BIAS", "bias", (8,)), ("RELU_BIAS", "bias", (6, 8)),
+                                                       ("DGELU", "gelu_aux", None)])
+def test_function_form_sets_epilog_inputs_by_address(rng, fake, epilog, input_name, shape):
+    """Cache hits point the plan at each call's epilog input (fused bias, a bias folded into C, an aux input)."""
+    a, b = random(rng, (6, 5)), random(rng, (5, 8))
+    da, db = to_device(a), to_device(b)
+    for _ in range(3):
+        if shape is None:
+            _, _, inputs = epilog_operands(rng, "float32", epilog, (), 6, 8, 5)
+            value = inputs[input_name]
+        else:
+            value = random(rng, shape)
+        expected = matmul(a, b, epilog=epilog, epilog_inputs={input_name: value}, execution="cpu")
+        _check(matmul(da, db, epilog=epilog, epilog_inputs={input_name: to_device(value)}), expected, "float32")
+    (key,) = plan_cache.keys(0)
+    assert plan_cache.get(0, key).by_pointer and plan_cache.info(0).hits == 3  # (one is the get)
