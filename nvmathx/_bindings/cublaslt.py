@@ -254,6 +254,7 @@ _SIGNATURES = {
     "cublasLtMatmulAlgoCheck": (_int, [_p, _p, _p, _p, _p, _p, _p, _p]),
     "cublasLtMatmulAlgoCapGetAttribute": (_int, [_p, _int, _p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
     "cublasLtMatmulAlgoConfigSetAttribute": (_int, [_p, _int, _p, ctypes.c_size_t]),
+    "cublasLtMatmulAlgoConfigGetAttribute": (_int, [_p, _int, _p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
     # handle, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace, size, stream
     "cublasLtMatmul": (_int, [_p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, ctypes.c_size_t, _p]),
 }
