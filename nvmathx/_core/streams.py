@@ -108,10 +108,13 @@ def resolve_stream(stream, device_id: int, package_current_stream=None) -> Strea
             raise OptionsError("stream", f"{type(stream).__name__}.__cuda_stream__() failed: {error}") from None
         core = stream if type(stream).__module__.startswith("cuda.core") else None
         return _holder(int(handle), device_id, core=core, owner=stream)
-    for attribute in ("cuda_stream", "ptr"):  # older torch / cupy streams without the protocol
-        handle = getattr(stream, attribute, None)
-        if isinstance(handle, int):
-            return _holder(handle, device_id, owner=stream)
+    # Older torch and cupy streams lack the protocol: their adapters know where the handle is.
+    # (Imported here: the tensor package imports memory, which imports this module.)
+    from .tensor import legacy_stream_handle
+
+    handle = legacy_stream_handle(stream)
+    if handle is not None:
+        return _holder(handle, device_id, owner=stream)
     raise OptionsError(
         "stream",
         "expected a cuda.core Stream, an object with __cuda_stream__ (torch or cupy stream), "

@@ -15,11 +15,27 @@ class ProtocolStream:
 
 
 class TorchLikeStream:
+    """An older torch.cuda.Stream: the handle in ``cuda_stream``, no ``__cuda_stream__``."""
+
     def __init__(self, handle):
         self.cuda_stream = handle
 
 
 class CupyLikeStream:
+    """An older cupy.cuda.Stream: the handle in ``ptr``."""
+
+    def __init__(self, handle):
+        self.ptr = handle
+
+
+# The adapters recognise a library's stream objects by their module, as they do its arrays.
+TorchLikeStream.__module__ = "torch.cuda.streams"
+CupyLikeStream.__module__ = "cupy.cuda.stream"
+
+
+class OtherLibraryStream:
+    """Any other object with a ``ptr`` is no stream nvmathx knows."""
+
     def __init__(self, handle):
         self.ptr = handle
 
@@ -49,7 +65,7 @@ def test_none_uses_the_package_current_stream():
     assert calls == [3]
 
 
-@pytest.mark.parametrize("bad", ["stream", 1.5, object(), -4, True])
+@pytest.mark.parametrize("bad", ["stream", 1.5, object(), -4, True, OtherLibraryStream(0x7F0000)])
 def test_bad_streams_name_the_argument(bad):
     with pytest.raises(OptionsError, match="^stream:"):
         resolve_stream(bad, 0)

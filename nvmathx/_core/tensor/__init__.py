@@ -10,7 +10,15 @@ paths use.
 """
 
 from ._adapter import Adapter
-from ._lookup import adapter_for, as_array, key_function, operand_keys, resolve_operand, wrap_operand
+from ._lookup import (
+    adapter_for,
+    as_array,
+    key_function,
+    legacy_stream_handle,
+    operand_keys,
+    resolve_operand,
+    wrap_operand,
+)
 from ._operand import Operand, c_strides, f_strides
 from ._transfer import allocate_like, copy_to_host, host_array, is_read_only, stage_to_device
 
@@ -22,6 +30,7 @@ __all__ = [
     "adapter_for",
     "as_array",
     "key_function",
+    "legacy_stream_handle",
     "operand_keys",
     "c_strides",
     "f_strides",
