@@ -34,7 +34,7 @@ def main():
 
         cupy.cuda.runtime.getDeviceCount()
     except Exception:
-        print("no cupy GPU here: the host path ran")
+        print("no cupy GPU here: the host path was checked; the cuFFT path did not run")
     else:
         with scipy.fft.set_backend(fft):
             device_result = scipy.fft.fftn(cupy.asarray(x))
