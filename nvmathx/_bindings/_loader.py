@@ -47,6 +47,9 @@ LIBRARIES = {
         _LibrarySpec("nvJitLink", "nvJitLink", "nvidia-nvjitlink"),
         _LibrarySpec("mathdx", "mathdx", "nvidia-libmathdx-cu13 (or nvidia-libmathdx-cu12)"),
         _LibrarySpec("cudart", "cudart", "nvidia-cuda-runtime"),
+        _LibrarySpec("nccl", "nccl", "nvidia-nccl-cu13 (or nvmathx[distributed])"),
+        _LibrarySpec("nvshmem_host", "nvshmem_host", "nvidia-nvshmem-cu13 (or nvmathx[distributed])"),
+        _LibrarySpec("cublasmp", "cublasmp", "nvidia-cublasmp-cu13==0.7.* (or nvmathx[distributed])"),
     )
 }
 

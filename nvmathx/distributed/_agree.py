@@ -1,0 +1,58 @@
+"""Collective agreement: every rank checks locally, then all proceed or all raise the same error.
+
+A rank that raised while the others went on into a collective call would leave them waiting
+forever. So every step that can fail on one rank (argument checks, planning, allocation) runs
+inside :func:`agree`: the ranks all-gather their outcomes over the host group, and when any rank
+failed every rank raises that rank's error (the lowest failing rank's, so all raise the same one).
+"""
+
+from __future__ import annotations
+
+import pickle
+
+from .._core.errors import InvalidStateError, OperandError
+
+__all__ = ["agree", "check_same"]
+
+
+def _portable(error: BaseException):
+    """``error`` itself when it survives pickling with its message, else an InvalidStateError that
+    names its type and message (what every other rank will raise)."""
+    try:
+        copy = pickle.loads(pickle.dumps(error))
+        if str(copy) == str(error) and type(copy) is type(error):
+            return error
+    except Exception:  # noqa: BLE001  (unpicklable errors are described instead)
+        pass
+    return InvalidStateError(f"{type(error).__name__}: {error}")
+
+
+def agree(group, local):
+    """Run ``local()`` on this rank and return every rank's result, in rank order.
+
+    When ``local()`` raises on any rank, every rank raises: the failing rank its own exception, the
+    others a copy of it (from the lowest failing rank), with a note saying which rank it came from.
+    """
+    try:
+        value, failure = local(), None
+    except Exception as error:  # noqa: BLE001  (any failure must reach the other ranks)
+        value, failure, own = None, _portable(error), error
+    outcomes = group.allgather_object((value, failure))
+    for rank, (_, item) in enumerate(outcomes):
+        if item is None:
+            continue
+        if rank == group.rank:
+            raise own
+        if hasattr(item, "add_note"):
+            item.add_note(f"(raised on rank {rank} of {group.size})")
+        raise item
+    return [value for value, _ in outcomes]
+
+
+def check_same(values, argument: str, what: str) -> None:
+    """Raise OperandError naming ``argument`` unless every rank's value is equal (``values`` is the
+    all-gathered list, so every rank raises the same error)."""
+    first = values[0]
+    for rank, value in enumerate(values):
+        if value != first:
+            raise OperandError(argument, f"the {what} differs between ranks: rank 0 has {first}, rank {rank} has {value}")

@@ -1,0 +1,163 @@
+"""The process-wide distributed context: the host group, this rank, and on a GPU the NCCL
+communicator, from :func:`initialize` to :func:`finalize`.
+
+Everything collective that outlives one call (the NCCL communicator, cuBLASMp grids, plans kept by
+the function forms) belongs to the context and is destroyed by :func:`finalize` on every rank
+together, never by garbage collection on one rank.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+import weakref
+
+from .._core.errors import InvalidStateError
+from .._core.options import check_positive_int
+from ._agree import agree, check_same
+from ._group import wrap_process_group
+
+__all__ = ["initialize", "finalize", "is_initialized", "current", "Context", "LeakedResourceWarning", "warn_leaked"]
+
+
+class LeakedResourceWarning(ResourceWarning):
+    """A distributed object was garbage-collected without ``free()``: its resources stay allocated
+    until :func:`finalize` (destroying them on one rank alone could hang the others)."""
+
+
+class Context:
+    """What :func:`initialize` set up (read-only for users: ``rank``, ``world_size``, ``device_id``)."""
+
+    def __init__(self, group, device_id, nccl_comm):
+        self.group = group
+        self.rank = group.rank
+        self.world_size = group.size
+        self.device_id = device_id
+        self.nccl_comm = nccl_comm  # ncclComm_t as an int, or None on the CPU-only context
+        self._owned = weakref.WeakSet()  # plans and other objects finalize() frees
+        self._finalizers = []  # collective releases (cuBLASMp grids), run last-in first-out
+        self.caches = {}  # per-area plan caches of the function forms (name -> dict)
+
+    def track(self, obj) -> None:
+        """Free ``obj`` (anything with ``free()``) at :func:`finalize` if the user has not."""
+        self._owned.add(obj)
+
+    def on_finalize(self, release) -> None:
+        """Run ``release()`` at :func:`finalize`, after every tracked object is freed."""
+        self._finalizers.append(release)
+
+    def require_gpu(self, argument: str = "x") -> int:
+        """The context's device, or InvalidStateError when it was initialised without one."""
+        if self.nccl_comm is None:
+            raise InvalidStateError(f"{argument}: a GPU operand needs nvmathx.distributed.initialize(..., device_id=N) "
+                                    "(this process was initialised for the CPU only)")
+        return self.device_id
+
+    def __repr__(self) -> str:
+        where = f"cuda:{self.device_id}" if self.device_id is not None else "cpu"
+        return f"Context(rank={self.rank}, world_size={self.world_size}, {where}, group={self.group.name})"
+
+
+_context: Context | None = None
+_lock = threading.Lock()
+
+
+def current(argument: str = "nvmathx.distributed") -> Context:
+    """The context, or InvalidStateError before :func:`initialize` / after :func:`finalize`."""
+    context = _context
+    if context is None:
+        raise InvalidStateError(f"{argument}: call nvmathx.distributed.initialize() first")
+    return context
+
+
+def is_initialized() -> bool:
+    """Whether :func:`initialize` ran and :func:`finalize` has not."""
+    return _context is not None
+
+
+def initialize(process_group=None, *, device_id: int | None = None) -> None:
+    """Set up nvmathx.distributed on this rank (collective: every rank calls it).
+
+    Parameters
+    ----------
+    process_group : torch.distributed ProcessGroup, mpi4py communicator, or None
+        The ranks that work together: None is torch.distributed's default group. The group carries
+        the setup and the agreement between ranks; on the CPU execution space it also carries the
+        data (it must then move host tensors: gloo, MPI, or a ``"cpu:gloo,cuda:nccl"`` group).
+    device_id : int or None
+        This rank's GPU (typically ``LOCAL_RANK`` under torchrun). With a GPU the ranks build an
+        NCCL communicator (its unique id sent over ``process_group``), which moves GPU operands'
+        data; None sets up the CPU execution space only (numpy operands), without touching NCCL.
+
+    Raises
+    ------
+    InvalidStateError
+        When already initialised (call :func:`finalize` first).
+    OptionsError
+        For a ``process_group`` of another kind, or ``device_id`` given on some ranks only.
+    DeviceUnavailableError, LibraryNotFoundError, NcclError
+        On every rank, when any rank has no such GPU or cannot load NCCL.
+    """
+    global _context
+    with _lock:
+        if _context is not None:
+            raise InvalidStateError("nvmathx.distributed is already initialized; call finalize() first")
+        group = wrap_process_group(process_group)
+        wants_gpu = agree(group, lambda: _check_device(device_id))
+        check_same(wants_gpu, "device_id", "choice of a GPU (None on some ranks, a device on others)")
+        comm = _make_nccl_communicator(group, device_id) if device_id is not None else None
+        _context = Context(group, device_id, comm)
+
+
+def _check_device(device_id) -> bool:
+    if device_id is None:
+        return False
+    check_positive_int(device_id, "device_id", allow_zero=True)
+    from .._bindings import nccl
+    from .._core.execution import check_device_available
+
+    check_device_available(int(device_id), "device_id")
+    nccl.version()  # loads nccl4py and libnccl, or raises naming what to install
+    return True
+
+
+def _make_nccl_communicator(group, device_id: int) -> int:
+    from .._bindings import nccl
+    from .._core import device
+
+    device.ensure_device(int(device_id))
+    uid = agree(group, lambda: nccl.unique_id() if group.rank == 0 else None)[0]
+    # Every check that can fail on one rank ran above: ncclCommInitRank waits for all ranks.
+    return nccl.comm_init_rank(group.size, uid, group.rank)
+
+
+def finalize() -> None:
+    """Release everything nvmathx.distributed holds on this rank (collective: every rank calls it):
+    plans not yet freed, cuBLASMp grids, the NCCL communicator. Afterwards distributed calls raise
+    InvalidStateError until :func:`initialize` runs again.
+
+    Raises
+    ------
+    InvalidStateError
+        When not initialised.
+    """
+    global _context
+    with _lock:
+        context = current("finalize")
+        for obj in list(context._owned):
+            obj.free()
+        context.caches.clear()
+        while context._finalizers:
+            context._finalizers.pop()()
+        if context.nccl_comm is not None:
+            from .._bindings import nccl
+
+            nccl.comm_destroy(context.nccl_comm)
+        _context = None
+
+
+def warn_leaked(obj) -> None:
+    """Called from a distributed object's ``__del__`` when it was never freed."""
+    warnings.warn(f"{type(obj).__name__} was garbage-collected without free(); its resources are released at "
+                  "nvmathx.distributed.finalize()", LeakedResourceWarning, stacklevel=2)
+

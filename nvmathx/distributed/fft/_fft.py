@@ -1,0 +1,289 @@
+"""The stateful distributed FFT: agree, plan once, execute many times."""
+
+from __future__ import annotations
+
+from ..._core.errors import InvalidStateError, OperandError, OptionsError
+from ..._core.options import check_or_create_options
+from ..._core.tensor import host_array, wrap_operand
+from ...fft._options import normalize_direction
+from .._agree import agree
+from .._context import current, warn_leaked
+from .._distributions import Box, Slab
+from ._algorithm import BoxSplit
+from ._cpu import CpuPipeline
+from ._options import FFTOptions
+from ._problem import describe, resolve
+
+__all__ = ["FFT", "check_space"]
+
+
+class FFT:
+    """A distributed 2-D or 3-D FFT (or a batch of them) over the ranks of the distributed context.
+
+    Collective: every rank constructs, plans, executes, resets and frees its FFT together, with
+    its own local piece. Before anything collective the ranks agree on the arguments (global
+    shape, dtype, distribution, axes, options); on any mismatch or failure every rank raises the
+    same typed error.
+
+    Parameters
+    ----------
+    x : array
+        This rank's local piece, C order: a numpy array (CPU execution space, exchanged through the
+        process group) or any DLPack GPU array on the context's device (exchanged through NCCL).
+    distribution : Slab.X, Slab.Y or (Box, Box)
+        How the global array is split: slabs of the first (``Slab.X``) or second (``Slab.Y``)
+        transformed axis, the first ``n % P`` ranks holding one plane more; or this rank's input
+        and output boxes (``Box(lower, upper)`` over every axis, upper exclusive), which must tile
+        the global input and result arrays.
+    axes : sequence of int, optional
+        The last 2 or 3 axes of a batched operand (default: all axes of a 2-D or 3-D operand).
+        Batch axes are never split.
+    options : FFTOptions or dict, optional
+    stream : optional
+        GPU only: the stream of the setup copies (``execute(stream=)`` takes the run's).
+
+    Notes
+    -----
+    The transform is unnormalised both ways, as :class:`nvmathx.fft.FFT`. At world size 1 it runs
+    the single-process path (``nvmathx.fft``) unless ``options.force_distributed``.
+
+    Examples
+    --------
+    Under ``torchrun`` or ``mpiexec``, with ``nvmathx.distributed.initialize()`` done::
+
+        shape = nvmathx.distributed.local_shape((64, 64, 64), Slab.X)
+        with nvmathx.distributed.fft.FFT(x_local, Slab.X) as f:
+            f.plan()
+            spectrum_local = f.execute()
+    """
+
+    def __init__(self, x, distribution=Slab.X, *, axes=None, options=None, stream=None):
+        self._freed = True
+        context = current("FFT")
+        self._context = context
+        self.options = options = check_or_create_options(FFTOptions, options, "options")
+        holder = {}
+
+        def local():
+            operand = wrap_operand(x, "x")
+            holder["operand"] = operand
+            check_space(operand, context, options, stream)
+            return describe(operand, distribution, axes, options.fft_type, options)
+
+        descriptions = agree(context.group, local)
+        self._setup(context, holder["operand"], descriptions, options, stream)
+
+    @classmethod
+    def _from_agreed(cls, context, operand, descriptions, options, stream):
+        """An FFT from descriptions the ranks already all-gathered (the function forms' cache)."""
+        self = cls.__new__(cls)
+        self._freed = True
+        self._context = context
+        self.options = options
+        self._setup(context, operand, descriptions, options, stream)
+        return self
+
+    def _setup(self, context, operand, descriptions, options, stream) -> None:
+        self._problem = resolve(descriptions, context.rank, last_axis_parity=options.last_axis_parity)
+        self._stream_argument = stream
+        self._operand = operand
+        self._single = None
+        self._pipeline = None
+        self._sign = normalize_direction(None, self._problem.fft_type)
+        self._freed = False
+        context.track(self)
+
+    # -- what was resolved ----------------------------------------------------------------------------
+
+    @property
+    def fft_type(self) -> str:
+        return self._problem.fft_type
+
+    @property
+    def global_shape(self) -> tuple:
+        """The global operand's shape."""
+        return self._problem.global_shape
+
+    @property
+    def result_shape(self) -> tuple:
+        """The global result's shape (R2C halves the last transformed axis, C2R restores it)."""
+        return self._problem.result_shape
+
+    @property
+    def result_distribution(self):
+        """``Slab.X``, ``Slab.Y`` or (for box inputs) this rank's output Box."""
+        result = self._problem.result
+        if isinstance(result, BoxSplit):
+            return result.boxes[self._problem.rank]
+        return Slab.X if result.axis == self._problem.axes[0] else Slab.Y
+
+    @property
+    def result_box(self) -> Box:
+        """This rank's piece of the global result."""
+        return self._problem.result_box
+
+    @property
+    def runs_distributed(self) -> bool:
+        """False at world size 1 without ``options.force_distributed`` (the single-process path)."""
+        return self._problem.world_size > 1 or self.options.force_distributed
+
+    # -- planning -------------------------------------------------------------------------------------
+
+    def plan(self) -> None:
+        """Make the local plans and buffers (collective; a second call does nothing).
+
+        Raises
+        ------
+        InvalidStateError
+            After ``free()``.
+        CufftError, NcclError, MemoryError
+            On every rank, when planning fails on any rank.
+        """
+        self._check_valid()
+        if self._pipeline is not None or self._single is not None:
+            return
+        agree(self._context.group, self._make_pipeline)
+
+    def _make_pipeline(self) -> None:
+        operand, options = self._operand, self.options
+        if not self.runs_distributed:
+            from ...fft import FFT as SingleFFT
+
+            single = SingleFFT(operand.obj, axes=self._problem.axes, stream=self._stream_argument,
+                               options={"fft_type": self.fft_type, "last_axis_parity": options.last_axis_parity,
+                                        "memory_resource": options.memory_resource, "blocking": options.blocking,
+                                        "logger": options.logger})
+            single.plan()
+            self._single = single
+        elif operand.device_id < 0:
+            self._pipeline = CpuPipeline(self._problem, self._context.group, loopback=options.loopback)
+        else:
+            from ._gpu import GpuPipeline
+
+            self._pipeline = GpuPipeline(self._problem, self._context, operand, options, self._stream_argument)
+
+    # -- execution ------------------------------------------------------------------------------------
+
+    def execute(self, direction=None, stream=None):
+        """Transform this rank's piece and return this rank's piece of the result (collective).
+
+        Parameters
+        ----------
+        direction : {"forward", "inverse", -1, +1}, optional
+            Default: forward for C2C and R2C, inverse for C2R.
+        stream : optional
+            GPU only: default the operand library's current stream.
+
+        Raises
+        ------
+        InvalidStateError
+            Before ``plan()`` or after ``free()``.
+        """
+        sign = self._sign if direction is None else normalize_direction(direction, self.fft_type)
+        return self._run(sign, 1.0, stream)
+
+    def _run(self, sign: int, factor: float, stream):
+        if self._pipeline is None:
+            if self._single is not None:
+                return _single_run(self._single, sign, factor, stream)
+            self._check_valid()
+            raise InvalidStateError("call plan() before execute()")
+        operand = self._operand
+        if operand.device_id < 0:
+            if stream is not None:
+                raise OptionsError("stream", "CPU execution takes no stream")
+            return operand.adapter.from_host(self._pipeline.run(host_array(operand), sign, factor))
+        return self._pipeline.execute(operand, stream, sign, factor)
+
+    # -- operands -------------------------------------------------------------------------------------
+
+    def reset_operand(self, x) -> None:
+        """Use ``x`` from now on: the same local shape, dtype, device and library (collective).
+
+        Raises
+        ------
+        OperandError
+            On every rank, when any rank's new operand differs from its plan's.
+        InvalidStateError
+            After ``free()``.
+        """
+        self._check_valid()
+        holder = {}
+
+        def local():
+            operand = wrap_operand(x, "x")
+            old = self._operand
+            for what, new, expected in (("shape", tuple(operand.shape), tuple(old.shape)),
+                                        ("dtype", operand.dtype, old.dtype), ("device", operand.device_id,
+                                                                              old.device_id),
+                                        ("library", operand.package, old.package)):
+                if new != expected:
+                    raise OperandError("x", f"the new operand's {what} is {new}, the plan's is {expected}")
+            if not operand.is_c_contiguous:
+                raise OperandError("x", "the new operand must be C-contiguous, as the plan's")
+            holder["operand"] = operand
+
+        agree(self._context.group, local)
+        self._operand = holder["operand"]
+        if self._single is not None:
+            self._single.reset_operand(self._operand.obj)
+
+    # -- lifetime -------------------------------------------------------------------------------------
+
+    def _check_valid(self):
+        if self._freed:
+            raise InvalidStateError("this distributed FFT has been freed; create a new one")
+
+    def free(self) -> None:
+        """Release the local plans and buffers (every rank frees its own). Safe to call twice;
+        afterwards every method raises InvalidStateError."""
+        if self._freed:
+            return
+        self._freed = True
+        for part in (self._pipeline, self._single):
+            if part is not None:
+                part.free()
+        self._pipeline = self._single = None
+        self._operand = None
+
+    def __enter__(self):
+        self._check_valid()
+        return self
+
+    def __exit__(self, *exc_info) -> bool:
+        self.free()
+        return False
+
+    def __del__(self):
+        if not getattr(self, "_freed", True) and (self._pipeline is not None or self._single is not None):
+            warn_leaked(self)
+
+    def __repr__(self) -> str:
+        state = "freed" if self._freed else ("planned" if self._pipeline or self._single else "unplanned")
+        problem = self._problem
+        return (f"FFT({problem.fft_type}, global shape {problem.global_shape}, axes {problem.axes}, rank "
+                f"{problem.rank}/{problem.world_size}, {state})")
+
+
+def check_space(operand, context, options, stream) -> None:
+    """This rank's operand can run where the context can: its GPU, or the CPU through a group that
+    moves host data."""
+    if operand.device_id >= 0:
+        device_id = context.require_gpu("x")
+        if operand.device_id != device_id:
+            raise OperandError("x", f"is on GPU {operand.device_id}, but this rank's distributed context uses GPU "
+                                    f"{device_id}")
+        return
+    if stream is not None:
+        raise OptionsError("stream", "CPU execution takes no stream")
+    distributed = context.world_size > 1 or options.force_distributed
+    if distributed and not context.group.exchanges_host_data:
+        raise OperandError("x", f"numpy operands are exchanged through the process group, and {context.group.name} "
+                                "moves only GPU tensors: use a gloo or MPI group (or 'cpu:gloo,cuda:nccl')")
+
+
+def _single_run(single, sign, factor, stream):
+    result = single.execute("forward" if sign < 0 else "inverse", stream=stream)
+    if factor != 1.0:
+        result *= factor  # the function forms' norm on the single-process path
+    return result

@@ -1,0 +1,136 @@
+"""The function forms: ``fft``, ``ifft``, ``rfft``, ``irfft`` of a distributed array, with a plan
+cache kept by the distributed context (freed at ``finalize()``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+
+from ..._core.errors import OptionsError
+from ..._core.options import check_or_create_options
+from ..._core.tensor import wrap_operand
+from ...fft._normalize import check_norm, scale_factor
+from .._agree import agree
+from .._context import current
+from .._distributions import Slab
+from ._fft import FFT, check_space
+from ._options import FFTOptions
+from ._problem import describe, normalize_distribution
+
+__all__ = ["fft", "ifft", "rfft", "irfft", "PLAN_CACHE_SIZE"]
+
+PLAN_CACHE_SIZE = 16  # plans kept per process by the function forms (least recently used dropped)
+
+
+def _transform(name, fft_type, sign, x, distribution, axes, norm, reshape, options, stream, s=None):
+    context = current(name)
+    options = check_or_create_options(FFTOptions, options, "options")
+    if options.fft_type not in (None, fft_type):
+        raise OptionsError("options.fft_type", f"{name} is a {fft_type} transform (got {options.fft_type!r})")
+    options = dataclasses.replace(options, fft_type=fft_type, reshape=bool(reshape) if reshape in (True, False)
+                                  else _bad_reshape(reshape))
+    norm = check_norm(norm)
+    if context.world_size == 1 and not options.force_distributed:
+        return _single_process(name, x, distribution, axes, norm, s, stream)
+    holder = {}
+
+    def local():
+        operand = wrap_operand(x, "x")
+        holder["operand"] = operand
+        check_space(operand, context, options, stream)
+        return describe(operand, distribution, axes, fft_type, options, lengths=s)
+
+    descriptions = agree(context.group, local)
+    cache = context.caches.setdefault("fft", OrderedDict())
+    key = (name, tuple(descriptions))
+    plan = cache.get(key)
+    if plan is None:
+        plan = FFT._from_agreed(context, holder["operand"], descriptions, options, stream)
+        plan.plan()
+        cache[key] = plan
+        if len(cache) > PLAN_CACHE_SIZE:  # every rank makes the same calls, so evicts the same plan
+            cache.popitem(last=False)[1].free()
+    else:
+        cache.move_to_end(key)
+        plan._operand = holder["operand"]  # same local shape, dtype, device and library: agreed above
+    return plan._run(sign, scale_factor(norm, sign, plan._problem.lengths), stream)
+
+
+def _bad_reshape(value):
+    raise OptionsError("reshape", f"expected True or False (got {value!r})")
+
+
+def _single_process(name, x, distribution, axes, norm, s, stream):
+    """World size 1: the single-process transform of the whole array (no copies)."""
+    import nvmathx.fft as single
+
+    operand = wrap_operand(x, "x")
+    normalize_distribution(distribution, operand.ndim)
+    function = getattr(single, name + "n")
+    if stream is not None and operand.device_id >= 0:
+        raise OptionsError("stream", "the single-process path runs on the operand library's current stream")
+    if name == "irfft":
+        if s is None:
+            transformed = len(tuple(axes)) if axes is not None else operand.ndim
+            lengths = [operand.shape[axis] for axis in range(operand.ndim - transformed, operand.ndim)]
+            s = tuple(lengths[:-1]) + (2 * (lengths[-1] - 1),)
+        return function(x, s=s, axes=axes, norm=norm)
+    return function(x, axes=axes, norm=norm)
+
+
+def fft(x, distribution=Slab.X, *, axes=None, norm=None, reshape=True, options=None, stream=None):
+    """The forward C2C transform of a distributed complex array (collective).
+
+    Parameters
+    ----------
+    x : array
+        This rank's local piece (C order): numpy (CPU) or a GPU array on the context's device.
+    distribution : Slab.X, Slab.Y or (Box, Box)
+        How the global array is split (see :class:`FFT`).
+    axes : sequence of int, optional
+        The last 2 or 3 axes of a batched array (default: every axis of a 2-D or 3-D array).
+    norm : {"backward", "ortho", "forward"}, optional
+        scipy.fft's normalisation (default "backward": the forward transform is unscaled).
+    reshape : bool
+        True: the result comes back in the input's slab; False: in the distribution the algorithm
+        ends in (the other slab for C2C), one all-to-all fewer. Boxes always end in the output box.
+    options : FFTOptions or dict, optional
+    stream : optional
+        GPU only.
+
+    Returns
+    -------
+    array
+        This rank's piece of the result, the operand's kind of array.
+
+    Raises
+    ------
+    OperandError, OptionsError, UnsupportedOperandError
+        On every rank, naming the argument, when any rank's arguments are invalid or the ranks'
+        arguments do not agree.
+    """
+    return _transform("fft", "C2C", -1, x, distribution, axes, norm, reshape, options, stream)
+
+
+def ifft(x, distribution=Slab.X, *, axes=None, norm=None, reshape=True, options=None, stream=None):
+    """The inverse C2C transform of a distributed complex array (collective); arguments as
+    :func:`fft` (``norm="backward"`` scales by 1/N)."""
+    return _transform("ifft", "C2C", +1, x, distribution, axes, norm, reshape, options, stream)
+
+
+def rfft(x, distribution=Slab.X, *, axes=None, norm=None, reshape=True, options=None, stream=None):
+    """The R2C transform of a distributed real array (collective): the last transformed axis of the
+    result holds ``n // 2 + 1`` points; arguments as :func:`fft`."""
+    return _transform("rfft", "R2C", -1, x, distribution, axes, norm, reshape, options, stream)
+
+
+def irfft(x, distribution=Slab.X, *, s=None, axes=None, norm=None, reshape=True, options=None, stream=None):
+    """The C2R transform of a distributed complex array (collective); arguments as :func:`fft`.
+
+    Parameters
+    ----------
+    s : sequence of int, optional
+        The real result's lengths along the transformed axes; only the last may differ from the
+        operand's extents (default ``2 * (m - 1)`` for the last axis's ``m`` points).
+    """
+    return _transform("irfft", "C2R", +1, x, distribution, axes, norm, reshape, options, stream, s=s)

@@ -1,0 +1,48 @@
+"""One rank of a test world (see helpers.distributed): set up the process group and
+nvmathx.distributed, run the target, write its return value for the parent."""
+
+import datetime
+import importlib
+import os
+import pathlib
+import pickle
+import sys
+import threading
+
+
+def _watchdog(seconds: float) -> None:
+    """Exit the process if it outlives its deadline (a hang in a collective must fail, not block)."""
+    timer = threading.Timer(seconds, lambda: os._exit(124))
+    timer.daemon = True
+    timer.start()
+
+
+def main() -> int:
+    timeout = float(os.environ["NVMATHX_WORLD_TIMEOUT"])
+    _watchdog(timeout)
+    import nvmathx.distributed as distributed
+
+    if os.environ["NVMATHX_WORLD_LAUNCHER"] == "mpi":
+        from mpi4py import MPI
+
+        group, rank = MPI.COMM_WORLD, MPI.COMM_WORLD.Get_rank()
+    else:
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
+        group, rank = None, dist.get_rank()
+    distributed.initialize(group)
+    module_name, function_name = os.environ["NVMATHX_WORLD_TARGET"].split(":")
+    result = getattr(importlib.import_module(module_name), function_name)(int(os.environ["NVMATHX_WORLD_SEED"]))
+    distributed.finalize()
+    out = pathlib.Path(os.environ["NVMATHX_WORLD_OUT"]) / f"rank{rank}.pickle"
+    out.write_bytes(pickle.dumps(result))
+    if os.environ["NVMATHX_WORLD_LAUNCHER"] != "mpi":
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
