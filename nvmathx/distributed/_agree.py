@@ -55,4 +55,5 @@ def check_same(values, argument: str, what: str) -> None:
     first = values[0]
     for rank, value in enumerate(values):
         if value != first:
-            raise OperandError(argument, f"the {what} differs between ranks: rank 0 has {first}, rank {rank} has {value}")
+            raise OperandError(argument, f"the {what} differs between ranks: rank 0 has {first}, rank {rank} has "
+                                         f"{value}")

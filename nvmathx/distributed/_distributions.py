@@ -52,7 +52,8 @@ class Box:
     def __post_init__(self):
         lower, upper = _int_tuple(self.lower, "lower"), _int_tuple(self.upper, "upper")
         if len(lower) != len(upper) or not lower:
-            raise OptionsError("lower", f"lower and upper need the same number (>= 1) of entries (got {lower}, {upper})")
+            raise OptionsError("lower", f"lower and upper need the same number (>= 1) of entries "
+                                        f"(got {lower}, {upper})")
         if any(value < 0 for value in lower):
             raise OptionsError("lower", f"expected non-negative corners (got {lower})")
         if any(high < low for low, high in zip(lower, upper)):

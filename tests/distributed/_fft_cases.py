@@ -104,9 +104,10 @@ def slab_cases(world_size):
         norm = NORMS[number % 3]
         precision = "double" if number % 2 else "single"
         stateful = number % 5 == 0
-        name = f"{kind}-{shape}-{distribution.name}-reshape{reshape}-{norm}-{precision}{'-stateful' if stateful else ''}"
-        cases.append((name, lambda seed, a=(kind, shape, axes, distribution, reshape, norm, precision, stateful):
-                      _one_slab_case(seed, *a, options)))
+        suffix = "-stateful" if stateful else ""
+        name = f"{kind}-{shape}-{distribution.name}-reshape{reshape}-{norm}-{precision}{suffix}"
+        arguments = (kind, shape, axes, distribution, reshape, norm, precision, stateful)
+        cases.append((name, lambda seed, a=arguments: _one_slab_case(seed, *a, options)))
     if world_size > 1:
         cases.append(("fft-loopback", lambda seed: _one_slab_case(seed, "fft", (9, 10), None, Slab.X, True, "ortho",
                                                                   "double", False, {"loopback": True})))

@@ -12,6 +12,8 @@ from nvmathx.device_api import set_cache_dir
 from nvmathx.fft import _callbacks, _cufft_plan, _kernels
 from nvmathx.fft._scale_callback import scale_callback
 
+from helpers.requirements import needs_nvrtc
+
 from ._fake_device import install, to_device, to_host, view_at
 
 N = 16
@@ -91,6 +93,7 @@ def test_epilog_on_a_batched_strided_c2c(fake, rng):
     _close(to_host(nfft.fft(device_view, epilog=(epilog, device_h))), np.fft.fft(view) * h)
 
 
+@needs_nvrtc
 def test_fused_ortho_uses_the_scale_callback(fake, rng):
     fake_cufft, launches = fake
     x = rng.standard_normal((6, N)) + 1j * rng.standard_normal((6, N))

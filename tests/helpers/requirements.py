@@ -8,7 +8,7 @@ import functools
 
 import pytest
 
-__all__ = ["mathdx_missing", "needs_mathdx"]
+__all__ = ["mathdx_missing", "needs_mathdx", "nvrtc_missing", "needs_nvrtc"]
 
 
 @functools.cache
@@ -27,3 +27,21 @@ def mathdx_missing() -> str | None:
 
 
 needs_mathdx = pytest.mark.skipif(mathdx_missing() is not None, reason=str(mathdx_missing()))
+
+
+@functools.cache
+def nvrtc_missing() -> str | None:
+    """None when NVRTC loads (the built-in kernels and the norm's scale callback are compiled with
+    it; no GPU needed), else why not."""
+    from nvmathx._core.errors import LibraryNotFoundError
+
+    try:
+        from nvmathx._bindings._loader import load_library
+
+        load_library("nvrtc")
+    except LibraryNotFoundError as error:
+        return f"NVRTC not available: pip install {error.pip_package}, or the device extra"
+    return None
+
+
+needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
