@@ -94,8 +94,8 @@ def check_tiling(boxes, argument: str, global_shape=None) -> tuple:
         total *= extent
     covered = sum(box.size for box in boxes)
     if covered != total:
-        raise OptionsError(argument, f"the boxes cover {covered} of the global shape's {total} elements {global_shape}: "
-                                     "they must tile it exactly")
+        raise OptionsError(argument, f"the boxes cover {covered} of the global shape's {total} elements "
+                                     f"{global_shape}: they must tile it exactly")
     return global_shape
 
 

@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 
 import nvmathx.fft as nfft
+from helpers.requirements import needs_nvrtc
 from nvmathx import OperandError, OptionsError
 from nvmathx.device_api import set_cache_dir
 from nvmathx.fft import _callbacks, _cufft_plan, _kernels
 from nvmathx.fft._scale_callback import scale_callback
-
-from helpers.requirements import needs_nvrtc
 
 from ._fake_device import install, to_device, to_host, view_at
 
