@@ -32,7 +32,12 @@ def agree(group, local):
 
     When ``local()`` raises on any rank, every rank raises: the failing rank its own exception, the
     others a copy of it (from the lowest failing rank), with a note saying which rank it came from.
+    Everything that can raise before a collective call belongs inside ``local``: a rank that raised
+    outside it would leave the others waiting in the all-gather. A group of one rank needs no
+    all-gather.
     """
+    if group.size == 1:
+        return [local()]
     try:
         value, failure = local(), None
     except Exception as error:  # noqa: BLE001  (any failure must reach the other ranks)

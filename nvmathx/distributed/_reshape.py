@@ -61,6 +61,16 @@ def _as_box(value, argument: str) -> Box:
         raise OptionsError(argument, f"expected a Box or (lower, upper) (got {value!r})") from None
 
 
+def _local(holder, x, input_box, output_box, options, context, stream):
+    """This rank's checks and description (inside the agreement: a failing rank still takes part)."""
+    checked = check_or_create_options(ReshapeOptions, options, "options")
+    operand = wrap_operand(x, "x")
+    if stream is not None and operand.device_id < 0:
+        raise OptionsError("stream", "CPU execution takes no stream")
+    holder["operand"], holder["options"] = operand, checked
+    return _describe(operand, _as_box(input_box, "input_box"), _as_box(output_box, "output_box"), context, checked)
+
+
 def _describe(operand, input_box: Box, output_box: Box, context, options):
     if input_box.ndim != operand.ndim or output_box.ndim != operand.ndim:
         raise OptionsError("input_box", f"the boxes need {operand.ndim} corners, as the operand has dimensions "
@@ -68,7 +78,7 @@ def _describe(operand, input_box: Box, output_box: Box, context, options):
     if input_box.shape != tuple(operand.shape):
         raise OperandError("x", f"the local piece has shape {tuple(operand.shape)} but input_box {input_box} has "
                                 f"shape {input_box.shape}")
-    if not operand.is_c_contiguous:
+    if not operand.is_c_contiguous():
         raise UnsupportedLayoutError("x", "the local piece must be C-contiguous", "pass a C-contiguous copy")
     if operand.device_id >= 0:
         device_id = context.require_gpu("x")
@@ -106,19 +116,10 @@ class Reshape:
     def __init__(self, x, input_box, output_box, *, options=None, stream=None):
         self._freed = True
         context = current("Reshape")
-        self.options = options = check_or_create_options(ReshapeOptions, options, "options")
         holder = {}
-
-        def local():
-            operand = wrap_operand(x, "x")
-            holder["operand"] = operand
-            if stream is not None and operand.device_id < 0:
-                raise OptionsError("stream", "CPU execution takes no stream")
-            return _describe(operand, _as_box(input_box, "input_box"), _as_box(output_box, "output_box"), context,
-                             options)
-
-        self._setup(context, holder.get("operand"), agree(context.group, local), stream)
-        self._operand = holder["operand"]
+        descriptions = agree(context.group, lambda: _local(holder, x, input_box, output_box, options, context, stream))
+        self.options = holder["options"]
+        self._setup(context, holder["operand"], descriptions, stream)
 
     def _setup(self, context, operand, descriptions, stream) -> None:
         check_same([d[0] for d in descriptions], "x", "dtype")
@@ -185,7 +186,7 @@ class Reshape:
             operand = wrap_operand(x, "x")
             old = self._operand
             if (tuple(operand.shape), operand.dtype, operand.device_id, operand.package) != (
-                    tuple(old.shape), old.dtype, old.device_id, old.package) or not operand.is_c_contiguous:
+                    tuple(old.shape), old.dtype, old.device_id, old.package) or not operand.is_c_contiguous():
                 raise OperandError("x", f"the new operand must match the plan's: shape {tuple(old.shape)}, dtype "
                                         f"{old.dtype}, device {old.device_id}, {old.package}, C order")
             holder["operand"] = operand
@@ -227,23 +228,14 @@ def reshape(x, input_box, output_box, *, options=None, stream=None):
     Returns the operand's kind of array. Box round trips are exact (nothing is computed).
     """
     context = current("reshape")
-    options = check_or_create_options(ReshapeOptions, options, "options")
     holder = {}
-
-    def local():
-        operand = wrap_operand(x, "x")
-        holder["operand"] = operand
-        if stream is not None and operand.device_id < 0:
-            raise OptionsError("stream", "CPU execution takes no stream")
-        return _describe(operand, _as_box(input_box, "input_box"), _as_box(output_box, "output_box"), context, options)
-
-    descriptions = agree(context.group, local)
+    descriptions = agree(context.group, lambda: _local(holder, x, input_box, output_box, options, context, stream))
     cache = context.caches.setdefault("reshape", OrderedDict())
-    key = (tuple(descriptions), options.memory_resource is None)
+    key = (tuple(descriptions), holder["options"].memory_resource is None)
     plan = cache.get(key)
     if plan is None:
         plan = Reshape.__new__(Reshape)
-        plan.options = options
+        plan.options = holder["options"]
         plan._setup(context, holder["operand"], descriptions, stream)
         plan.plan()
         cache[key] = plan

@@ -61,17 +61,18 @@ class FFT:
         self._freed = True
         context = current("FFT")
         self._context = context
-        self.options = options = check_or_create_options(FFTOptions, options, "options")
         holder = {}
 
-        def local():
+        def local():  # every check, so that a rank that fails still takes part in the agreement
+            checked = check_or_create_options(FFTOptions, options, "options")
             operand = wrap_operand(x, "x")
-            holder["operand"] = operand
-            check_space(operand, context, options, stream)
-            return describe(operand, distribution, axes, options.fft_type, options)
+            check_space(operand, context, checked, stream)
+            holder["operand"], holder["options"] = operand, checked
+            return describe(operand, distribution, axes, checked.fft_type, checked)
 
         descriptions = agree(context.group, local)
-        self._setup(context, holder["operand"], descriptions, options, stream)
+        self.options = holder["options"]
+        self._setup(context, holder["operand"], descriptions, self.options, stream)
 
     @classmethod
     def _from_agreed(cls, context, operand, descriptions, options, stream):
@@ -219,7 +220,7 @@ class FFT:
                                         ("library", operand.package, old.package)):
                 if new != expected:
                     raise OperandError("x", f"the new operand's {what} is {new}, the plan's is {expected}")
-            if not operand.is_c_contiguous:
+            if not operand.is_c_contiguous():
                 raise OperandError("x", "the new operand must be C-contiguous, as the plan's")
             holder["operand"] = operand
 

@@ -15,7 +15,7 @@ from .._context import current
 from .._distributions import Slab
 from ._fft import FFT, check_space
 from ._options import FFTOptions
-from ._problem import describe, normalize_distribution
+from ._problem import describe, resolve
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "PLAN_CACHE_SIZE"]
 
@@ -24,58 +24,51 @@ PLAN_CACHE_SIZE = 16  # plans kept per process by the function forms (least rece
 
 def _transform(name, fft_type, sign, x, distribution, axes, norm, reshape, options, stream, s=None):
     context = current(name)
-    options = check_or_create_options(FFTOptions, options, "options")
-    if options.fft_type not in (None, fft_type):
-        raise OptionsError("options.fft_type", f"{name} is a {fft_type} transform (got {options.fft_type!r})")
-    options = dataclasses.replace(options, fft_type=fft_type, reshape=bool(reshape) if reshape in (True, False)
-                                  else _bad_reshape(reshape))
-    norm = check_norm(norm)
-    if context.world_size == 1 and not options.force_distributed:
-        return _single_process(name, x, distribution, axes, norm, s, stream)
-    holder = {}
+    prepared = {}
 
-    def local():
+    def local():  # every check, so that a rank that fails still takes part in the agreement
+        checked = check_or_create_options(FFTOptions, options, "options")
+        if checked.fft_type not in (None, fft_type):
+            raise OptionsError("options.fft_type", f"{name} is a {fft_type} transform (got {checked.fft_type!r})")
+        if reshape not in (True, False):
+            raise OptionsError("reshape", f"expected True or False (got {reshape!r})")
+        checked = dataclasses.replace(checked, fft_type=fft_type, reshape=bool(reshape))
+        prepared["norm"] = check_norm(norm)
         operand = wrap_operand(x, "x")
-        holder["operand"] = operand
-        check_space(operand, context, options, stream)
-        return describe(operand, distribution, axes, fft_type, options, lengths=s)
+        check_space(operand, context, checked, stream)
+        prepared["operand"], prepared["options"] = operand, checked
+        return describe(operand, distribution, axes, fft_type, checked, lengths=s)
 
     descriptions = agree(context.group, local)
+    operand, checked, norm = prepared["operand"], prepared["options"], prepared["norm"]
+    if context.world_size == 1 and not checked.force_distributed:
+        problem = resolve(descriptions, 0, last_axis_parity=checked.last_axis_parity)  # the same checks
+        return _single_process(name, operand, problem, norm, stream)
     cache = context.caches.setdefault("fft", OrderedDict())
     key = (name, tuple(descriptions))
     plan = cache.get(key)
     if plan is None:
-        plan = FFT._from_agreed(context, holder["operand"], descriptions, options, stream)
+        plan = FFT._from_agreed(context, operand, descriptions, checked, stream)
         plan.plan()
         cache[key] = plan
         if len(cache) > PLAN_CACHE_SIZE:  # every rank makes the same calls, so evicts the same plan
             cache.popitem(last=False)[1].free()
     else:
         cache.move_to_end(key)
-        plan._operand = holder["operand"]  # same local shape, dtype, device and library: agreed above
+        plan._operand = operand  # same local shape, dtype, device and library: agreed above
     return plan._run(sign, scale_factor(norm, sign, plan._problem.lengths), stream)
 
 
-def _bad_reshape(value):
-    raise OptionsError("reshape", f"expected True or False (got {value!r})")
-
-
-def _single_process(name, x, distribution, axes, norm, s, stream):
+def _single_process(name, operand, problem, norm, stream):
     """World size 1: the single-process transform of the whole array (no copies)."""
     import nvmathx.fft as single
 
-    operand = wrap_operand(x, "x")
-    normalize_distribution(distribution, operand.ndim)
-    function = getattr(single, name + "n")
-    if stream is not None and operand.device_id >= 0:
+    if stream is not None:
         raise OptionsError("stream", "the single-process path runs on the operand library's current stream")
+    function = getattr(single, name + "n")
     if name == "irfft":
-        if s is None:
-            transformed = len(tuple(axes)) if axes is not None else operand.ndim
-            lengths = [operand.shape[axis] for axis in range(operand.ndim - transformed, operand.ndim)]
-            s = tuple(lengths[:-1]) + (2 * (lengths[-1] - 1),)
-        return function(x, s=s, axes=axes, norm=norm)
-    return function(x, axes=axes, norm=norm)
+        return function(operand.obj, s=problem.lengths, axes=problem.axes, norm=norm)
+    return function(operand.obj, axes=problem.axes, norm=norm)
 
 
 def fft(x, distribution=Slab.X, *, axes=None, norm=None, reshape=True, options=None, stream=None):

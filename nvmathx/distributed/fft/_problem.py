@@ -132,7 +132,7 @@ def describe(operand, distribution, axes, fft_type, options, *, lengths=None) ->
     wanted = _REAL if kind == "R2C" else _COMPLEX
     if dtype not in wanted:
         raise UnsupportedOperandError("x", f"a distributed {kind} transform takes {' or '.join(wanted)} (got {dtype})")
-    if not operand.is_c_contiguous:
+    if not operand.is_c_contiguous():
         raise UnsupportedLayoutError("x", "the local piece must be C-contiguous", "pass a C-contiguous copy")
     resolved_axes = _axes(operand.ndim, axes)
     resolved = normalize_distribution(distribution, operand.ndim)

@@ -1,0 +1,163 @@
+"""The distributed bad-input catalogue, run on every rank of a test world: each row is a call that
+must raise, on every rank, the same typed error whose message starts with the argument's name;
+none may hang (the world's deadline) or return. Rows marked "one rank" are wrong on one rank only:
+the others must raise the same error instead of going on into a collective."""
+
+from __future__ import annotations
+
+import pickle
+import traceback
+
+import numpy as np
+
+import nvmathx.distributed as dist
+from nvmathx import InvalidStateError, NvmathxError, OperandError, OptionsError, UnsupportedOperandError
+from nvmathx.distributed import Box, Slab
+from nvmathx.distributed import fft as dfft
+
+
+def _ctx():
+    from nvmathx.distributed._context import current
+
+    return current()
+
+
+def _piece(global_shape=(8, 6), dtype=np.complex128, distribution=Slab.X, axes=None):
+    shape = dist.local_shape(global_shape, distribution, axes=axes)
+    return np.arange(np.prod(shape), dtype=np.float64).reshape(shape).astype(dtype) + 1
+
+
+def _on_rank(rank, bad, good):
+    """``bad`` on rank ``rank`` (the last rank when -1), ``good`` elsewhere."""
+    context = _ctx()
+    target = context.world_size - 1 if rank == -1 else rank
+    return bad() if context.rank == target else good()
+
+
+def _force():
+    return {"force_distributed": True} if _ctx().world_size == 1 else {}
+
+
+def _freed_fft():
+    plan = dfft.FFT(_piece(), options=_force())
+    plan.free()
+    plan.execute()
+
+
+def _unplanned_fft():
+    with dfft.FFT(_piece(), options=_force()) as plan:
+        plan.execute()
+
+
+def _reset_wrong_shape_one_rank():
+    with dfft.FFT(_piece(), options=_force()) as plan:
+        plan.plan()
+        good = _piece()
+        plan.reset_operand(_on_rank(-1, lambda: np.zeros((1, 6), np.complex128), lambda: good))
+
+
+def _wrong_slab_extent_one_rank():
+    """The last rank holds two planes too many along the split axis."""
+    good = _piece((8, 6))
+    bad = np.ones((good.shape[0] + 2, 6), np.complex128)
+    dfft.fft(_on_rank(-1, lambda: bad, lambda: good), options=_force())
+
+
+def _boxes_overlap():
+    context = _ctx()
+    # every rank claims the whole array as its input box
+    dfft.fft(np.ones((4, 4), np.complex128), (Box((0, 0), (4, 4)), Box((0, 0), (4, 4))), options=_force()) \
+        if context.world_size > 1 else dfft.fft(np.ones((4, 4), np.complex128),
+                                                (Box((0, 0), (4, 4)), Box((0, 0), (4, 3))), options=_force())
+
+
+def _finalized_call():
+    """Every distributed call after finalize() raises; initialize() again restores the world."""
+    from nvmathx.distributed import _context
+
+    group = _ctx().group
+    saved = _context._context
+    _context._context = None
+    try:
+        dfft.fft(_piece())
+    finally:
+        _context._context = saved
+        del group
+
+
+FFT_ROWS = [
+    ("fft: 1-D operand", OperandError, "x", lambda: dfft.fft(np.ones(8, np.complex128))),
+    ("fft: real operand for C2C", UnsupportedOperandError, "x", lambda: dfft.fft(_piece(dtype=np.float64))),
+    ("fft: complex operand for R2C", UnsupportedOperandError, "x", lambda: dfft.rfft(_piece())),
+    ("fft: int operand", UnsupportedOperandError, "x", lambda: dfft.fft(_piece(dtype=np.int64))),
+    ("fft: not C-contiguous", OperandError, "x",
+     lambda: dfft.fft(np.asfortranarray(_piece((8, 6), distribution=Slab.X)).T.copy().T)),
+    ("fft: bad norm", OptionsError, "norm", lambda: dfft.fft(_piece(), norm="sideways")),
+    ("fft: bad distribution", OptionsError, "distribution", lambda: dfft.fft(_piece(), "Z")),
+    ("fft: distribution of one box", OptionsError, "distribution", lambda: dfft.fft(_piece(), Box((0, 0), (8, 6)))),
+    ("fft: axes not the last ones", OptionsError, "axes", lambda: dfft.fft(_piece((2, 8, 6)), axes=(0, 1))),
+    ("fft: one axis", OptionsError, "axes", lambda: dfft.fft(_piece(), axes=(1,))),
+    ("fft: 4-D without axes", OptionsError, "axes", lambda: dfft.fft(np.ones((2, 2, 2, 2), np.complex128))),
+    ("fft: reshape not a bool", OptionsError, "reshape", lambda: dfft.fft(_piece(), reshape="yes")),
+    ("fft: unknown option", OptionsError, "options", lambda: dfft.fft(_piece(), options={"speed": 11})),
+    ("fft: bad option value", OptionsError, "options.loopback", lambda: dfft.fft(_piece(), options={"loopback": 2})),
+    ("fft: fft_type against the function", OptionsError, "options.fft_type",
+     lambda: dfft.fft(_piece(), options={"fft_type": "R2C"})),
+    ("fft: stream on the CPU", OptionsError, "stream", lambda: dfft.fft(_piece(), stream=0)),
+    ("fft: reshape=False with boxes", OptionsError, "options.reshape",
+     lambda: dfft.fft(_piece(), (Box((0, 0), _piece().shape), Box((0, 0), _piece().shape)), reshape=False)),
+    ("irfft: s of the wrong length", OptionsError, "s", lambda: dfft.irfft(_piece(), s=(8,))),
+    ("irfft: s changes a complex axis", OptionsError, "s", lambda: dfft.irfft(_piece(), s=(9, 10), options=_force())),
+    ("fft: freed plan", InvalidStateError, None, _freed_fft),
+    ("fft: execute before plan", InvalidStateError, None, _unplanned_fft),
+    ("fft: direction", OptionsError, "direction",
+     lambda: dfft.FFT(_piece(dtype=np.float64), options=_force()).execute("inverse")),
+    ("one rank: dtype differs", OperandError, "x",
+     lambda: dfft.fft(_on_rank(0, lambda: _piece(dtype=np.complex64), _piece), options=_force())),
+    ("one rank: axes differ", OperandError, "axes",
+     lambda: dfft.fft(_piece((2, 8, 6), axes=(1, 2)), axes=_on_rank(0, lambda: (0, 1, 2), lambda: (1, 2)),
+                      options=_force())),
+    ("one rank: norm bad", OptionsError, "norm",
+     lambda: dfft.fft(_piece(), norm=_on_rank(-1, lambda: "bad", lambda: "ortho"), options=_force())),
+    ("one rank: wrong slab extent", OperandError, "x", _wrong_slab_extent_one_rank),
+    ("one rank: reset_operand shape", OperandError, "x", _reset_wrong_shape_one_rank),
+    ("one rank: distribution differs", OperandError, "distribution",
+     lambda: dfft.fft(_piece(), _on_rank(0, lambda: Slab.Y, lambda: Slab.X), options=_force())),
+    ("boxes overlap or miss", OptionsError, "distribution", _boxes_overlap),
+    ("more ranks than planes", OperandError, "x",
+     lambda: dfft.fft(_piece((1, 8) if _ctx().world_size > 1 else (0, 8)), options=_force())),
+    ("after finalize", InvalidStateError, None, _finalized_call),
+    ("reshape: box of another shape", OperandError, "x",
+     lambda: dist.reshape(np.ones((2, 2)), Box((0, 0), (3, 3)), Box((0, 0), (3, 3)))),
+    ("reshape: boxes do not tile", OptionsError, "input_box",
+     lambda: dist.reshape(np.ones((2, 2)), Box((0, 0), (2, 2)), Box((0, 0), (2, 2)))
+     if _ctx().world_size > 1 else dist.reshape(np.ones((2, 2)), Box((1, 0), (3, 2)), Box((0, 0), (2, 2)))),
+    ("reshape: not a box", OptionsError, "output_box", lambda: dist.reshape(np.ones((2, 2)), Box((0, 0), (2, 2)), 5)),
+    ("Box: upper below lower", OptionsError, "upper", lambda: Box((2, 2), (1, 3))),
+    ("local_shape: rank out of range", OptionsError, "rank",
+     lambda: dist.local_shape((8, 8), Slab.X, rank=5, world_size=2)),
+]
+
+ROWS = FFT_ROWS
+
+
+def run(seed):
+    """{row id: (type name, message) raised, or ("FAILED", why)} on this rank."""
+    del seed  # the rows are fixed calls
+    outcomes = {}
+    for name, error_type, argument, call in ROWS:
+        if name.startswith("one rank:") and _ctx().world_size == 1:
+            outcomes[name] = ("SKIPPED", "needs two ranks")
+            continue
+        try:
+            call()
+        except NvmathxError as error:
+            message = str(error)
+            ok = isinstance(error, error_type) and (argument is None or message.startswith(f"{argument}:"))
+            pickle.dumps(error)
+            outcomes[name] = (type(error).__name__, message) if ok else ("FAILED", f"{type(error).__name__}: {message}")
+        except Exception:  # noqa: BLE001
+            outcomes[name] = ("FAILED", traceback.format_exc(limit=5))
+        else:
+            outcomes[name] = ("FAILED", "returned without raising")
+    return outcomes
