@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--case", action="append", default=[], metavar="GLOB", help="run only matching cases")
     parser.add_argument("--quick", action="store_true", help="small sizes: a fast check, not a measurement")
     parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="where to write <suite>.json/.png")
-    parser.add_argument("--device", type=int, default=0, help="CUDA device ordinal (default 0)")
+    parser.add_argument("--device", type=int, default=int(os.environ.get("LOCAL_RANK", 0)),
+                        help="CUDA device ordinal (default: LOCAL_RANK under torchrun, else 0)")
     parser.add_argument("--seed", type=int, default=0, help="seed of ctx.rng")
     parser.add_argument("--no-plot", action="store_true", help="write only the JSON")
     parser.add_argument("--list", action="store_true", help="list the suites and exit")
@@ -82,6 +83,7 @@ def main(argv=None) -> int:
         if result is None:
             print(f"[{name}] nothing to run here: no results written")
             continue
-        _emit(result, args)
+        if ctx.rank == 0:  # in a distributed run every rank measures, rank 0 writes
+            _emit(result, args)
         nvmathx_failed |= any("nvmathx" in case.get("errors", {}) for case in result["cases"])
     return 1 if nvmathx_failed else 0

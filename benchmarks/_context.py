@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 from typing import Any
 
 import numpy as np
@@ -70,7 +71,14 @@ class Context:
     seed: int = 0
     rng: Any = None
     l2_bytes: int = 0
+    rank: int = 0  # under torchrun or mpiexec: this process's rank and the world size (RANK, WORLD_SIZE)
+    world_size: int = 1
     _stream: Any = dataclasses.field(default=None, repr=False)
+
+    @property
+    def lockstep(self) -> bool:
+        """Whether timed calls are collective across processes (see ``gpu_time_ms_interleaved``)."""
+        return self.world_size > 1
 
     def __post_init__(self):
         if self.rng is None:
@@ -79,14 +87,15 @@ class Context:
     @classmethod
     def for_device(cls, peers, device_id: int = 0, *, quick: bool = False, seed: int = 0) -> "Context":
         """A context for ``device_id``, made current, with its L2 size; a CPU context without GPU."""
+        world = {"rank": int(os.environ.get("RANK", 0)), "world_size": int(os.environ.get("WORLD_SIZE", 1))}
         if gpu_status(device_id) is not None:
-            return cls(peers=tuple(peers), device_id=device_id, quick=quick, seed=seed)
+            return cls(peers=tuple(peers), device_id=device_id, quick=quick, seed=seed, **world)
         from nvmathx._core.device import ensure_device
 
         device = ensure_device(device_id)
         return cls(
             peers=tuple(peers), device_id=device_id, has_gpu=True, quick=quick, seed=seed,
-            l2_bytes=int(device.properties.l2_cache_size),
+            l2_bytes=int(device.properties.l2_cache_size), **world,
         )
 
     @property

@@ -149,7 +149,8 @@ def _measure_together(case: Case, targets: dict, ctx: Context) -> dict:
     if case.unit == "ms":
         options = {"warmup": case.warmup, "repeats": case.repeats, "warmup_ms": GPU_WARMUP_MS}
         options = {key: value for key, value in options.items() if value is not None}
-        return gpu_time_ms_interleaved(targets, stream=case.stream, device_id=ctx.device_id, **options)
+        return gpu_time_ms_interleaved(targets, stream=case.stream, device_id=ctx.device_id, lockstep=ctx.lockstep,
+                                       **options)
     options = {"iterations": case.iterations, "loops": case.loops}
     options = {key: value for key, value in options.items() if value is not None}
     return host_us_per_call_interleaved(targets, sync=ctx.sync if ctx.has_gpu else None, **options)
@@ -196,6 +197,7 @@ def run_case(case: Case, ctx: Context) -> dict:
     else:
         for library in libraries:
             _time_library(case, library, ctx, record)
+    record["params"] = dict(case.params)  # a setup may add what it measured (the distributed suite's t_a2a_ms)
     if case.note:
         record["note"] = case.note
     return record
@@ -222,5 +224,10 @@ def run_cases(name: str, cases, ctx: Context, patterns=(), progress=print) -> di
 
 
 def run_suite(name: str, ctx: Context, patterns=(), progress=print) -> dict | None:
-    """Run suite ``name`` (see :func:`run_cases`)."""
-    return run_cases(name, load_suite(name).cases(ctx), ctx, patterns, progress)
+    """Run suite ``name`` (see :func:`run_cases`). A suite module may define ``result_name(ctx)``,
+    the name its results are written under (the distributed suite: ``distributed_ws{N}``)."""
+    module = load_suite(name)
+    result = run_cases(name, module.cases(ctx), ctx, patterns, progress)
+    if result is not None and hasattr(module, "result_name"):
+        result["suite"] = module.result_name(ctx)
+    return result

@@ -129,7 +129,7 @@ def gpu_time_ms(fn, *, warmup: int = 10, repeats: int = 50, stream=None, device_
 
 
 def gpu_time_ms_interleaved(targets: dict, *, warmup: int = 10, repeats: int = 50, rounds: int = 5, stream=None,
-                            device_id: int = 0, warmup_ms: float = 0.0) -> dict:
+                            device_id: int = 0, warmup_ms: float = 0.0, lockstep: bool = False) -> dict:
     """:func:`gpu_time_ms` for several libraries at once, their timed calls interleaved.
 
     Every library is warmed up (``warmup`` calls each), then all of them run in turn for at least
@@ -143,6 +143,11 @@ def gpu_time_ms_interleaved(targets: dict, *, warmup: int = 10, repeats: int = 5
     ----------
     targets : dict
         Library name -> callable or list of callables (see :func:`as_rotation`).
+
+    lockstep : bool
+        Every process makes the same number of calls in the same order, decided by counts alone
+        (no warm-up by wall time, no repeats cut to a time budget): for collective calls across
+        the ranks of a distributed run, where one rank calling once more than another would hang.
 
     Returns
     -------
@@ -164,14 +169,14 @@ def gpu_time_ms_interleaved(targets: dict, *, warmup: int = 10, repeats: int = 5
     for name in names:
         run(name, max(warmup, 1))
         stream.sync()
-    deadline = time.perf_counter() + warmup_ms / 1e3
+    deadline = time.perf_counter() + (0 if lockstep else warmup_ms / 1e3)
     while time.perf_counter() < deadline:
         for name in names:
             run(name, 4)
             stream.sync()  # keep the queue short, so that wall time tracks GPU time
     counts = {}
     for name in names:
-        total = _affordable_repeats(_probe_ms(stream, lambda: run(name, 1)), repeats)
+        total = repeats if lockstep else _affordable_repeats(_probe_ms(stream, lambda: run(name, 1)), repeats)
         counts[name] = max(1, -(-total // max(rounds, 1)))
     samples = {name: [] for name in names}
     for round_index in range(max(rounds, 1)):
