@@ -228,7 +228,7 @@ MATMUL_STATEFUL = [
 ]
 
 FFT_FUNCTIONS = [
-    Row("fftn empty axes", lambda o: nfft.fftn(o.X, axes=()), O, "axes"),
+    Row("irfftn empty axes", lambda o: nfft.irfftn(o.X, axes=()), O, "axes"),
     Row("fftn repeated axes", lambda o: nfft.fftn(o.X, axes=(0, 0)), O, "axes"),
     Row("fftn axes that repeat modulo ndim", lambda o: nfft.fftn(o.X, axes=(0, -2)), O, "axes"),
     Row("fft2 axis out of range", lambda o: nfft.fft2(o.X, axes=(5, 0)), O, "axes"),
