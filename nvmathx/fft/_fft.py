@@ -18,7 +18,7 @@ from ._arguments import normalize_axes
 from ._callbacks import attachment, attachments_key
 from ._cpu import compute_array, cpu_plan_key
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
-from ._layout import C2C, C2R, R2C
+from ._layout import C2C, C2R, R2C, plan_layout
 from ._options import FFTOptions, normalize_direction
 
 __all__ = ["FFT"]
@@ -118,6 +118,8 @@ class FFT:
         self._device_id = self._execution.device_id
         self._stream = resolve_stream(stream, self._device_id, operand.adapter.current_stream)
         self._device = operand if operand.device_id >= 0 else stage_to_device(operand, self._device_id, self._stream)
+        if options.inplace:
+            _check_gpu_in_place(self._device, self._axes, self._lengths)
         self._streams = CallStreams(self._device_id, self._device.adapter.current_stream)
         self._blocking = options.blocking is True  # read once: execute() is the hot path
         self._aligned = real_input_aligned(fft_type, self._device.ptr, self._device.dtype.itemsize)
@@ -361,6 +363,16 @@ def _check_in_place(x, operand, inplace: bool) -> None:
     if problem is not None:
         raise OperandError("x", f"{problem}, but options.inplace writes the result into its memory; "
                                 "pass a writeable array whose elements do not share memory")
+
+
+def _check_gpu_in_place(device, axes, lengths) -> None:
+    """cuFFT writes in place only into layouts its passes can address (positive strides, nested
+    axes): checked here, with the pure layout planner, so that plan() cannot fail on it."""
+    try:
+        plan_layout(C2C, axes, lengths, device.shape, device.strides, device.strides, inplace=True)
+    except ValueError as error:
+        raise OperandError("x", f"has strides {tuple(device.strides)}, and on the GPU {error}; pass a view "
+                                "with positive strides, or run out of place") from None
 
 
 def _as_operand(result):

@@ -186,9 +186,9 @@ def _untransformed(kind: _Kind, x, key, plan, prolog=None, epilog=None):
     """``fftn(x, axes=[])`` and the like: ``x`` itself, as scipy.fft returns it, after the checks of
     any call (the dtype; a ``plan``, which is made for some axes, never serves no axis)."""
     check_dtype(kind.fft_type, wrap_operand(x, "x").dtype)
-    if prolog is not None or epilog is not None:
-        raise OptionsError("prolog" if prolog is not None else "epilog",
-                           "no axis is transformed, so no cuFFT pass would run the callback")
+    for role, value in (("prolog", prolog), ("epilog", epilog)):
+        if attachment(value, role, key[6]) is not None:
+            raise OptionsError(role, "no axis is transformed, so no cuFFT pass would run this callback")
     if plan is not None:
         _check_plan(plan, key, kind.name)
     return x

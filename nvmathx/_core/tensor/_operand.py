@@ -40,6 +40,8 @@ def may_overlap(shape, strides) -> bool:
     a zero (broadcast) stride or an overlapping one fails, and so may an interleaving that
     ``as_strided`` can make without overlap (the test is conservative there).
     """
+    if 0 in shape:
+        return False  # no element at all
     reach = 1  # elements spanned by the axes taken so far, plus one
     for stride, extent in sorted((abs(stride), extent) for extent, stride in zip(shape, strides) if extent > 1):
         if stride < reach:
