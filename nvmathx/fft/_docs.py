@@ -39,7 +39,8 @@ overwrite_x : bool, optional
     its copy of the operand (cuFFT's C2R overwrites its input); otherwise it is never written.
 workers : int, optional
     CPU threads for host operands (scipy.fft's ``workers``: -1 counts back from the number of
-    CPUs; numpy integers count as ints). GPU arrays take only None, as scipy.fft requires for arrays that are not numpy's.
+    CPUs; numpy integers count as ints). GPU arrays take only None, as scipy.fft requires for
+    arrays that are not numpy's.
 plan : nvmathx.fft.FFT, optional
     A stateful plan made for this call's problem: the same shape, dtype, axes, lengths, transform
     type ({fft_type} here) and execution space, and on the GPU the same strides and array library.

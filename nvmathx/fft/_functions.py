@@ -36,10 +36,17 @@ _resolved: dict = {}  # (ndim-shape, s, axes, form, c2r) -> (lengths, axes): arg
 _calls: dict = {}  # the whole pure part of a device call (see _prepare), keyed by the call's arguments
 
 
+def _types(s, axes) -> tuple:
+    """The types in ``s`` and ``axes`` (scalars or tuples), for the memo keys: 1.0, True or numpy's
+    bool equal 1, and without their types they would find the entry made for 1 and be taken."""
+    return (type(s) if type(s) is not tuple else tuple(map(type, s)),
+            type(axes) if type(axes) is not tuple else tuple(map(type, axes)))
+
+
 def _resolve(shape, s, axes, form, fft_type):
     """(lengths, axes) from scipy's ``n``/``s`` and ``axis``/``axes`` for a 1-D, 2-D or n-D form."""
     try:
-        key = (shape, s, axes, form, fft_type)
+        key = (shape, s, axes, form, fft_type, _types(s, axes))
         cached = _resolved.get(key)
     except TypeError:  # lists as s/axes: not hashable, resolve without the memo
         key = cached = None
@@ -126,7 +133,7 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
         # The signature holds the library: the cached plan allocates results in the operand's library.
         # cuFFT reads a real operand only from an address aligned to the complex element: the low bits count.
         low_bits = pointer & 15 if fft_type == R2C else 0
-        call = (kind, signature, s, axes, norm, overwrite_x, low_bits)
+        call = (kind, signature, s, axes, norm, overwrite_x, low_bits, _types(s, axes))
         prepared = _calls.get(call)
     except TypeError:  # lists as s/axes: not hashable
         call = prepared = None

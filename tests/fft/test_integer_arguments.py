@@ -130,6 +130,20 @@ def test_numpy_floats_and_bools_are_refused_as_python_ones(call, argument):
     assert info.value.argument == argument and str(info.value).startswith(f"{argument}: ")
 
 
+def test_a_float_or_bool_equal_to_an_int_is_refused_after_that_int_was_used(space, rng):
+    """The functions remember how they resolved each distinct call: 1.0 and True equal 1 but must not
+    find the int's entry."""
+    x = _on(space, rng.standard_normal((4, 8)) + 0j)
+    for warm in (lambda: nfft.fft(x, axis=-1), lambda: nfft.fft(x, n=1), lambda: nfft.fftn(x, s=(4, 8))):
+        warm()
+    for call, argument in ((lambda: nfft.fft(x, axis=-1.0), "axis"), (lambda: nfft.fft(x, n=np.True_), "n"),
+                           (lambda: nfft.fft(x, n=np.float64(1.0)), "n"),
+                           (lambda: nfft.fftn(x, s=(np.float64(4.0), 8)), "s")):
+        with pytest.raises(OptionsError) as info:
+            call()
+        assert info.value.argument == argument
+
+
 # -- array-likes --------------------------------------------------------------------------------------------
 
 
