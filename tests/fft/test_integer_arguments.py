@@ -185,3 +185,20 @@ def test_check_positive_int():
 def test_options_dataclasses_are_hashable_with_numpy_integers():
     assert dataclasses.replace(ExecutionCPU(2), num_threads=np.int64(3)) == ExecutionCPU(3)
     assert nfft.plan_cache.info(np.int64(0)).size >= 0
+
+
+@pytest.mark.gpu
+def test_numpy_integers_on_a_gpu(rng):
+    from helpers.torch_cuda import torch_with_cuda
+
+    cuda_torch = torch_with_cuda()
+    host = rng.standard_normal((4, 8)) + 1j * rng.standard_normal((4, 8))
+    x = cuda_torch.from_numpy(host).cuda()
+    got = nfft.fft(x, n=np.int64(6), axis=np.array(0))
+    assert relative_error(got.cpu().numpy(), dft_reference("fft", host, 6, 0)) < 1e-12
+    got = nfft.irfftn(x, s=np.array([5, 8]), axes=(np.int32(1), 0))
+    assert relative_error(got.cpu().numpy(), dft_reference("irfftn", host, (5, 8), (1, 0))) < 1e-12
+    with nfft.FFT(x, axes=[np.int64(-1)]) as f:
+        f.plan()
+        inverse = f.execute(np.int64(1))
+    assert relative_error(inverse.cpu().numpy(), 8 * dft_reference("ifft", host)) < 1e-12
