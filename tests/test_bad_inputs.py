@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from numpy.lib.stride_tricks import as_strided
 
 import nvmathx.fft as nfft
 from helpers.requirements import mathdx_missing
@@ -110,6 +111,11 @@ def _read_only(x):
 def _torch_cpu(host):
     torch = pytest.importorskip("torch")
     return torch.from_numpy(host)
+
+
+def _neg_view(host):
+    torch = pytest.importorskip("torch")
+    return torch._neg_view(torch.from_numpy(host))
 
 
 def _unsupported(dtype):
@@ -228,7 +234,7 @@ MATMUL_STATEFUL = [
 ]
 
 FFT_FUNCTIONS = [
-    Row("fftn empty axes", lambda o: nfft.fftn(o.X, axes=()), O, "axes"),
+    Row("irfftn empty axes", lambda o: nfft.irfftn(o.X, axes=()), O, "axes"),
     Row("fftn repeated axes", lambda o: nfft.fftn(o.X, axes=(0, 0)), O, "axes"),
     Row("fftn axes that repeat modulo ndim", lambda o: nfft.fftn(o.X, axes=(0, -2)), O, "axes"),
     Row("fft2 axis out of range", lambda o: nfft.fft2(o.X, axes=(5, 0)), O, "axes"),
@@ -278,6 +284,25 @@ FFT_FUNCTIONS = [
     Row("fftshift axes out of range", lambda o: nfft.fftshift(o.X, axes=5), O, "axes"),
     Row("ifftshift repeated axes", lambda o: nfft.ifftshift(o.X, axes=(1, 1)), O, "axes"),
     Row("fftshift of an object", lambda o: nfft.fftshift(object()), U, "x"),
+    Row("rfftn empty axes", lambda o: nfft.rfftn(o.R, axes=[]), O, "axes"),
+    Row("hfft2 empty axes", lambda o: nfft.hfft2(o.X, axes=()), O, "axes"),
+    Row("ihfftn s empty", lambda o: nfft.ihfftn(o.R, s=[]), O, "axes"),
+    Row("fftn s for no axis", lambda o: nfft.fftn(o.X, s=(4,), axes=[]), O, "s"),
+    Row("fftn empty axes with a plan", lambda o: nfft.fftn(o.X, axes=[], plan=_planned_fft(o.X)), P, "plan"),
+    Row("fft plan for other axes", lambda o: nfft.fft(o.X, plan=_planned_fft(o.X, axes=[0])), P, "plan"),
+    Row("fft plan of another dtype",
+        lambda o: nfft.fft(o.X, plan=_planned_fft(o(np.ones((4, 8), np.complex64)), axes=[1])), P, "plan"),
+    Row("fft plan for another length", lambda o: nfft.fft(o.X, n=16, plan=_planned_fft(o.X, axes=[1])), P, "plan"),
+    Row("ifft with an R2C plan", lambda o: nfft.ifft(o.X, plan=_planned_fft(o.R, axes=[1])), P, "plan"),
+    Row("irfft with a C2C plan", lambda o: nfft.irfft(o.X, plan=_planned_fft(o.X, axes=[1])), P, "plan"),
+    Row("rfft with a C2R plan",
+        lambda o: nfft.rfft(o.R, plan=_planned_fft(o.X, axes=[1], options={"fft_type": "C2R"})), P, "plan"),
+    Row("fft n a numpy float", lambda o: nfft.fft(o.X, n=np.float64(8.0)), O, "n"),
+    Row("fft axis a numpy float", lambda o: nfft.fft(o.X, axis=np.float32(1.0)), O, "axis"),
+    Row("fftn axes a float array", lambda o: nfft.fftn(o.X, axes=np.array([0.0, 1.0])), O, "axes"),
+    Row("fftn s with a numpy float", lambda o: nfft.fftn(o.X, s=(np.float64(4.0), 8)), O, "s"),
+    Row("fft workers numpy True", lambda o: nfft.fft(o.X, workers=np.True_), O, "workers"),
+    Row("fft workers a 0-d float array", lambda o: nfft.fft(o.X, workers=np.array(2.0)), O, "workers"),
 ]
 
 FFT_STATEFUL = [
@@ -324,6 +349,29 @@ FFT_STATEFUL = [
         lambda o: _planned_fft(o.X.copy(), options={"inplace": True}).reset_operand(_read_only(o.X)), P, "x",
         device=False),
     Row("FFT.reset_operand not an array", lambda o: _planned_fft(o.X).reset_operand("x"), U, "x"),
+    Row("FFT inplace of a torch conj view",
+        lambda o: nfft.FFT(_torch_cpu(o.X.copy()).conj(), options={"inplace": True}), P, "x", device=False),
+    Row("FFT inplace of a torch negative view", lambda o: nfft.FFT(_neg_view(o.X.copy()), options={"inplace": True}),
+        P, "x", device=False),
+    Row("FFT inplace of a torch expanded row",
+        lambda o: nfft.FFT(_torch_cpu(o.X.copy())[:1].expand(4, 8), options={"inplace": True}), P, "x", device=False),
+    Row("FFT inplace of a zero stride", lambda o: nfft.FFT(as_strided(o.X[0].copy(), (4, 8), (0, 16)),
+                                                            options={"inplace": True}), P, "x", device=False),
+    Row("FFT inplace of overlapping strides", lambda o: nfft.FFT(as_strided(o.X.copy(), (4, 8), (16, 16)),
+                                                                  options={"inplace": True}), P, "x", device=False),
+    Row("FFT inplace of a list", lambda o: nfft.FFT(o.X.tolist(), options={"inplace": True}), P, "x", device=False),
+    Row("FFT.reset_operand lazy conj view in place",
+        lambda o: _planned_fft(_torch_cpu(o.X.copy()), options={"inplace": True}).reset_operand(
+            _torch_cpu(o.X.copy()).conj()), P, "x", device=False),
+    Row("FFT axes a float array", lambda o: nfft.FFT(o.X, axes=np.array([0.5])), O, "axes"),
+    Row("FFT.execute direction numpy True", lambda o: _planned_fft(o.X).execute(np.True_), O, "direction"),
+    Row("FFT.execute direction -1.0", lambda o: _planned_fft(o.X).execute(-1.0), O, "direction"),
+    Row("FFT.execute direction a 0-d float array", lambda o: _planned_fft(o.X).execute(np.array(-1.0)), O,
+        "direction"),
+    Row("ExecutionCPU num_threads numpy True", lambda o: ExecutionCPU(num_threads=np.True_), O,
+        "execution.num_threads", device=False),
+    Row("ExecutionCPU num_threads a numpy float", lambda o: ExecutionCPU(num_threads=np.float64(2.0)), O,
+        "execution.num_threads", device=False),
 ]
 
 PLAN_CACHES = [

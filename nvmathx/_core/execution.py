@@ -19,15 +19,18 @@ class ExecutionCUDA:
     Parameters
     ----------
     device_id : int
-        The device ordinal. Operands on another device are rejected; host (numpy) operands are
-        copied to this device and the result is copied back.
+        The device ordinal (any integer, numpy's included; stored as an int). Operands on another
+        device are rejected; host (numpy) operands are copied to this device and the result is
+        copied back.
     """
 
     device_id: int = 0
     name = "cuda"
 
     def __post_init__(self):
-        check_positive_int(self.device_id, "execution.device_id", allow_zero=True)
+        # A frozen dataclass: the checked value (a plain int, also for numpy integers) is set this way.
+        object.__setattr__(self, "device_id", check_positive_int(self.device_id, "execution.device_id",
+                                                                 allow_zero=True))
 
 
 @dataclass(frozen=True)
@@ -38,14 +41,15 @@ class ExecutionCPU:
     ----------
     num_threads : int or None
         Worker threads where the CPU backend can use them (scipy.fft's ``workers``);
-        None lets the backend choose.
+        None lets the backend choose. Any integer >= 1, numpy's included, stored as an int.
     """
 
     num_threads: int | None = None
     name = "cpu"
 
     def __post_init__(self):
-        check_positive_int(self.num_threads, "execution.num_threads", allow_none=True)
+        object.__setattr__(self, "num_threads", check_positive_int(self.num_threads, "execution.num_threads",
+                                                                   allow_none=True))
 
 
 def normalize_execution(execution, operand_device_id: int, argument: str = "execution"):

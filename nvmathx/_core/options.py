@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 from .errors import OptionsError
 
-__all__ = ["check_or_create_options", "check_choice", "check_positive_int"]
+__all__ = ["check_or_create_options", "check_choice", "check_positive_int", "as_index"]
 
 
 def check_or_create_options(cls, value, argument: str):
@@ -37,10 +38,32 @@ def check_choice(value, choices, argument: str):
     return value
 
 
+def as_index(value) -> int | None:
+    """``value`` as a plain int when ``operator.index`` takes it (Python and numpy integers, 0-d
+    integer arrays), else None; bools, Python's or numpy's, are no integers here."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):  # numpy's without importing it
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def check_positive_int(value, argument: str, *, allow_none: bool = False, allow_zero: bool = False):
+    """``value`` as a plain int >= 1 (>= 0 with ``allow_zero``; None passes with ``allow_none``).
+
+    Every integer :func:`as_index` takes is accepted: numpy integer scalars and 0-d integer arrays
+    as well as Python ints.
+
+    Raises
+    ------
+    OptionsError
+        For anything else (the message names ``argument``).
+    """
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
+    number = as_index(value)
+    if number is None or number < (0 if allow_zero else 1):
         bound = ">= 0" if allow_zero else ">= 1"
         raise OptionsError(argument, f"expected an int {bound} (got {value!r})")
-    return value
+    return number

@@ -25,16 +25,18 @@ def _int_tuple(value, argument):
         return (_as_int(value, argument),)
 
 
-def normalize_axes(ndim: int, axes, argument: str = "axes") -> tuple:
-    """Non-negative, distinct axes of an ``ndim``-dimensional operand.
+def normalize_axes(ndim: int, axes, argument: str = "axes", *, allow_empty: bool = False) -> tuple:
+    """Non-negative, distinct axes of an ``ndim``-dimensional operand (integers of any kind that
+    ``operator.index`` takes, numpy's included).
 
     Raises
     ------
     OptionsError
-        For empty, repeated or out-of-range axes (the message names ``argument``).
+        For repeated or out-of-range axes, or none unless ``allow_empty`` (the message names
+        ``argument``).
     """
     axes = _int_tuple(axes, argument)
-    if not axes:
+    if not axes and not allow_empty:
         raise OptionsError(argument, "expected at least one axis (got an empty sequence)")
     result = []
     for axis in axes:
@@ -46,11 +48,14 @@ def normalize_axes(ndim: int, axes, argument: str = "axes") -> tuple:
     return tuple(result)
 
 
-def shape_and_axes(shape, s, axes, *, s_argument: str = "s", axes_argument: str = "axes") -> tuple:
+def shape_and_axes(shape, s, axes, *, s_argument: str = "s", axes_argument: str = "axes",
+                   allow_empty: bool = False) -> tuple:
     """(lengths, axes) for an n-dimensional transform, as scipy.fft resolves them.
 
     ``axes=None`` means every axis, or the last ``len(s)`` axes when ``s`` is given; ``s=None`` keeps
-    the operand's extents, and an entry of -1 in ``s`` keeps that one extent.
+    the operand's extents, and an entry of -1 in ``s`` keeps that one extent. No axis at all
+    (``axes=[]``, or ``s=[]`` without axes) gives ``((), ())`` where ``allow_empty``, else an
+    OptionsError naming ``axes``.
     """
     ndim = len(shape)
     if axes is None:
@@ -63,7 +68,7 @@ def shape_and_axes(shape, s, axes, *, s_argument: str = "s", axes_argument: str 
             if len(s) > ndim:
                 raise OptionsError(s_argument, f"has {len(s)} entries but the operand has {ndim} dimension(s)")
             axes = tuple(range(ndim - len(s), ndim))
-    axes = normalize_axes(ndim, axes, axes_argument)
+    axes = normalize_axes(ndim, axes, axes_argument, allow_empty=allow_empty)
     if s is None:
         return tuple(shape[axis] for axis in axes), axes
     s = _int_tuple(s, s_argument)

@@ -7,24 +7,24 @@ strings, long double) is refused before scipy sees it.
 
 from __future__ import annotations
 
-import numbers
 import os
 
 import numpy as np
 
 from .._core.errors import OptionsError
+from .._core.options import as_index
 from .._core.tensor import Operand, host_array, wrap_operand
-from ._gpu import check_dtype
+from ._gpu import check_dtype, plan_key
 
-__all__ = ["check_workers", "compute_array", "run_on_cpu"]
+__all__ = ["check_workers", "compute_array", "cpu_plan_key", "run_on_cpu"]
 
 _SINGLE_PRECISION = ("float16", "bfloat16")  # no half-precision transforms: computed in float32
 
 
 def check_workers(workers, on_device: bool = False):
     """``workers`` as scipy.fft takes it: None, a positive int, or -1 down to ``-os.cpu_count()``
-    (counting back from the number of CPUs). GPU arrays take only None, as scipy.fft requires for
-    arrays that are not numpy's.
+    (counting back from the number of CPUs); numpy integers and 0-d integer arrays count as ints,
+    bools do not. GPU arrays take only None, as scipy.fft requires for arrays that are not numpy's.
 
     Raises
     ------
@@ -35,14 +35,21 @@ def check_workers(workers, on_device: bool = False):
         return None
     if on_device:
         raise OptionsError("workers", f"is for host arrays; GPU arrays take workers=None (got {workers!r})")
-    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral):
+    number = as_index(workers)
+    if number is None:
         raise OptionsError("workers", f"expected an int or None (got {type(workers).__name__})")
     count = os.cpu_count() or 1
-    if workers == 0 or workers < -count:
+    if number == 0 or number < -count:
         raise OptionsError(
-            "workers", f"expected an int >= 1, or -1 down to -{count} (this machine's CPUs) (got {workers})"
+            "workers", f"expected an int >= 1, or -1 down to -{count} (this machine's CPUs) (got {number})"
         )
-    return int(workers)
+    return number
+
+
+def cpu_plan_key(fft_type, shape, dtype, axes, lengths) -> tuple:
+    """The key of a transform on the CPU, laid out as :func:`~nvmathx.fft.plan_key`'s with device -1:
+    scipy.fft takes any strides and array library, so neither is part of it."""
+    return plan_key(fft_type, shape, (), dtype, axes, lengths, -1)
 
 
 def compute_array(operand: Operand, *, writeable: bool = False) -> np.ndarray:

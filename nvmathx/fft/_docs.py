@@ -8,13 +8,21 @@ _ONE_D = """n : int, optional
     Length of the transformed axis of the {what}. The input is cropped or zero-padded to
     it{n_default}.
 axis : int, optional
-    The axis to transform (default: the last)."""
+    The axis to transform (default: the last). Here and in ``n``, numpy integers and 0-d integer
+    arrays count as ints; floats and bools are refused."""
 
 _N_D = """s : sequence of int, optional
     Lengths of the transformed axes of the {what}; each axis is cropped or zero-padded
     (-1 keeps an extent){n_default}.
 axes : sequence of int, optional
-    The axes to transform (default: {axes_default}). Axes must be distinct."""
+    The axes to transform (default: {axes_default}). Axes must be distinct.
+    Here and in ``s``, numpy integers and integer arrays count as ints; floats and bools are
+    refused. {no_axis}"""
+
+_NO_AXIS_C2C = """No axis (``axes=[]``, or ``s=[]`` without ``axes``) returns ``x``
+    itself, as scipy.fft does, after the checks of any call (an ``s`` with entries then raises)."""
+_NO_AXIS_REAL = """No axis (``axes=[]``, or ``s=[]`` without ``axes``) raises
+    OptionsError naming ``axes``, as scipy.fft refuses it."""
 
 _TEMPLATE = """{summary}
 
@@ -31,10 +39,13 @@ overwrite_x : bool, optional
     its copy of the operand (cuFFT's C2R overwrites its input); otherwise it is never written.
 workers : int, optional
     CPU threads for host operands (scipy.fft's ``workers``: -1 counts back from the number of
-    CPUs). GPU arrays take only None, as scipy.fft requires for arrays that are not numpy's.
+    CPUs; numpy integers count as ints). GPU arrays take only None, as scipy.fft requires for
+    arrays that are not numpy's.
 plan : nvmathx.fft.FFT, optional
-    A stateful plan made for the same operand layout, axes and lengths; its cuFFT plans are used
-    instead of the plan cache.{callbacks_text}
+    A stateful plan made for this call's problem: the same shape, dtype, axes, lengths, transform
+    type ({fft_type} here) and execution space, and on the GPU the same strides and array library.
+    It is checked alike on the CPU and the GPU; on the GPU its cuFFT plans are used instead of the
+    plan cache.{callbacks_text}
 
 Returns
 -------
@@ -44,10 +55,13 @@ out : array
 Raises
 ------
 OptionsError
-    For invalid ``n``/``s``, ``axis``/``axes`` (empty, repeated or out of range), ``norm`` or
-    ``workers`` (0, not an int, below ``-os.cpu_count()``, or not None with a GPU array).
+    For invalid ``n``/``s``, ``axis``/``axes`` (repeated or out of range; none for a real or
+    Hermitian transform), ``norm`` or ``workers`` (0, not an int, below ``-os.cpu_count()``, or
+    not None with a GPU array).
 OperandError
-    When ``plan`` was made for another problem.
+    When ``plan`` was made for another problem (the message names what differs).
+InvalidStateError
+    When ``plan`` has been freed.
 UnsupportedOperandError
     For an object that is not an array, a dtype neither bool, integer, floating nor complex of
     at most 64 bits per part (e.g. float128, strings, objects), or a complex operand of a
@@ -159,14 +173,23 @@ _SPECS = {
 def document(namespace: dict) -> None:
     """Set the docstring of every public transform in ``namespace``."""
     for name, (summary, form, what, norm_text, returns, see_also, example) in _SPECS.items():
+        complex_to_complex = name.lstrip("i").startswith("fft")
         n_default = "" if "default" in what else " (default: the operand's extent)"
         if form == 1:
             axis_text = _ONE_D.format(what=what, n_default=n_default)
         else:
             axes_default = "the last two" if form == 2 else "all, or the last ``len(s)``"
-            axis_text = _N_D.format(what=what, n_default=n_default, axes_default=axes_default)
+            no_axis = _NO_AXIS_C2C if complex_to_complex else _NO_AXIS_REAL
+            axis_text = _N_D.format(what=what, n_default=n_default, axes_default=axes_default, no_axis=no_axis)
         namespace[name].__doc__ = _TEMPLATE.format(
             summary=summary, axis_text=axis_text, norm_text=norm_text, returns=returns,
+            fft_type=_fft_type(name),
             callbacks_text="" if name.lstrip("i").startswith("h") else _CALLBACKS,
             see_also="\n".join(name.strip() for name in see_also.split(",")), example=example,
         )
+
+
+def _fft_type(name: str) -> str:
+    """The transform type of a public function, for its ``plan`` text."""
+    family = name.rstrip("2n")
+    return {"fft": "C2C", "ifft": "C2C", "rfft": "R2C", "ihfft": "R2C", "irfft": "C2R", "hfft": "C2R"}[family]

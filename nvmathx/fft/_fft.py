@@ -12,13 +12,13 @@ from .._core.execution import ExecutionCPU, normalize_execution
 from .._core.logs import get_logger
 from .._core.options import check_or_create_options
 from .._core.streams import CallStreams, resolve_stream
-from .._core.tensor import adapter_for, copy_to_host, is_read_only, stage_to_device, wrap_operand
+from .._core.tensor import adapter_for, copy_to_host, host_array, in_place_problem, stage_to_device, wrap_operand
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._arguments import normalize_axes
 from ._callbacks import attachment, attachments_key
-from ._cpu import compute_array
+from ._cpu import compute_array, cpu_plan_key
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
-from ._layout import C2C, C2R, R2C
+from ._layout import C2C, C2R, R2C, plan_layout
 from ._options import FFTOptions, normalize_direction
 
 __all__ = ["FFT"]
@@ -31,13 +31,18 @@ class FFT:
 
     Parameters
     ----------
-    x : array
+    x : array_like
         The operand: cupy, torch, jax or any DLPack / CUDA Array Interface array on a GPU, or a
-        numpy array (CPU by default; ``execution="cuda"`` copies it to the GPU and results back).
+        host array (numpy, torch CPU; CPU by default, ``execution="cuda"`` copies it to the GPU
+        and results back). Lists and tuples are taken as numpy takes them (``numpy.asarray``), as
+        the functions take them, and run like a numpy array.
     axes : sequence of int, optional
-        The transformed axes (default: all). Any number of axes and any strides are accepted.
+        The transformed axes (default: all), at least one: unlike ``fftn(x, axes=[])``, which returns
+        ``x``, an FFT with nothing to transform has nothing to plan. Any number of axes and any
+        strides are accepted; numpy integers count as ints.
     options : FFTOptions or dict, optional
-        fft_type, inplace, last_axis_parity, memory_resource, blocking, logger.
+        fft_type, inplace, last_axis_parity, memory_resource, blocking, logger. Frozen: the FFT keeps
+        the options it was made with (:attr:`options`).
     execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or dict, optional
         Where it runs (default: where the operand lives).
     stream : cuda.core Stream, object with ``__cuda_stream__``, int or None, optional
@@ -47,11 +52,15 @@ class FFT:
     Raises
     ------
     OperandError
-        For a 0-d operand, or a read-only one with ``options.inplace``.
+        For a 0-d operand, or, with ``options.inplace``, an operand whose memory cannot take the
+        result as its values: a lazy view (torch's ``x.conj()``, negative views), read-only memory,
+        elements that share memory (broadcast or overlapping strides), or a list (converted to a new
+        array).
     UnsupportedOperandError
         For an unsupported dtype (objects, strings, long double) on either execution space.
     OptionsError
-        For invalid axes or options, or a ``stream`` with CPU execution.
+        For invalid axes (empty, repeated, out of range) or options, or a ``stream`` with CPU
+        execution.
     DeviceUnavailableError
         For CUDA execution of a host operand on a machine without a CUDA driver or GPU.
 
@@ -60,7 +69,10 @@ class FFT:
     Transforms are unnormalised in both directions, as in cuFFT: ``execute("inverse")`` after
     ``execute("forward")`` gives ``N`` times the operand. The C2R result's last transformed axis
     has ``2 * (m - 1)`` points (``last_axis_parity="odd"``: ``2 * m - 1``). The operand is never
-    written unless ``options.inplace`` asks for it. As in scipy.fft, float16 and bfloat16 operands
+    written unless ``options.inplace`` asks for it; then ``execute()`` writes the result into the
+    operand's own memory and returns the operand, also for a host operand run on CUDA (the result
+    is copied back into it). ``options``, ``fft_type``, ``axes``, ``lengths``, ``operand_shape``
+    and ``key`` are read-only: the plans are made for them. As in scipy.fft, float16 and bfloat16 operands
     are computed in single precision and bool and integer operands in double precision (a real
     operand defaults to R2C); other dtypes raise UnsupportedOperandError.
 
@@ -78,22 +90,22 @@ class FFT:
 
     def __init__(self, x: ArrayLike, *, axes: Sequence[int] | None = None, options: OptionsLike = None,
                  execution: ExecutionLike = None, stream: StreamLike = None):
-        self.options = options = check_or_create_options(FFTOptions, options, "options")
-        operand = wrap_operand(x, "x")
+        self._options = options = check_or_create_options(FFTOptions, options, "options")
+        operand = wrap_operand(x, "x", array_like=True)
         if operand.ndim == 0:
             raise OperandError("x", "expected an array with at least one dimension (got a 0-d array)")
         self._execution = normalize_execution(execution, operand.device_id)
-        self.fft_type = _fft_type(options, operand.dtype)
-        check_dtype(self.fft_type, operand.dtype)
-        self.axes = normalize_axes(operand.ndim, range(operand.ndim) if axes is None else axes)
-        self.lengths = _lengths(self.fft_type, operand.shape, self.axes, options.last_axis_parity)
-        if options.inplace and (self.fft_type != C2C or operand.dtype.kind != "c"):
+        self._fft_type = fft_type = _fft_type(options, operand.dtype)
+        check_dtype(fft_type, operand.dtype)
+        self._axes = normalize_axes(operand.ndim, range(operand.ndim) if axes is None else axes)
+        self._lengths = _lengths(fft_type, operand.shape, self._axes, options.last_axis_parity)
+        if options.inplace and (fft_type != C2C or operand.dtype.kind != "c"):
             raise OptionsError("options.inplace", "only a C2C transform of a complex operand can run in place")
-        _check_writeable(operand, options.inplace)
-        self.operand_shape = tuple(operand.shape)
+        _check_in_place(x, operand, options.inplace)
+        self._operand_shape = tuple(operand.shape)
         self._user = operand
         self._on_cpu = isinstance(self._execution, ExecutionCPU)
-        self._default_direction = normalize_direction(None, self.fft_type)
+        self._default_direction = normalize_direction(None, fft_type)
         self._transform = None
         self._freed = False
         self._logger = get_logger(options.logger)
@@ -101,20 +113,55 @@ class FFT:
             if stream is not None:
                 raise OptionsError("stream", "CPU execution takes no stream")
             self._device_id = -1
-            self.key = ("cpu", self.fft_type, self.operand_shape, operand.dtype.name, self.axes, self.lengths)
+            self._key = cpu_plan_key(fft_type, operand.shape, operand.dtype, self._axes, self._lengths)
             return
         self._device_id = self._execution.device_id
         self._stream = resolve_stream(stream, self._device_id, operand.adapter.current_stream)
         self._device = operand if operand.device_id >= 0 else stage_to_device(operand, self._device_id, self._stream)
+        if options.inplace:
+            _check_gpu_in_place(self._device, self._axes, self._lengths)
         self._streams = CallStreams(self._device_id, self._device.adapter.current_stream)
         self._blocking = options.blocking is True  # read once: execute() is the hot path
-        self._aligned = real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize)
+        self._aligned = real_input_aligned(fft_type, self._device.ptr, self._device.dtype.itemsize)
         self._callbacks = {}  # "prolog"/"epilog" -> Attachment, given to plan()
-        self.key = self._plan_key()
+        self._key = self._plan_key()
+
+    # -- what was planned (read-only: the plan is made for them) ----------------------------------------
+
+    @property
+    def options(self) -> FFTOptions:
+        """The :class:`FFTOptions` this FFT was made with (frozen)."""
+        return self._options
+
+    @property
+    def fft_type(self) -> str:
+        """"C2C", "R2C" or "C2R"."""
+        return self._fft_type
+
+    @property
+    def axes(self) -> tuple:
+        """The transformed axes, non-negative."""
+        return self._axes
+
+    @property
+    def lengths(self) -> tuple:
+        """The logical transform length along each transformed axis."""
+        return self._lengths
+
+    @property
+    def operand_shape(self) -> tuple:
+        """The operand's shape."""
+        return self._operand_shape
+
+    @property
+    def key(self) -> tuple:
+        """The problem this FFT serves, laid out as :func:`plan_key`'s result (device -1 on the CPU);
+        a function given ``plan=self`` checks that its own problem has this key."""
+        return self._key
 
     def _plan_key(self) -> tuple:
         device = self._device
-        return plan_key(self.fft_type, device.shape, device.strides, device.dtype, self.axes, self.lengths,
+        return plan_key(self._fft_type, device.shape, device.strides, device.dtype, self._axes, self._lengths,
                         self._device_id, device.package, False, self._aligned,
                         attachments_key(self._callbacks.get("prolog"), self._callbacks.get("epilog")))
 
@@ -153,16 +200,16 @@ class FFT:
             return
         self._callbacks = {"prolog": attachment(prolog, "prolog", self._device_id),
                            "epilog": attachment(epilog, "epilog", self._device_id)}
-        self.key = self._plan_key()
+        self._key = self._plan_key()
         self._make_transform()
 
     def _make_transform(self) -> None:
-        transform = GpuTransform(self._device, self.fft_type, self.axes, self.lengths,
-                                 memory_resource=self.options.memory_resource, inplace=self.options.inplace,
+        transform = GpuTransform(self._device, self._fft_type, self._axes, self._lengths,
+                                 memory_resource=self._options.memory_resource, inplace=self._options.inplace,
                                  input_aligned=self._aligned, **self._callbacks)
         steps = len(transform.layout.steps) if transform.plan is not None else 0
         self._logger.info("FFT planned: %s over axes %s, lengths %s, %d step(s), %d bytes of work area and scratch",
-                          self.fft_type, self.axes, self.lengths, steps, transform.memory_bytes)
+                          self._fft_type, self._axes, self._lengths, steps, transform.memory_bytes)
         self._transform = transform
 
     # -- execution --------------------------------------------------------------------------------------
@@ -186,7 +233,7 @@ class FFT:
         if transform is None:
             self._check_valid()
             raise InvalidStateError("call plan() before execute()")
-        sign = self._default_direction if direction is None else normalize_direction(direction, self.fft_type)
+        sign = self._default_direction if direction is None else normalize_direction(direction, self._fft_type)
         if self._on_cpu:
             if stream is not None:
                 raise OptionsError("stream", "CPU execution takes no stream")
@@ -195,26 +242,35 @@ class FFT:
         device = self._device
         result = transform.execute(device.ptr, device.obj, holder, sign)
         if device is not self._user:
-            return copy_to_host(_as_operand(result), self._user, holder)
+            return self._copy_back(result, holder)
         if self._blocking:
             cuda_driver.stream_synchronize(holder.handle)
         return result
 
+    def _copy_back(self, result, holder):
+        """A host operand's result, copied from the GPU: a new array, or in place the operand itself."""
+        host = copy_to_host(_as_operand(result), self._user, holder)
+        if not self._options.inplace:
+            return host
+        # The operand was staged through a copy: its own memory, in any layout, takes the values.
+        host_array(self._user, writeable=True)[...] = host_array(_as_operand(host))
+        return self._user.obj
+
     def _execute_cpu(self, sign):
         import scipy.fft
 
-        names = _CPU_FUNCTIONS[self.fft_type]
+        names = _CPU_FUNCTIONS[self._fft_type]
         function = getattr(scipy.fft, names[0] if sign < 0 else names[1])
         workers = self._execution.num_threads
         x = self._user.obj
-        host = compute_array(self._user, writeable=self.options.inplace)  # torch CPU tensors share memory
+        host = compute_array(self._user, writeable=self._options.inplace)  # torch CPU tensors share memory
         with scipy.fft.set_backend("scipy", only=True):
-            if self.fft_type == C2R:
-                result = function(host, s=self.lengths, axes=self.axes, norm="forward", workers=workers)
+            if self._fft_type == C2R:
+                result = function(host, s=self._lengths, axes=self._axes, norm="forward", workers=workers)
             else:
                 norm = "backward" if sign < 0 else "forward"  # unnormalised both ways, as cuFFT
-                result = function(host, axes=self.axes, norm=norm, workers=workers)
-        if self.options.inplace:
+                result = function(host, axes=self._axes, norm=norm, workers=workers)
+        if self._options.inplace:
             host[...] = result
             return x
         return self._user.adapter.from_host(result)
@@ -227,12 +283,13 @@ class FFT:
         Raises
         ------
         OperandError
-            When ``x`` differs in any of those (the message says what was expected).
+            When ``x`` differs in any of those (the message says what was expected), or, with
+            ``options.inplace``, when its memory cannot take the result (see :class:`FFT`).
         InvalidStateError
             After ``free()``.
         """
         self._check_valid()
-        operand = wrap_operand(x, "x")
+        operand = wrap_operand(x, "x", array_like=True)
         old = self._user
         for what, new, expected in (("shape", tuple(operand.shape), tuple(old.shape)),
                                     ("strides", tuple(operand.strides), tuple(old.strides)),
@@ -240,16 +297,16 @@ class FFT:
                                     ("library", operand.package, old.package)):
             if new != expected:
                 raise OperandError("x", f"the new operand's {what} is {new}, the plan's is {expected}")
-        _check_writeable(operand, self.options.inplace)
+        _check_in_place(x, operand, self._options.inplace)
         self._user = operand
         if self._on_cpu:
             return
         # A host operand of the same layout stages to the same device layout the plan was made for.
         self._device = operand if operand.device_id >= 0 else stage_to_device(operand, self._device_id, self._stream)
-        if self._aligned and not real_input_aligned(self.fft_type, self._device.ptr, self._device.dtype.itemsize):
+        if self._aligned and not real_input_aligned(self._fft_type, self._device.ptr, self._device.dtype.itemsize):
             # cuFFT cannot read this operand directly: re-plan with a first copy (which reads any operand).
             self._aligned = False
-            self.key = self._plan_key()
+            self._key = self._plan_key()
             if self._transform is not None:
                 self._transform.free()
                 self._transform = None
@@ -258,11 +315,12 @@ class FFT:
     # -- lifetime ---------------------------------------------------------------------------------------
 
     def _transform_for_key(self, key):
-        """This plan's GPU transform when it serves ``key`` (used by the functions' ``plan=``)."""
+        """This plan's transform (a GPU transform, or a marker on the CPU) when it serves ``key``, else
+        None (used by the functions' ``plan=``)."""
         self._check_valid()
         if self._transform is None:
             self.plan()
-        return self._transform if key == self.key and not self._on_cpu else None
+        return self._transform if key == self._key else None
 
     def _check_valid(self):
         if self._freed:
@@ -289,7 +347,7 @@ class FFT:
     def __repr__(self) -> str:
         state = "freed" if self._freed else ("planned" if self._transform is not None else "unplanned")
         where = "cpu" if self._on_cpu else f"cuda:{self._device_id}"
-        return f"FFT({self.fft_type}, shape={self.operand_shape}, axes={self.axes}, {where}, {state})"
+        return f"FFT({self._fft_type}, shape={self._operand_shape}, axes={self._axes}, {where}, {state})"
 
 
 class _CpuPlan:
@@ -299,9 +357,22 @@ class _CpuPlan:
         pass
 
 
-def _check_writeable(operand, inplace: bool) -> None:
-    if inplace and is_read_only(operand):
-        raise OperandError("x", "is read-only, but options.inplace writes the result into it; pass a writeable array")
+def _check_in_place(x, operand, inplace: bool) -> None:
+    """In place, the result goes into the operand's memory: that memory must be ``x``'s values."""
+    problem = in_place_problem(x, operand) if inplace else None
+    if problem is not None:
+        raise OperandError("x", f"{problem}, but options.inplace writes the result into its memory; "
+                                "pass a writeable array whose elements do not share memory")
+
+
+def _check_gpu_in_place(device, axes, lengths) -> None:
+    """cuFFT writes in place only into layouts its passes can address (positive strides, nested
+    axes): checked here, with the pure layout planner, so that plan() cannot fail on it."""
+    try:
+        plan_layout(C2C, axes, lengths, device.shape, device.strides, device.strides, inplace=True)
+    except ValueError as error:
+        raise OperandError("x", f"has strides {tuple(device.strides)}, and on the GPU {error}; pass a view "
+                                "with positive strides, or run out of place") from None
 
 
 def _as_operand(result):

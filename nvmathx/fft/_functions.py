@@ -13,9 +13,9 @@ from .._core.plan_cache import PlanCache
 from .._core.tensor import as_array, key_function, operand_keys, wrap_operand
 from ._arguments import one_axis, shape_and_axes
 from ._callbacks import attachment, attachments_key
-from ._cpu import check_workers, run_on_cpu
+from ._cpu import check_workers, cpu_plan_key, run_on_cpu
 from ._fft import FFT
-from ._gpu import GpuTransform, plan_key, real_input_aligned
+from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
 from ._normalize import check_norm, scale_factor, swap_direction
 
@@ -36,10 +36,17 @@ _resolved: dict = {}  # (ndim-shape, s, axes, form, c2r) -> (lengths, axes): arg
 _calls: dict = {}  # the whole pure part of a device call (see _prepare), keyed by the call's arguments
 
 
+def _types(s, axes) -> tuple:
+    """The types in ``s`` and ``axes`` (scalars or tuples), for the memo keys: 1.0, True or numpy's
+    bool equal 1, and without their types they would find the entry made for 1 and be taken."""
+    return (type(s) if type(s) is not tuple else tuple(map(type, s)),
+            type(axes) if type(axes) is not tuple else tuple(map(type, axes)))
+
+
 def _resolve(shape, s, axes, form, fft_type):
     """(lengths, axes) from scipy's ``n``/``s`` and ``axis``/``axes`` for a 1-D, 2-D or n-D form."""
     try:
-        key = (shape, s, axes, form, fft_type)
+        key = (shape, s, axes, form, fft_type, _types(s, axes))
         cached = _resolved.get(key)
     except TypeError:  # lists as s/axes: not hashable, resolve without the memo
         key = cached = None
@@ -48,7 +55,12 @@ def _resolve(shape, s, axes, form, fft_type):
     if form == 1:
         lengths, axes_ = one_axis(shape, s, axes)
     else:
-        lengths, axes_ = shape_and_axes(shape, s, axes)
+        lengths, axes_ = shape_and_axes(shape, s, axes, allow_empty=True)
+        if not axes_ and fft_type != C2C:
+            raise OptionsError("axes", "a real-to-complex or complex-to-real transform needs at least one axis "
+                                       "(got none; only the complex fftn/ifftn/fft2/ifft2 return x for no axis)")
+    if not axes_:
+        return lengths, axes_  # nothing to transform: the input is the result, as in scipy.fft
     if fft_type == C2R and s is None:
         # A C2R transform without a length reads m complex values and makes 2 * (m - 1) points (an
         # explicit -1 in s keeps the extent m, as scipy.fft does).
@@ -114,15 +126,14 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
     if device_id < 0:
         if prolog is not None or epilog is not None:
             raise OptionsError("prolog" if prolog is not None else "epilog", "callbacks run on cuFFT: pass a GPU array")
-        return _on_cpu(name, x, form=form, fft_type=fft_type, s=s, axes=axes, norm=norm, overwrite_x=overwrite_x,
-                       workers=workers, plan=plan)
+        return _on_cpu(kind, x, s, axes, norm, overwrite_x, workers, plan)
     if workers is not None:  # scipy.fft's rule for arrays that are not numpy's
         check_workers(workers, on_device=True)
     try:
         # The signature holds the library: the cached plan allocates results in the operand's library.
         # cuFFT reads a real operand only from an address aligned to the complex element: the low bits count.
         low_bits = pointer & 15 if fft_type == R2C else 0
-        call = (kind, signature, s, axes, norm, overwrite_x, low_bits)
+        call = (kind, signature, s, axes, norm, overwrite_x, low_bits, _types(s, axes))
         prepared = _calls.get(call)
     except TypeError:  # lists as s/axes: not hashable
         call = prepared = None
@@ -133,6 +144,8 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
         if call is not None and len(_calls) < _RESOLVED_LIMIT:
             _calls[call] = prepared
     key, resolved_axes, lengths, overwrite, factor, aligned, copies, fuse = prepared
+    if not resolved_axes:
+        return _untransformed(kind, x, key, plan, prolog, epilog)
     if copies:
         x = wrap_operand(x, "x").obj
         pointer = key_of(x)[1]
@@ -142,7 +155,7 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
                     "epilog": attachment(epilog, "epilog", device_id)}
         key = key + (attachments_key(attached["prolog"], attached["epilog"]),)
     if plan is not None:
-        transform = _check_plan(plan, key)
+        transform = _check_plan(plan, key, name)
     else:
         transform = plan_cache.get(device_id, key)
         if transform is None:
@@ -159,31 +172,72 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
     return transform.execute(pointer, x, transform.streams(), direction, factor, conj, fuse)
 
 
-def _on_cpu(name, x, *, form, fft_type, s, axes, norm, overwrite_x, workers, plan):
-    """A host operand: checked as on the GPU, run by scipy.fft (a lazy view materialised first)."""
+def _on_cpu(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan):
+    """A host operand: checked as on the GPU (``plan`` included), run by scipy.fft on the resolved
+    lengths and axes (a lazy view materialised first)."""
+    name, fft_type, form = kind.name, kind.fft_type, kind.form
     operand = wrap_operand(x, "x")
-    x, shape = operand.obj, operand.shape
     check_norm(norm)
-    _resolve(shape, s, axes, form, fft_type)
+    lengths, resolved_axes = _resolve(operand.shape, s, axes, form, fft_type)
+    key = cpu_plan_key(fft_type, operand.shape, operand.dtype, resolved_axes, lengths)
+    if not resolved_axes:
+        check_workers(workers)
+        return _untransformed(kind, x, key, plan)
     if plan is not None:
-        _check_cpu_plan(plan, shape)
-    return run_on_cpu(name, fft_type, x, s, axes, norm, overwrite_x, workers=workers)
+        _check_plan(plan, key, name)
+    s, axes = (lengths[0], resolved_axes[0]) if form == 1 else (lengths, resolved_axes)
+    return run_on_cpu(name, fft_type, operand.obj, s, axes, norm, overwrite_x, workers=workers)
 
 
-def _check_plan(plan, key):
+def _untransformed(kind: _Kind, x, key, plan, prolog=None, epilog=None):
+    """``fftn(x, axes=[])`` and the like: ``x`` itself, as scipy.fft returns it, after the checks of
+    any call (the dtype; a ``plan``, which is made for some axes, never serves no axis)."""
+    check_dtype(kind.fft_type, wrap_operand(x, "x").dtype)
+    for role, value in (("prolog", prolog), ("epilog", epilog)):
+        if attachment(value, role, key[6]) is not None:
+            raise OptionsError(role, "no axis is transformed, so no cuFFT pass would run this callback")
+    if plan is not None:
+        _check_plan(plan, key, kind.name)
+    return x
+
+
+_KEY_FIELDS = ("fft type", "shape", "strides", "dtype", "axes", "lengths", "device", "array library", "overwrite_x",
+               "operand alignment", "callbacks")  # plan_key()'s layout
+
+
+def _check_plan(plan, key, name):
+    """The transform of ``plan`` (an FFT) for a call whose problem has ``key``, on either space.
+
+    Raises
+    ------
+    OptionsError
+        When ``plan`` is no FFT.
+    InvalidStateError
+        When it has been freed.
+    OperandError
+        When it was made for another problem (the message says what differs).
+    """
     if not isinstance(plan, FFT):
         raise OptionsError("plan", f"expected an nvmathx.fft.FFT or None (got {type(plan).__name__})")
     transform = plan._transform_for_key(key)
     if transform is None:
-        raise OperandError("plan", f"the plan was made for another problem ({plan.key}); this call needs {key}")
+        raise OperandError("plan", _difference(plan.key, key, name))
     return transform
 
 
-def _check_cpu_plan(plan, shape):
-    if not isinstance(plan, FFT):
-        raise OptionsError("plan", f"expected an nvmathx.fft.FFT or None (got {type(plan).__name__})")
-    if plan.operand_shape != tuple(shape):
-        raise OperandError("plan", f"the plan was made for shape {plan.operand_shape}, not {tuple(shape)}")
+def _difference(made, needed, name) -> str:
+    """What differs between the problem a plan was made for and the one a call of ``name`` needs."""
+    if made[6] != needed[6]:
+        return f"was made for {_space(made[6])}, but {name} of this operand runs on {_space(needed[6])}"
+    padding = len(_KEY_FIELDS)
+    for field, was, wanted in zip(_KEY_FIELDS, made + ((),) * padding, needed + ((),) * padding):
+        if was != wanted:
+            return f"was made for {field} {was}, but this {name} call needs {field} {wanted}"
+    return f"was made for another problem ({made}); this {name} call needs {needed}"
+
+
+def _space(device_id: int) -> str:
+    return "the CPU" if device_id < 0 else f"GPU {device_id}"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._core.errors import OptionsError
 from .._core.memory import check_memory_resource
-from .._core.options import check_choice
+from .._core.options import as_index, check_choice
 
 __all__ = ["FFTOptions", "FFT_TYPES", "DIRECTIONS", "normalize_direction"]
 
@@ -16,9 +16,12 @@ FFT_TYPES = ("C2C", "R2C", "C2R")
 DIRECTIONS = {"forward": -1, "inverse": +1, -1: -1, +1: +1}
 
 
-@dataclass
+@dataclass(frozen=True)
 class FFTOptions:
-    """Options of :class:`nvmathx.fft.FFT`.
+    """Options of :class:`nvmathx.fft.FFT` (frozen, like every nvmathx options class).
+
+    Fields are checked when the options are made, and cannot be assigned afterwards: a changed
+    copy comes from :func:`dataclasses.replace`, which checks the new values again.
 
     Parameters
     ----------
@@ -42,6 +45,16 @@ class FFTOptions:
     ------
     OptionsError
         When a field has an invalid value (the message names the field).
+    dataclasses.FrozenInstanceError
+        When a field is assigned.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from nvmathx.fft import FFTOptions
+    >>> options = FFTOptions(fft_type="C2R")
+    >>> dataclasses.replace(options, last_axis_parity="odd").last_axis_parity
+    'odd'
     """
 
     fft_type: str | None = None
@@ -63,11 +76,12 @@ class FFTOptions:
 
 
 def normalize_direction(direction, fft_type: str, argument: str = "direction") -> int:
-    """-1 (forward) or +1 (inverse); None picks the transform's natural direction."""
+    """-1 (forward) or +1 (inverse); None picks the transform's natural direction. Integers of any
+    kind (numpy's, 0-d arrays) count; bools and floats do not."""
     if direction is None:
         return +1 if fft_type == "C2R" else -1
-    key = direction.lower() if isinstance(direction, str) else direction
-    if isinstance(key, bool) or key not in DIRECTIONS:
+    key = direction.lower() if isinstance(direction, str) else as_index(direction)
+    if key not in DIRECTIONS:
         raise OptionsError(argument, f"expected 'forward', 'inverse', -1 or +1 (got {direction!r})")
     value = DIRECTIONS[key]
     if fft_type == "R2C" and value != -1 or fft_type == "C2R" and value != +1:

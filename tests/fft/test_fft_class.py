@@ -1,5 +1,7 @@
 """The stateful FFT on the CPU execution space: results, lifecycle and errors."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -115,3 +117,28 @@ def test_bad_direction(rng):
 def test_c2r_needs_complex(rng):
     with pytest.raises(OptionsError, match="C2R"):
         nfft.FFT(rng.standard_normal(8), options={"fft_type": "C2R"})
+
+
+def test_what_was_planned_is_read_only(rng):
+    x = _complex((4, 6), rng)
+    original = x.copy()
+    options = nfft.FFTOptions(inplace=False)
+    with nfft.FFT(x, axes=[1], options=options) as f:
+        assert f.options is options
+        described = (f.options, f.fft_type, f.axes, f.lengths, f.operand_shape, f.key)
+        for name, value in (("options", nfft.FFTOptions(inplace=True)), ("fft_type", "R2C"), ("axes", (0,)),
+                            ("lengths", (3,)), ("operand_shape", (4, 3)), ("key", ())):
+            with pytest.raises(AttributeError):
+                setattr(f, name, value)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            f.options.inplace = True
+        assert (f.options, f.fft_type, f.axes, f.lengths, f.operand_shape, f.key) == described
+        assert described[1:5] == ("C2C", (1,), (6,), (4, 6))
+        f.plan()
+        assert relative_error(f.execute(), np.fft.fft(x, axis=1)) < 1e-12
+    np.testing.assert_array_equal(x, original)
+
+
+def test_options_given_as_a_dict_become_frozen_options(rng):
+    with nfft.FFT(rng.standard_normal(8), options={"fft_type": "R2C"}) as f:
+        assert f.options == nfft.FFTOptions(fft_type="R2C")

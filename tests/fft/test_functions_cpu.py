@@ -111,7 +111,7 @@ def test_overwrite_x_is_accepted_and_input_intact_by_default(rng):
 
 
 @pytest.mark.parametrize("call,argument", [
-    (lambda x: nfft.fftn(x, axes=()), "axes"),
+    (lambda x: nfft.irfftn(x, axes=()), "axes"),
     (lambda x: nfft.fftn(x, axes=(0, 0)), "axes"),
     (lambda x: nfft.fftn(x, axes=(0, -2)), "axes"),
     (lambda x: nfft.fft2(x, axes=(5, 0)), "axes"),

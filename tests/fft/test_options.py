@@ -1,5 +1,6 @@
 """FFTOptions, direction and norm arguments, and the pure argument normalisation."""
 
+import dataclasses
 import math
 
 import pytest
@@ -58,3 +59,16 @@ def test_axes_and_lengths():
         with pytest.raises(OptionsError) as info:
             call()
         assert info.value.argument == argument
+
+
+def test_options_are_frozen_and_replace_checks_again():
+    options = FFTOptions(fft_type="C2R")
+    for field, value in (("fft_type", "X2Y"), ("inplace", True), ("last_axis_parity", "odd"), ("blocking", False)):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(options, field, value)
+    assert options == FFTOptions(fft_type="C2R")
+    assert dataclasses.replace(options, last_axis_parity="odd").last_axis_parity == "odd"
+    for field, value in (("fft_type", "X2Y"), ("inplace", "yes"), ("last_axis_parity", 1), ("blocking", False)):
+        with pytest.raises(OptionsError) as info:
+            dataclasses.replace(options, **{field: value})
+        assert info.value.argument == f"options.{field}"

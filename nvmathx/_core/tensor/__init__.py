@@ -19,8 +19,8 @@ from ._lookup import (
     resolve_operand,
     wrap_operand,
 )
-from ._operand import Operand, c_strides, f_strides
-from ._transfer import allocate_like, copy_to_host, host_array, is_read_only, stage_to_device
+from ._operand import Operand, c_strides, f_strides, may_overlap
+from ._transfer import allocate_like, copy_to_host, host_array, in_place_problem, is_read_only, stage_to_device
 
 __all__ = [
     "Adapter",
@@ -39,4 +39,6 @@ __all__ = [
     "copy_to_host",
     "host_array",
     "is_read_only",
+    "in_place_problem",
+    "may_overlap",
 ]

@@ -79,6 +79,11 @@ class Adapter:
         """``obj`` with any lazy view materialised (``obj`` itself when it is none)."""
         return obj
 
+    def lazy_view(self, obj) -> str | None:
+        """What kind of lazy view ``obj`` is (an array whose memory does not hold its values, such as
+        torch's conjugate and negative views), or None for an ordinary array."""
+        return None
+
     @staticmethod
     def stream_handle(stream) -> int | None:
         """The raw handle of one of this library's stream objects that lacks ``__cuda_stream__``

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Operand", "c_strides", "f_strides", "span_bytes"]
+__all__ = ["Operand", "c_strides", "f_strides", "may_overlap", "span_bytes"]
 
 
 def c_strides(shape) -> tuple:
@@ -30,6 +30,24 @@ def span_bytes(shape, strides, itemsize) -> int:
     if any(extent == 0 for extent in shape):
         return 0
     return (sum((extent - 1) * abs(stride) for extent, stride in zip(shape, strides)) + 1) * itemsize
+
+
+def may_overlap(shape, strides) -> bool:
+    """Whether two elements of an array of ``shape`` and ``strides`` may share memory.
+
+    False is proven: taken by increasing magnitude, every stride steps past all the elements that
+    the smaller ones reach. Every dense array and every slice, transpose or reversal of one passes;
+    a zero (broadcast) stride or an overlapping one fails, and so may an interleaving that
+    ``as_strided`` can make without overlap (the test is conservative there).
+    """
+    if 0 in shape:
+        return False  # no element at all
+    reach = 1  # elements spanned by the axes taken so far, plus one
+    for stride, extent in sorted((abs(stride), extent) for extent, stride in zip(shape, strides) if extent > 1):
+        if stride < reach:
+            return True
+        reach += (extent - 1) * stride
+    return False
 
 
 class Operand:

@@ -75,6 +75,13 @@ class TorchAdapter(Adapter):
     def resolve(self, obj):
         return obj.resolve_conj().resolve_neg()
 
+    def lazy_view(self, obj):
+        if obj.is_conj():
+            return "a lazily conjugated view (torch's conj(); resolve_conj() materialises it)"
+        if obj.is_neg():
+            return "a lazily negated view (resolve_neg() materialises it)"
+        return None
+
     def torch_device(self, device_id):
         device = self._devices.get(device_id)
         if device is None:

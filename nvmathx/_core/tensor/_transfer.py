@@ -10,9 +10,9 @@ from ..._bindings import cuda_driver
 from ..errors import OperandError
 from ._adapter import device_array
 from ._lookup import adapter_for, adapter_named, wrap_operand
-from ._operand import Operand, span_bytes
+from ._operand import Operand, may_overlap, span_bytes
 
-__all__ = ["allocate_like", "stage_to_device", "copy_to_host", "host_array", "is_read_only"]
+__all__ = ["allocate_like", "stage_to_device", "copy_to_host", "host_array", "is_read_only", "in_place_problem"]
 
 
 def allocate_like(operand: Operand, shape, dtype, device_id: int, stream, *, strides=None,
@@ -89,3 +89,24 @@ def is_read_only(operand: Operand) -> bool:
         return bool(StridedMemoryView.from_any_interface(obj, -1).readonly)
     except Exception:  # noqa: BLE001  (a producer that rejects the -1 stream, jax: ask on the legacy default stream)
         return bool(StridedMemoryView.from_any_interface(obj, 1).readonly)
+
+
+def in_place_problem(obj, operand: Operand) -> str | None:
+    """Why writing values into ``operand``'s memory would not make them the values of ``obj``, the
+    array the caller passed (``operand`` is its view), or None when it would.
+
+    A lazy view (whose memory does not hold its values) and an array-like that was converted to a
+    new array are viewed through a copy; read-only memory must not be written; elements that share
+    memory (a broadcast or overlapping stride) cannot hold distinct values. The reason is a phrase
+    that follows the argument's name in an error message.
+    """
+    if operand.obj is not obj:
+        lazy = operand.adapter.lazy_view(obj)
+        if lazy is not None:
+            return f"is {lazy}: its memory does not hold its values"
+        return f"is a {type(obj).__name__}, which is converted to a new array"
+    if is_read_only(operand):
+        return "is read-only"
+    if may_overlap(operand.shape, operand.strides):
+        return f"has elements that share memory (a zero or overlapping stride: strides {tuple(operand.strides)})"
+    return None
