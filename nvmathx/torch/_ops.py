@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from .._core.errors import OptionsError
-from . import _dispatch
+from . import _dispatch, _reference
 from ._reference import activation_backward, aux_width
 
 __all__ = [
@@ -206,49 +206,49 @@ def _setup_linear(ctx, inputs, output):
     x, weight, bias, activation = inputs
     ctx.activation = activation
     # ReLU's derivative comes from the output; GELU's needs the pre-activation, recomputed from bias.
-    ctx.save_for_backward(x, weight, output if activation == "relu" else bias if activation == "gelu" else None)
+    ctx.save_for_backward(x, weight, bias, output if activation == "relu" else None)
 
 
 def _backward_linear(ctx, grad):
-    x, weight, extra = ctx.saved_tensors
+    x, weight, bias, output = ctx.saved_tensors
     grad = as_matrix(grad)
     if ctx.activation == "relu":
-        grad = torch.ops.aten.threshold_backward(grad, extra, 0)
+        grad = torch.ops.aten.threshold_backward(grad, output, 0)
     elif ctx.activation == "gelu":
-        z = (_linear if eager(grad) else linear)(x, weight, extra, "none")
+        z = (_linear if eager(grad) else linear)(x, weight, bias, "none")
         grad = torch.ops.aten.gelu_backward(grad, z, approximate="tanh")
     return *_linear_grads(ctx.needs_input_grad[:3], grad, x, weight), None
 
 
 def _setup_linear_aux(ctx, inputs, output):
-    x, weight, _, activation = inputs
+    x, weight, bias, activation = inputs
     ctx.activation = activation
     ctx.mark_non_differentiable(output[1])
     ctx.set_materialize_grads(False)
-    ctx.save_for_backward(x, weight, output[1])
+    ctx.save_for_backward(x, weight, bias, output[1])
 
 
 def _backward_linear_aux(ctx, grad, _aux_grad):
     if grad is None:
         return None, None, None, None
-    x, weight, aux = ctx.saved_tensors
+    x, weight, _, aux = ctx.saved_tensors
     grad = activation_backward(as_matrix(grad), aux, ctx.activation)
     return *_linear_grads(ctx.needs_input_grad[:3], grad, x, weight), None
 
 
 def _setup_mlp(ctx, inputs, output):
-    x, w1, _, w2, _, activation = inputs
+    x, w1, b1, w2, b2, activation = inputs
     _, h, aux = output
     ctx.activation = activation
     ctx.mark_non_differentiable(h, aux)
     ctx.set_materialize_grads(False)  # no zero-filled gradients for h and aux
-    ctx.save_for_backward(x, w1, w2, h, aux)
+    ctx.save_for_backward(x, w1, b1, w2, b2, h, aux)
 
 
 def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
     if grad is None:
         return (None,) * 6
-    x, w1, w2, h, aux = ctx.saved_tensors
+    x, w1, _, w2, _, h, aux = ctx.saved_tensors
     need_x, need_w1, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:5]
     grad = as_matrix(grad)
     dx = dw1 = db1 = None
@@ -262,9 +262,56 @@ def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
     return dx, dw1, db1, dw2, db2, None
 
 
-linear.register_autograd(_backward_linear, setup_context=_setup_linear)
-linear_aux.register_autograd(_backward_linear_aux, setup_context=_setup_linear_aux)
-mlp.register_autograd(_backward_mlp, setup_context=_setup_mlp)
+def _linear_composition(inputs, activation: str) -> Tensor:
+    x, weight, bias = inputs
+    return _reference.forward(x, weight, bias, activation, False)[0]
+
+
+def _mlp_composition(inputs, activation: str) -> Tensor:
+    x, w1, b1, w2, b2 = inputs
+    h = _reference.forward(x, w1, b1, activation, False)[0]
+    return _reference.forward(h, w2, b2, "none", False)[0]
+
+
+def _recorded_grads(ctx, grad: Tensor | None, composition, n_inputs: int) -> tuple:
+    """The input gradients of ``composition`` (the op's differentiable torch composition), recomputed
+    from the saved inputs (the first ``n_inputs`` saved tensors) with autograd recording, so that
+    they are differentiable again exactly as torch's unfused layers' are."""
+    trailing = (None,) * (len(ctx.needs_input_grad) - n_inputs)
+    if grad is None:
+        return (None,) * n_inputs + trailing
+    inputs = ctx.saved_tensors[:n_inputs]
+    needs = ctx.needs_input_grad[:n_inputs]
+    wanted = [t for t, need in zip(inputs, needs) if need]
+    grads = iter(torch.autograd.grad(composition(inputs, ctx.activation), wanted, grad, create_graph=True,
+                                     allow_unused=True))
+    return *(next(grads) if need else None for need in needs), *trailing
+
+
+def _backward(first_order, composition, n_inputs: int):
+    """The backward formula of an op, which every op's autograd goes through.
+
+    With ``create_graph=False`` (autograd records nothing in the backward pass) it is ``first_order``:
+    the fused GEMMs, whose results carry no autograd history. With ``create_graph=True`` it is the
+    gradient of ``composition``, the op's torch composition recomputed from its saved inputs, so
+    double backward (a gradient of these gradients: gradient penalties, Hessian-vector products)
+    is torch's own and never a silently wrong one."""
+
+    def backward(ctx, grad, *_unused_grads):
+        if not torch.is_grad_enabled():
+            return first_order(ctx, grad, *_unused_grads)
+        return _recorded_grads(ctx, grad, composition, n_inputs)
+
+    return backward
+
+
+_LINEAR_BACKWARD = _backward(_backward_linear, _linear_composition, 3)
+_LINEAR_AUX_BACKWARD = _backward(_backward_linear_aux, _linear_composition, 3)
+_MLP_BACKWARD = _backward(_backward_mlp, _mlp_composition, 5)
+
+linear.register_autograd(_LINEAR_BACKWARD, setup_context=_setup_linear)
+linear_aux.register_autograd(_LINEAR_AUX_BACKWARD, setup_context=_setup_linear_aux)
+mlp.register_autograd(_MLP_BACKWARD, setup_context=_setup_mlp)
 
 
 def _eager_function(name: str, implementation, setup_context, backward) -> type:
@@ -284,6 +331,6 @@ def _eager_function(name: str, implementation, setup_context, backward) -> type:
 
 
 # What the layers call in eager mode (see eager()): the ops' implementations and autograd formulas.
-EagerLinear = _eager_function("EagerLinear", _linear, _setup_linear, _backward_linear)
-EagerLinearAux = _eager_function("EagerLinearAux", _linear_aux, _setup_linear_aux, _backward_linear_aux)
-EagerMLP = _eager_function("EagerMLP", _mlp, _setup_mlp, _backward_mlp)
+EagerLinear = _eager_function("EagerLinear", _linear, _setup_linear, _LINEAR_BACKWARD)
+EagerLinearAux = _eager_function("EagerLinearAux", _linear_aux, _setup_linear_aux, _LINEAR_AUX_BACKWARD)
+EagerMLP = _eager_function("EagerMLP", _mlp, _setup_mlp, _MLP_BACKWARD)
