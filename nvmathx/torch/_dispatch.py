@@ -1,12 +1,12 @@
 """Which path runs each GEMM: cuBLASLt (:mod:`._fused`) or the torch composition (:mod:`._reference`).
 
-The decision costs next to nothing per call: non-empty problems on CUDA tensors of a dtype cuBLASLt
-fuses go to cuBLASLt; anything else (CPU or meta tensors, float64, a problem with an empty operand:
-no tokens, no input or no output features) to the reference, so cuBLASLt never sees an empty GEMM. When cuBLASLt refuses a
-problem (a typed nvmathx error: NOT_SUPPORTED, a layout or size it cannot take, no cuBLASLt
-library), that problem's signature is remembered and it runs on the reference from then on; the
-signature is only computed once something has been refused. Each new reason is logged once at
-DEBUG on the ``nvmathx`` logger.
+The decision costs next to nothing per call: non-empty problems on CUDA tensors of a dtype
+cuBLASLt fuses go to cuBLASLt; anything else (CPU or meta tensors, float64, a problem with an
+empty operand: no tokens, no input or no output features) to the reference, so cuBLASLt never
+sees an empty GEMM. When cuBLASLt refuses a problem (a typed nvmathx error: NOT_SUPPORTED, a
+layout or size it cannot take, no cuBLASLt library), that problem's signature is remembered and
+it runs on the reference from then on; the signature is only computed once something has been
+refused. Each new reason is logged once at DEBUG on the ``nvmathx`` logger.
 """
 
 from __future__ import annotations

@@ -22,11 +22,18 @@ op                                               computes
                                                  ``dz = (grad @ weight) * act'(z)``
 ===============================================  =============================================
 
-``mlp``'s backward is four GEMMs and no elementwise kernel: ``dz, db1`` from
-``grad_activation`` (DGELU_BGRAD / DRELU_BGRAD), ``dW2, db2`` from ``grad_weight`` (BGRADA),
-``dW1`` and ``dx`` plain. ``linear``'s backward applies the activation's derivative elementwise
-(from the saved output for ReLU; for GELU it recomputes the pre-activation, which
-:func:`~nvmathx.torch.fused_linear` avoids by calling ``linear_aux`` when gradients are needed).
+``mlp``'s backward is four GEMMs and no elementwise kernel: ``dz`` from ``grad_activation``
+(DGELU / DRELU), ``dW1, db1`` and ``dW2, db2`` from ``grad_weight`` (BGRADA), ``dx`` plain.
+``linear``'s backward applies the activation's derivative elementwise (from the saved output for
+ReLU; for GELU it recomputes the pre-activation, which :func:`~nvmathx.torch.fused_linear` avoids
+by calling ``linear_aux`` when gradients are needed).
+
+Those are the first-order formulas. Each forward op registers its autograd through
+:func:`._autograd.differentiable`: with ``create_graph=True`` the backward is instead the gradient
+of the op's torch composition (``_linear_composition``, ``_mlp_composition``), so that double
+backward is torch's own. Every op has ``nn.Linear``'s semantics for empty operands (no tokens, no
+input or no output features: the reference composition runs, never cuBLASLt) and for meta
+tensors (shapes only).
 """
 
 
@@ -35,6 +42,7 @@ from torch import Tensor
 
 from .._core.errors import OptionsError
 from . import _dispatch, _reference
+from ._autograd import differentiable
 from ._reference import activation_backward, aux_width
 
 __all__ = [
@@ -262,75 +270,17 @@ def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
     return dx, dw1, db1, dw2, db2, None
 
 
-def _linear_composition(inputs, activation: str) -> Tensor:
-    x, weight, bias = inputs
-    return _reference.forward(x, weight, bias, activation, False)[0]
+def _linear_composition(ctx, x, weight, bias) -> Tensor:
+    return _reference.forward(x, weight, bias, ctx.activation, False)[0]
 
 
-def _mlp_composition(inputs, activation: str) -> Tensor:
-    x, w1, b1, w2, b2 = inputs
-    h = _reference.forward(x, w1, b1, activation, False)[0]
+def _mlp_composition(ctx, x, w1, b1, w2, b2) -> Tensor:
+    h = _reference.forward(x, w1, b1, ctx.activation, False)[0]
     return _reference.forward(h, w2, b2, "none", False)[0]
 
 
-def _recorded_grads(ctx, grad: Tensor | None, composition, n_inputs: int) -> tuple:
-    """The input gradients of ``composition`` (the op's differentiable torch composition), recomputed
-    from the saved inputs (the first ``n_inputs`` saved tensors) with autograd recording, so that
-    they are differentiable again exactly as torch's unfused layers' are."""
-    trailing = (None,) * (len(ctx.needs_input_grad) - n_inputs)
-    if grad is None:
-        return (None,) * n_inputs + trailing
-    inputs = ctx.saved_tensors[:n_inputs]
-    needs = ctx.needs_input_grad[:n_inputs]
-    wanted = [t for t, need in zip(inputs, needs) if need]
-    grads = iter(torch.autograd.grad(composition(inputs, ctx.activation), wanted, grad, create_graph=True,
-                                     allow_unused=True))
-    return *(next(grads) if need else None for need in needs), *trailing
-
-
-def _backward(first_order, composition, n_inputs: int):
-    """The backward formula of an op, which every op's autograd goes through.
-
-    With ``create_graph=False`` (autograd records nothing in the backward pass) it is ``first_order``:
-    the fused GEMMs, whose results carry no autograd history. With ``create_graph=True`` it is the
-    gradient of ``composition``, the op's torch composition recomputed from its saved inputs, so
-    double backward (a gradient of these gradients: gradient penalties, Hessian-vector products)
-    is torch's own and never a silently wrong one."""
-
-    def backward(ctx, grad, *_unused_grads):
-        if not torch.is_grad_enabled():
-            return first_order(ctx, grad, *_unused_grads)
-        return _recorded_grads(ctx, grad, composition, n_inputs)
-
-    return backward
-
-
-_LINEAR_BACKWARD = _backward(_backward_linear, _linear_composition, 3)
-_LINEAR_AUX_BACKWARD = _backward(_backward_linear_aux, _linear_composition, 3)
-_MLP_BACKWARD = _backward(_backward_mlp, _mlp_composition, 5)
-
-linear.register_autograd(_LINEAR_BACKWARD, setup_context=_setup_linear)
-linear_aux.register_autograd(_LINEAR_AUX_BACKWARD, setup_context=_setup_linear_aux)
-mlp.register_autograd(_MLP_BACKWARD, setup_context=_setup_mlp)
-
-
-def _eager_function(name: str, implementation, setup_context, backward) -> type:
-    """The autograd.Function that runs ``implementation`` with the op's autograd formula (eager mode).
-
-    Its forward takes ``ctx`` and calls ``setup_context`` itself: with a separate ``setup_context``
-    staticmethod, ``Function.apply`` binds the arguments through ``inspect.signature`` on every
-    call (tens of microseconds)."""
-
-    def forward(ctx, *inputs):
-        output = implementation(*inputs)
-        setup_context(ctx, inputs, output)
-        return output
-
-    return type(name, (torch.autograd.Function,), {"forward": staticmethod(forward),
-                                                    "backward": staticmethod(backward)})
-
-
 # What the layers call in eager mode (see eager()): the ops' implementations and autograd formulas.
-EagerLinear = _eager_function("EagerLinear", _linear, _setup_linear, _LINEAR_BACKWARD)
-EagerLinearAux = _eager_function("EagerLinearAux", _linear_aux, _setup_linear_aux, _LINEAR_AUX_BACKWARD)
-EagerMLP = _eager_function("EagerMLP", _mlp, _setup_mlp, _MLP_BACKWARD)
+EagerLinear = differentiable("EagerLinear", linear, _linear, _setup_linear, _backward_linear, _linear_composition, 3)
+EagerLinearAux = differentiable("EagerLinearAux", linear_aux, _linear_aux, _setup_linear_aux, _backward_linear_aux,
+                                _linear_composition, 3)
+EagerMLP = differentiable("EagerMLP", mlp, _mlp, _setup_mlp, _backward_mlp, _mlp_composition, 5)
