@@ -9,11 +9,14 @@ Every forward op registers its autograd through :func:`differentiable`, which gi
   ops, :mod:`._reference`) recomputed from the saved inputs with autograd recording. Gradients
   of these gradients (double backward: gradient penalties, Hessian-vector products,
   ``torch.autograd.gradgradcheck``) are then exactly those of torch's unfused layers, at the
-  cost of the unfused computation for that backward pass.
+  cost of the unfused computation for that backward pass. An op without an exact composition
+  raises a ``RuntimeError`` naming double backward there instead.
 
-``torch.autograd.function.once_differentiable`` would not do: it wraps the results in an error
-node only when an incoming gradient requires grad, so a second-order term through the saved
-inputs (weights that require grad, the usual case) would vanish without an error.
+Refusing double backward with ``torch.autograd.function.once_differentiable`` would not be safe:
+it adds its error node only when an incoming gradient requires grad, so with ``create_graph=True``
+from a loss the gradients come back without history and a second-order term through the saved
+inputs (a weight's) is dropped without an error: for ``y = x * w``, ``d(dy/dx + w**2)/dw`` comes
+out ``2w`` instead of ``1 + 2w``. Custom ops' ``register_autograd`` applies no such wrapper at all.
 
 Under ``torch.compile`` with AOTAutograd (the default backend, ``aot_eager``) torch itself
 refuses a gradient of a compiled backward ("torch.compile with aot_autograd does not currently
@@ -43,10 +46,13 @@ def _recorded_grads(ctx, grad, composition: Callable, n_inputs: int) -> tuple:
     return *(next(grads) if need else None for need in needs), *trailing
 
 
-def _backward(first_order: Callable, composition: Callable, n_inputs: int) -> Callable:
+def _backward(name: str, first_order: Callable, composition: Callable | None, n_inputs: int) -> Callable:
     def backward(ctx, grad, *other_grads):
         if not torch.is_grad_enabled():  # create_graph=False: no gradient of these gradients
             return first_order(ctx, grad, *other_grads)
+        if composition is None:
+            raise RuntimeError(f"{name}: double backward is not supported: its backward pass cannot run with "
+                               "create_graph=True (for a gradient of its gradients); use torch's unfused layers")
         return _recorded_grads(ctx, grad, composition, n_inputs)
 
     return backward
@@ -69,7 +75,7 @@ def _eager_function(name: str, implementation: Callable, setup_context: Callable
 
 
 def differentiable(name: str, op, implementation: Callable, setup_context: Callable, first_order: Callable,
-                   composition: Callable, n_inputs: int) -> type:
+                   composition: Callable | None, n_inputs: int) -> type:
     """Register ``op``'s autograd and return the eager-mode autograd.Function ``name``, one backward for both.
 
     Parameters
@@ -83,8 +89,11 @@ def differentiable(name: str, op, implementation: Callable, setup_context: Calla
         (``ctx.save_for_backward(*inputs, *others)``), and any non-tensor state the composition reads.
     first_order : callable
         The backward formula used when ``create_graph=False``.
-    composition : callable
+    composition : callable or None
         ``(ctx, *tensor_inputs)`` -> the op's first output, computed with differentiable torch ops.
+        None for an op with no exact composition (a quantised one, say): its backward pass then
+        raises a ``RuntimeError`` naming double backward when run with ``create_graph=True``,
+        rather than return gradients whose own gradients would be wrong.
     n_inputs : int
         How many of the op's leading arguments are tensors (or None).
 
@@ -93,6 +102,6 @@ def differentiable(name: str, op, implementation: Callable, setup_context: Calla
     type
         A :class:`torch.autograd.Function` subclass that runs ``implementation``.
     """
-    backward = _backward(first_order, composition, n_inputs)
+    backward = _backward(name, first_order, composition, n_inputs)
     op.register_autograd(backward, setup_context=setup_context)
     return _eager_function(name, implementation, setup_context, backward)

@@ -130,6 +130,13 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     :func:`fused_mlp` fuses too). Everything else (CPU, float64, a problem cuBLASLt refuses) runs
     the same computation as torch ops, logged at DEBUG on the ``nvmathx`` logger.
 
+    As for ``torch.nn.functional.linear``: a backward pass with ``create_graph=True``
+    differentiates the torch composition (recomputed from the saved inputs) instead of running the
+    fused GEMMs, so gradients of gradients are torch's (under ``torch.compile`` with AOTAutograd,
+    torch refuses them with a ``RuntimeError`` naming double backward); empty problems (``x``
+    with no rows, ``in_features`` or ``out_features`` of 0) return torch's results without a
+    cuBLASLt call; meta tensors give a meta result of the right shape.
+
     Examples
     --------
     >>> import torch
@@ -196,6 +203,9 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     DRELU), ``grad.T @ h`` and ``dz.T @ x`` with the bias gradients fused (BGRADA), and plain
     ``dz @ w1``. Without gradients it is two GEMMs that keep
     nothing. CPU tensors, float64 and problems cuBLASLt refuses run as torch ops.
+
+    Double backward, empty problems (no tokens, ``d_model`` or ``hidden`` of 0) and meta tensors
+    behave as for two ``torch.nn.functional.linear`` calls, as described for :func:`fused_linear`.
 
     Examples
     --------

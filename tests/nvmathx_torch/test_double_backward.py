@@ -3,7 +3,8 @@ penalties, Hessian-vector products) through every layer form and activation are 
 gradcheck and gradgradcheck in float64, second-order gradients equal to those of torch's unfused
 layers (also where the first-order GEMMs take the cuBLASLt path), through the eager
 autograd.Function and through the custom ops' registered autograd; under torch.compile, correct
-without AOTAutograd and refused by torch (a RuntimeError naming double backward) with it."""
+without AOTAutograd and refused by torch (a RuntimeError naming double backward) with it. An op
+registered without a torch composition refuses create_graph=True with a RuntimeError."""
 
 import pytest
 
@@ -23,6 +24,7 @@ from helpers.torch_layers import (  # noqa: E402
     route_float32_to_cublaslt_path,
 )
 from nvmathx.torch import FusedLinear, FusedMLP, fused_linear, fused_mlp  # noqa: E402
+from nvmathx.torch._autograd import differentiable  # noqa: E402
 
 # functorch.compile (imported by the AOTAutograd backends) warns about torch.jit's deprecation.
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
@@ -205,3 +207,34 @@ def test_compiled_with_aot_autograd_double_backward_raises(seed, device, backend
     assert relative_error(grad, want) < 1e-4
     with pytest.raises(RuntimeError, match="double backward"):
         torch.autograd.grad(grad.square().sum(), list(ours.parameters()))
+
+
+def _scale(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x * w
+
+
+def _setup_scale(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _backward_scale(ctx, grad):
+    x, w = ctx.saved_tensors
+    return grad * w, grad * x
+
+
+_scale_op = torch.library.custom_op("nvmathx_tests::scale", _scale, mutates_args=())
+_scale_op.register_fake(lambda x, w: torch.empty_like(x))
+# An op registered without a composition, as one with no exact torch composition would be.
+_EagerScale = differentiable("EagerScale", _scale_op, _scale, _setup_scale, _backward_scale, None, 2)
+
+
+@pytest.mark.parametrize("path", ["eager_function", "custom_op"])
+def test_op_without_composition_refuses_create_graph(seed, path):
+    """First-order gradients as usual; a backward pass with create_graph=True raises at once."""
+    gen = generator(seed)
+    x, w = randn(gen, (3, 4), requires_grad=True), randn(gen, (3, 4), requires_grad=True)
+    scale = _EagerScale.apply if path == "eager_function" else _scale_op
+    grads = torch.autograd.grad(scale(x, w).sum(), (x, w))
+    assert torch.equal(grads[0], w.detach()) and torch.equal(grads[1], x.detach())
+    with pytest.raises(RuntimeError, match="^EagerScale: double backward is not supported"):
+        torch.autograd.grad(scale(x, w).sum(), (x, w), create_graph=True)

@@ -10,8 +10,12 @@ torch = pytest.importorskip("torch")
 from helpers.torch_layers import TorchLinear, TorchMLP, generator, randn  # noqa: E402
 from nvmathx.torch import FusedLinear, FusedMLP, _dispatch, _fused, fused_linear, fused_mlp  # noqa: E402
 
-# functorch.compile (imported by the AOTAutograd backends) warns about torch.jit's deprecation.
-pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+pytestmark = [
+    # functorch.compile (imported by the AOTAutograd backends) warns about torch.jit's deprecation.
+    pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"),
+    # nn.Linear's initialisation of a weight with no elements (ours is the same call).
+    pytest.mark.filterwarnings("ignore:Initializing zero-element tensors is a no-op:UserWarning"),
+]
 
 SPACES = [
     pytest.param("cpu", torch.float32, id="cpu-float32"),
