@@ -47,13 +47,13 @@ def _recorded_grads(ctx, grad, composition: Callable, n_inputs: int) -> tuple:
 
 
 def _backward(name: str, first_order: Callable, composition: Callable | None, n_inputs: int) -> Callable:
-    def backward(ctx, grad, *other_grads):
+    def backward(ctx, *grads):
         if not torch.is_grad_enabled():  # create_graph=False: no gradient of these gradients
-            return first_order(ctx, grad, *other_grads)
+            return first_order(ctx, *grads)
         if composition is None:
             raise RuntimeError(f"{name}: double backward is not supported: its backward pass cannot run with "
                                "create_graph=True (for a gradient of its gradients); use torch's unfused layers")
-        return _recorded_grads(ctx, grad, composition, n_inputs)
+        return _recorded_grads(ctx, grads[0], composition, n_inputs)
 
     return backward
 

@@ -39,10 +39,20 @@ CASE_IDS = [f"{form}-{activation}-{'bias' if bias else 'no_bias'}" for form, act
 # runs the torch composition; float32 on "cpu-cublaslt" takes the cuBLASLt path (nvmathx's CPU
 # execution space) for the first-order GEMMs; CUDA float32 and bfloat16 take cuBLASLt itself.
 SPACES = [
-    pytest.param("cpu", torch.float64, 1e-10, id="cpu-float64"),
-    pytest.param("cpu-cublaslt", torch.float32, 1e-5, id="cpu-float32-cublaslt-path"),
-    pytest.param("cuda", torch.float32, 1e-4, id="cuda-float32", marks=pytest.mark.gpu),
-    pytest.param("cuda", torch.bfloat16, 5e-2, id="cuda-bfloat16", marks=pytest.mark.gpu),
+    ("cpu", torch.float64, 1e-10, ()),
+    ("cpu-cublaslt", torch.float32, 1e-5, ()),
+    ("cuda", torch.float32, 1e-4, (pytest.mark.gpu,)),
+    ("cuda", torch.bfloat16, 5e-2, (pytest.mark.gpu,)),
+]
+# bfloat16 pairs with GELU only: a ReLU pre-activation within bfloat16 rounding of 0 may take the
+# other sign than in float64 (cuBLAS may round the product before adding the bias), which moves a
+# whole gradient entry.
+SPACE_CASES = [
+    pytest.param(space, dtype, tolerance, *case, marks=marks,
+                 id=f"{space}-{str(dtype).removeprefix('torch.')}-{case_id}")
+    for space, dtype, tolerance, marks in SPACES
+    for case, case_id in zip(CASES, CASE_IDS)
+    if not (dtype == torch.bfloat16 and case[1] == "relu")
 ]
 
 
@@ -115,11 +125,9 @@ def test_gradcheck_and_gradgradcheck(seed, device, form, activation, bias):
     assert torch.autograd.gradgradcheck(layer, inputs)
 
 
-@pytest.mark.parametrize("space,dtype,tolerance", SPACES)
-@pytest.mark.parametrize("form,activation,bias", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("space,dtype,tolerance,form,activation,bias", SPACE_CASES)
 def test_second_order_gradients_are_torch_layers(seed, monkeypatch, space, dtype, tolerance, form, activation, bias):
-    if space == "cpu-cublaslt":
-        route_float32_to_cublaslt_path(monkeypatch)
+    cublaslt_calls = route_float32_to_cublaslt_path(monkeypatch) if space == "cpu-cublaslt" else None
     device = "cuda" if space == "cuda" else "cpu"
     gen = generator(seed)
     params = _params(gen, form, bias, dtype, device)
@@ -134,6 +142,7 @@ def test_second_order_gradients_are_torch_layers(seed, monkeypatch, space, dtype
     for index, (got, want) in enumerate(zip(first + second, expected_first + expected_second)):
         assert got.shape == want.shape and got.dtype == dtype, index
         assert relative_error(got, want) < tolerance, index
+    assert cublaslt_calls is None or cublaslt_calls  # the forward GEMMs took the cuBLASLt path
 
 
 @pytest.mark.parametrize("op,activation", [("linear", "none"), ("linear", "relu"), ("linear", "gelu"),
