@@ -27,6 +27,25 @@ first); results come from torch's caching allocator on torch's current stream.
 CPU tensors, float64, and any problem cuBLASLt refuses run the same computation as torch ops
 (logged once per reason at DEBUG on the ``nvmathx`` logger); a refusal is remembered per problem
 signature. Importing this module imports torch; ``import nvmathx`` does not.
+
+As ``nn.Linear``:
+
+- **Gradients of gradients** (``create_graph=True`` and then differentiating the result: gradient
+  penalties, Hessian-vector products, ``torch.autograd.gradgradcheck``) are those of torch's
+  unfused layers, for every layer and activation. A backward pass with ``create_graph=True``
+  differentiates the torch composition recomputed from the saved inputs, at unfused cost, instead
+  of running the fused GEMMs, whose results carry no autograd history; the ordinary
+  ``create_graph=False`` backward is unchanged. Under ``torch.compile`` with AOTAutograd (the
+  default inductor backend, ``aot_eager``) torch itself refuses to differentiate a compiled
+  backward pass (a ``RuntimeError``: "torch.compile with aot_autograd does not currently support
+  double backward"); dynamo-only backends (``backend="eager"``) differentiate the layers as eager
+  mode does.
+- **Empty problems** (no tokens, ``in_features``, ``out_features`` or ``hidden`` of 0) give
+  ``nn.Linear``'s outputs and gradients: with no input features the output is the activated bias,
+  the weight gradient is empty and the bias gradient is the summed output gradient. They run as
+  torch ops; cuBLASLt never sees an empty GEMM.
+- **Meta tensors** (``device="meta"`` layers, meta inputs) give meta outputs and gradients of the
+  right shapes, touching no data.
 """
 
 from ._functional import fused_linear, fused_mlp

@@ -1,11 +1,12 @@
 """Which path runs each GEMM: cuBLASLt (:mod:`._fused`) or the torch composition (:mod:`._reference`).
 
-The decision costs next to nothing per call: CUDA tensors of a dtype cuBLASLt fuses go to
-cuBLASLt; anything else (CPU, float64, empty batches) to the reference. When cuBLASLt refuses a
-problem (a typed nvmathx error: NOT_SUPPORTED, a layout or size it cannot take, no cuBLASLt
-library), that problem's signature is remembered and it runs on the reference from then on; the
-signature is only computed once something has been refused. Each new reason is logged once at
-DEBUG on the ``nvmathx`` logger.
+The decision costs next to nothing per call: non-empty problems on CUDA tensors of a dtype
+cuBLASLt fuses go to cuBLASLt; anything else (CPU or meta tensors, float64, a problem with an
+empty operand: no tokens, no input or no output features) to the reference, so cuBLASLt never
+sees an empty GEMM. When cuBLASLt refuses a problem (a typed nvmathx error: NOT_SUPPORTED, a
+layout or size it cannot take, no cuBLASLt library), that problem's signature is remembered and
+it runs on the reference from then on; the signature is only computed once something has been
+refused. Each new reason is logged once at DEBUG on the ``nvmathx`` logger.
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ refused: set = set()  # signatures of the problems cuBLASLt refused
 
 
 def fusable(t: torch.Tensor) -> bool:
-    """The cheap facts: a non-empty CUDA tensor of a dtype cuBLASLt fuses."""
-    return t.is_cuda and t.dtype in FUSED_DTYPES and t.shape[0] > 0
+    """The cheap facts: a CUDA tensor of a dtype cuBLASLt fuses."""
+    return t.is_cuda and t.dtype in FUSED_DTYPES
 
 
 def _why_not_fused(t: torch.Tensor) -> str:
     if not t.is_cuda:
         return f"{t.device.type} tensors"
-    return f"dtype {t.dtype}" if t.dtype not in FUSED_DTYPES else "an empty batch"
+    return f"dtype {t.dtype}" if t.dtype not in FUSED_DTYPES else "an empty operand"
 
 
 def _log_once(message: str) -> None:
@@ -56,10 +57,12 @@ def _is_refusal(error: NvmathxError) -> bool:
 
 
 def _run(kind: str, tensors: tuple, flags: tuple):
-    """Run GEMM ``kind`` on ``tensors`` (the first decides the device and dtype) with ``flags``."""
+    """Run GEMM ``kind`` on ``tensors`` (the first decides the device and dtype) with ``flags``.
+
+    The first two tensors are the GEMM's operands: the problem is empty when either is."""
     fused, reference = getattr(_fused, kind), getattr(_reference, kind)
     first = tensors[0]
-    if not fusable(first):
+    if not (fusable(first) and first.numel() and tensors[1].numel()):
         _log_once(f"{kind} with {_why_not_fused(first)}: torch composition")
         return reference(*tensors, *flags)
     if refused and _signature(kind, tensors, flags) in refused:

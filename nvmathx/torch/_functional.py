@@ -34,10 +34,17 @@ def _check_tensor(t, name: str, optional: bool = False) -> None:
         raise UnsupportedOperandError(name, f"expected a torch.Tensor (got {type(t).__name__})")
 
 
+def _autocast_enabled(device_type: str) -> bool:
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except RuntimeError:  # a device type autocast does not know (meta): nothing is cast, as for nn.Linear
+        return False
+
+
 def _autocast(x, *tensors):
     """The operands as ``nn.Linear`` sees them under ``torch.autocast``: cast to its dtype."""
     device_type = x.device.type
-    if not torch.is_autocast_enabled(device_type):
+    if not _autocast_enabled(device_type):
         return (x, *tensors)
     dtype = torch.get_autocast_dtype(device_type)
     return tuple(t.to(dtype) if t is not None and t.dtype in _AUTOCAST_ELIGIBLE else t for t in (x, *tensors))
@@ -67,6 +74,14 @@ def _check_features(x, weight, weight_name: str) -> None:
 def _check_input(x) -> None:
     if x.dtype not in _DTYPES:
         raise UnsupportedOperandError("x", f"dtype {x.dtype} is not supported; expected one of {list(_DTYPES)}")
+
+
+def _as_rows(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as the (tokens, features) matrix the ops take; a view when the layout allows."""
+    features = x.shape[-1]
+    # With no features, reshape cannot infer the token count (-1) from zero elements.
+    rows = x.reshape(-1, features) if features else x.reshape(x.shape[:-1].numel(), 0)
+    return as_matrix(rows)
 
 
 def _grad_needed(*tensors) -> bool:
@@ -115,6 +130,13 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     :func:`fused_mlp` fuses too). Everything else (CPU, float64, a problem cuBLASLt refuses) runs
     the same computation as torch ops, logged at DEBUG on the ``nvmathx`` logger.
 
+    As for ``torch.nn.functional.linear``: a backward pass with ``create_graph=True``
+    differentiates the torch composition (recomputed from the saved inputs) instead of running the
+    fused GEMMs, so gradients of gradients are torch's (under ``torch.compile`` with AOTAutograd,
+    torch refuses them with a ``RuntimeError`` naming double backward); empty problems (``x``
+    with no rows, ``in_features`` or ``out_features`` of 0) return torch's results without a
+    cuBLASLt call; meta tensors give a meta result of the right shape.
+
     Examples
     --------
     >>> import torch
@@ -132,7 +154,7 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     _check_input(x)
     _check_weight(weight, bias, x, ("weight", "bias"))
     _check_features(x, weight, "weight")
-    x2 = as_matrix(x.reshape(-1, x.shape[-1]))
+    x2 = _as_rows(x)
     direct = eager(x2)
     if op_activation == "gelu" and _grad_needed(x2, weight, bias):
         if direct:
@@ -182,6 +204,9 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     ``dz @ w1``. Without gradients it is two GEMMs that keep
     nothing. CPU tensors, float64 and problems cuBLASLt refuses run as torch ops.
 
+    Double backward, empty problems (no tokens, ``d_model`` or ``hidden`` of 0) and meta tensors
+    behave as for two ``torch.nn.functional.linear`` calls, as described for :func:`fused_linear`.
+
     Examples
     --------
     >>> import torch
@@ -204,7 +229,7 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     if w2.shape[1] != w1.shape[0]:
         raise OperandError("w2",
                            f"expected {w1.shape[0]} columns, the hidden features of w1 (got shape {tuple(w2.shape)})")
-    x2 = as_matrix(x.reshape(-1, x.shape[-1]))
+    x2 = _as_rows(x)
     direct = eager(x2)
     if _grad_needed(x2, w1, b1, w2, b2):
         out = (EagerMLP.apply if direct else torch.ops.nvmathx.mlp.default)(x2, w1, b1, w2, b2, op_activation)[0]

@@ -16,7 +16,10 @@ class FusedLinear(nn.Module):
     The parameters, their initialisation and the ``state_dict`` are exactly ``nn.Linear``'s
     (``weight`` of shape ``(out_features, in_features)``, ``bias`` of shape ``(out_features,)``),
     so a checkpoint of either loads into the other. It is not an ``nn.Linear`` subclass: code that
-    swaps ``nn.Linear`` modules (quantisation, for example) would drop the activation.
+    swaps ``nn.Linear`` modules (quantisation, for example) would drop the activation. As with
+    ``nn.Linear``, ``in_features`` or ``out_features`` may be 0, ``device="meta"`` creates a
+    layer that computes shapes only, and gradients of gradients are torch's (see
+    :func:`fused_linear`).
 
     Parameters
     ----------
@@ -80,6 +83,7 @@ class FusedMLP(nn.Module):
     ``fc2.weight`` and ``fc2.bias``, each exactly ``nn.Linear``'s: the block loads a checkpoint of
     any module holding two ``nn.Linear`` layers named ``fc1`` and ``fc2``, and initialises as
     ``nn.Linear(d_model, hidden)`` then ``nn.Linear(hidden, d_model)`` created in that order.
+    Empty problems, meta tensors and gradients of gradients behave as for those two layers.
 
     Parameters
     ----------

@@ -22,11 +22,18 @@ op                                               computes
                                                  ``dz = (grad @ weight) * act'(z)``
 ===============================================  =============================================
 
-``mlp``'s backward is four GEMMs and no elementwise kernel: ``dz, db1`` from
-``grad_activation`` (DGELU_BGRAD / DRELU_BGRAD), ``dW2, db2`` from ``grad_weight`` (BGRADA),
-``dW1`` and ``dx`` plain. ``linear``'s backward applies the activation's derivative elementwise
-(from the saved output for ReLU; for GELU it recomputes the pre-activation, which
-:func:`~nvmathx.torch.fused_linear` avoids by calling ``linear_aux`` when gradients are needed).
+``mlp``'s backward is four GEMMs and no elementwise kernel: ``dz`` from ``grad_activation``
+(DGELU / DRELU), ``dW1, db1`` and ``dW2, db2`` from ``grad_weight`` (BGRADA), ``dx`` plain.
+``linear``'s backward applies the activation's derivative elementwise (from the saved output for
+ReLU; for GELU it recomputes the pre-activation, which :func:`~nvmathx.torch.fused_linear` avoids
+by calling ``linear_aux`` when gradients are needed).
+
+Those are the first-order formulas. Each forward op registers its autograd through
+:func:`._autograd.differentiable`: with ``create_graph=True`` the backward is instead the gradient
+of the op's torch composition (``_linear_composition``, ``_mlp_composition``), so that double
+backward is torch's own. Every op has ``nn.Linear``'s semantics for empty operands (no tokens, no
+input or no output features: the reference composition runs, never cuBLASLt) and for meta
+tensors (shapes only).
 """
 
 
@@ -34,7 +41,8 @@ import torch
 from torch import Tensor
 
 from .._core.errors import OptionsError
-from . import _dispatch
+from . import _dispatch, _reference
+from ._autograd import differentiable
 from ._reference import activation_backward, aux_width
 
 __all__ = [
@@ -206,49 +214,49 @@ def _setup_linear(ctx, inputs, output):
     x, weight, bias, activation = inputs
     ctx.activation = activation
     # ReLU's derivative comes from the output; GELU's needs the pre-activation, recomputed from bias.
-    ctx.save_for_backward(x, weight, output if activation == "relu" else bias if activation == "gelu" else None)
+    ctx.save_for_backward(x, weight, bias, output if activation == "relu" else None)
 
 
 def _backward_linear(ctx, grad):
-    x, weight, extra = ctx.saved_tensors
+    x, weight, bias, output = ctx.saved_tensors
     grad = as_matrix(grad)
     if ctx.activation == "relu":
-        grad = torch.ops.aten.threshold_backward(grad, extra, 0)
+        grad = torch.ops.aten.threshold_backward(grad, output, 0)
     elif ctx.activation == "gelu":
-        z = (_linear if eager(grad) else linear)(x, weight, extra, "none")
+        z = (_linear if eager(grad) else linear)(x, weight, bias, "none")
         grad = torch.ops.aten.gelu_backward(grad, z, approximate="tanh")
     return *_linear_grads(ctx.needs_input_grad[:3], grad, x, weight), None
 
 
 def _setup_linear_aux(ctx, inputs, output):
-    x, weight, _, activation = inputs
+    x, weight, bias, activation = inputs
     ctx.activation = activation
     ctx.mark_non_differentiable(output[1])
     ctx.set_materialize_grads(False)
-    ctx.save_for_backward(x, weight, output[1])
+    ctx.save_for_backward(x, weight, bias, output[1])
 
 
 def _backward_linear_aux(ctx, grad, _aux_grad):
     if grad is None:
         return None, None, None, None
-    x, weight, aux = ctx.saved_tensors
+    x, weight, _, aux = ctx.saved_tensors
     grad = activation_backward(as_matrix(grad), aux, ctx.activation)
     return *_linear_grads(ctx.needs_input_grad[:3], grad, x, weight), None
 
 
 def _setup_mlp(ctx, inputs, output):
-    x, w1, _, w2, _, activation = inputs
+    x, w1, b1, w2, b2, activation = inputs
     _, h, aux = output
     ctx.activation = activation
     ctx.mark_non_differentiable(h, aux)
     ctx.set_materialize_grads(False)  # no zero-filled gradients for h and aux
-    ctx.save_for_backward(x, w1, w2, h, aux)
+    ctx.save_for_backward(x, w1, b1, w2, b2, h, aux)
 
 
 def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
     if grad is None:
         return (None,) * 6
-    x, w1, w2, h, aux = ctx.saved_tensors
+    x, w1, _, w2, _, h, aux = ctx.saved_tensors
     need_x, need_w1, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:5]
     grad = as_matrix(grad)
     dx = dw1 = db1 = None
@@ -262,28 +270,17 @@ def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
     return dx, dw1, db1, dw2, db2, None
 
 
-linear.register_autograd(_backward_linear, setup_context=_setup_linear)
-linear_aux.register_autograd(_backward_linear_aux, setup_context=_setup_linear_aux)
-mlp.register_autograd(_backward_mlp, setup_context=_setup_mlp)
+def _linear_composition(ctx, x, weight, bias) -> Tensor:
+    return _reference.forward(x, weight, bias, ctx.activation, False)[0]
 
 
-def _eager_function(name: str, implementation, setup_context, backward) -> type:
-    """The autograd.Function that runs ``implementation`` with the op's autograd formula (eager mode).
-
-    Its forward takes ``ctx`` and calls ``setup_context`` itself: with a separate ``setup_context``
-    staticmethod, ``Function.apply`` binds the arguments through ``inspect.signature`` on every
-    call (tens of microseconds)."""
-
-    def forward(ctx, *inputs):
-        output = implementation(*inputs)
-        setup_context(ctx, inputs, output)
-        return output
-
-    return type(name, (torch.autograd.Function,), {"forward": staticmethod(forward),
-                                                    "backward": staticmethod(backward)})
+def _mlp_composition(ctx, x, w1, b1, w2, b2) -> Tensor:
+    h = _reference.forward(x, w1, b1, ctx.activation, False)[0]
+    return _reference.forward(h, w2, b2, "none", False)[0]
 
 
 # What the layers call in eager mode (see eager()): the ops' implementations and autograd formulas.
-EagerLinear = _eager_function("EagerLinear", _linear, _setup_linear, _backward_linear)
-EagerLinearAux = _eager_function("EagerLinearAux", _linear_aux, _setup_linear_aux, _backward_linear_aux)
-EagerMLP = _eager_function("EagerMLP", _mlp, _setup_mlp, _backward_mlp)
+EagerLinear = differentiable("EagerLinear", linear, _linear, _setup_linear, _backward_linear, _linear_composition, 3)
+EagerLinearAux = differentiable("EagerLinearAux", linear_aux, _linear_aux, _setup_linear_aux, _backward_linear_aux,
+                                _linear_composition, 3)
+EagerMLP = differentiable("EagerMLP", mlp, _mlp, _setup_mlp, _backward_mlp, _mlp_composition, 5)

@@ -55,17 +55,18 @@ def aux_width(activation: str, n):
 def pack_positive(z: torch.Tensor) -> torch.Tensor:
     """The ReLU bitmask of ``z > 0`` (shape ``(M, relu_aux_width(N))``, uint8)."""
     m, n = z.shape
-    bits = z.new_zeros((m, relu_aux_width(n) * 8), dtype=torch.uint8)
+    width = relu_aux_width(n)
+    bits = z.new_zeros((m, width * 8), dtype=torch.uint8)
     bits[:, :n] = z > 0
     weights = torch.tensor(_BIT_VALUES, dtype=torch.uint8, device=z.device)
-    return (bits.view(m, -1, 8) * weights).sum(-1, dtype=torch.uint8)
+    return (bits.view(m, width, 8) * weights).sum(-1, dtype=torch.uint8)
 
 
 def unpack_positive(mask: torch.Tensor, n: int) -> torch.Tensor:
     """The boolean ``(M, n)`` array a ReLU bitmask encodes."""
     shifts = torch.arange(8, dtype=torch.uint8, device=mask.device)
     bits = (mask.unsqueeze(-1) >> shifts) & 1
-    return bits.view(mask.shape[0], -1)[:, :n].bool()
+    return bits.flatten(1)[:, :n].bool()
 
 
 def activation_backward(grad: torch.Tensor, aux: torch.Tensor, activation: str) -> torch.Tensor:

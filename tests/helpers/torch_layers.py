@@ -6,6 +6,7 @@ from torch import nn
 
 __all__ = [
     "ACTIVATE",
+    "TorchLinear",
     "TorchMLP",
     "float64_reference",
     "generator",
@@ -14,6 +15,7 @@ __all__ = [
     "reference_linear",
     "reference_mlp",
     "relative_error",
+    "route_float32_to_cublaslt_path",
     "training_step",
 ]
 
@@ -73,6 +75,17 @@ def relative_error(result, expected) -> float:
     return float(difference.norm() / (expected.norm() or 1.0))
 
 
+class TorchLinear(nn.Linear):
+    """The torch layer FusedLinear replaces: nn.Linear, then the activation."""
+
+    def __init__(self, in_features, out_features, bias=True, activation=None, device=None, dtype=None):
+        super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
+        self.activation = activation
+
+    def forward(self, x):
+        return ACTIVATE[self.activation](super().forward(x))
+
+
 class TorchMLP(nn.Module):
     """The torch block FusedMLP replaces: fc1, activation, fc2."""
 
@@ -94,3 +107,23 @@ def training_step(module, x, grad):
     out = module(x)
     out.backward(grad)
     return out.detach(), [param.grad for param in module.parameters()] + [x.grad]
+
+
+def route_float32_to_cublaslt_path(monkeypatch) -> list:
+    """Send float32 CPU tensors down nvmathx.torch's cuBLASLt path, which then runs on nvmathx's own
+    CPU execution space (the same epilog semantics, results without autograd history, as on a
+    GPU), for the duration of a test. Returns the list that records every matmul call made there."""
+    from nvmathx.torch import _dispatch, _fused
+
+    calls = []
+    real_matmul = _fused.matmul
+
+    def recording_matmul(a, b, *, epilog=None, epilog_inputs=None, preferences=None):
+        calls.append({"epilog": epilog, "a": a, "b": b, "inputs": dict(epilog_inputs or {}),
+                      "preferences": preferences})
+        return real_matmul(a, b, epilog=epilog, epilog_inputs=epilog_inputs, preferences=preferences)
+
+    monkeypatch.setattr(_dispatch, "fusable", lambda t: t.dtype == torch.float32)
+    monkeypatch.setattr(_fused, "matmul", recording_matmul)
+    monkeypatch.setattr(_dispatch, "refused", set())
+    return calls

@@ -8,7 +8,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from helpers.torch_layers import float64_reference, generator, layer_tensors, randn, reference_mlp, relative_error  # noqa: E402
+from helpers.torch_layers import (  # noqa: E402
+    float64_reference,
+    generator,
+    layer_tensors,
+    randn,
+    reference_mlp,
+    relative_error,
+    route_float32_to_cublaslt_path,
+)
 from nvmathx import InvalidStateError  # noqa: E402
 from nvmathx._bindings.cublaslt import CublasLtError  # noqa: E402
 from nvmathx.torch import _dispatch, _fused, fused_linear, fused_mlp  # noqa: E402
@@ -17,18 +25,7 @@ from nvmathx.torch import _dispatch, _fused, fused_linear, fused_mlp  # noqa: E4
 @pytest.fixture
 def fused_on_cpu(monkeypatch):
     """Send float32 CPU tensors down the cuBLASLt path and record every matmul call made there."""
-    calls = []
-    real_matmul = _fused.matmul
-
-    def recording_matmul(a, b, *, epilog=None, epilog_inputs=None, preferences=None):
-        calls.append({"epilog": epilog, "a": a, "b": b, "inputs": dict(epilog_inputs or {}),
-                      "preferences": preferences})
-        return real_matmul(a, b, epilog=epilog, epilog_inputs=epilog_inputs, preferences=preferences)
-
-    monkeypatch.setattr(_dispatch, "fusable", lambda t: t.dtype == torch.float32)
-    monkeypatch.setattr(_fused, "matmul", recording_matmul)
-    monkeypatch.setattr(_dispatch, "refused", set())
-    return calls
+    return route_float32_to_cublaslt_path(monkeypatch)
 
 
 def _shares_storage(view, *tensors):

@@ -1,5 +1,6 @@
 """fused_linear and fused_mlp on the CPU (the torch composition): values and gradients against
-float64 torch, gradcheck, auxiliary formats, layouts and argument errors."""
+float64 torch, auxiliary formats, layouts and argument errors (gradcheck and gradgradcheck:
+test_double_backward.py)."""
 
 import pytest
 
@@ -67,32 +68,6 @@ def test_mlp_matches_float64(seed, activation, bias):
     assert relative_error(out, expected) < 1e-6
     for got, want in zip(grads, expected_grads):
         assert relative_error(got, want) < 1e-5
-
-
-@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
-@pytest.mark.parametrize("activation", ACTIVATIONS)
-def test_linear_gradcheck(seed, activation, bias):
-    gen = generator(seed)
-    x = randn(gen, (2, 3, 5), torch.float64, requires_grad=True)
-    weight, b = _linear_tensors(gen, 5, 7, bias, torch.float64)
-    inputs = tuple(t for t in (x, weight, b) if t is not None)
-
-    def layer(x, weight, *rest):
-        return fused_linear(x, weight, rest[0] if rest else None, activation)
-
-    assert torch.autograd.gradcheck(layer, inputs)
-
-
-@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
-@pytest.mark.parametrize("activation", ["relu", "gelu"])
-def test_mlp_gradcheck(seed, activation, bias):
-    gen = generator(seed)
-    x = randn(gen, (6, 5), torch.float64, requires_grad=True)
-    w1, b1, w2, b2 = _mlp_tensors(gen, 5, 9, True, torch.float64)
-    if bias:
-        assert torch.autograd.gradcheck(lambda *t: fused_mlp(*t, activation=activation), (x, w1, b1, w2, b2))
-    else:
-        assert torch.autograd.gradcheck(lambda x, w1, w2: fused_mlp(x, w1, None, w2, None, activation), (x, w1, w2))
 
 
 def test_gradients_only_where_required(seed):
@@ -199,7 +174,8 @@ def test_ops_pass_opcheck(seed):
     grad, aux_grad = randn(gen, (6, 12)), randn(gen, (6, 5))
     _, _, gelu_aux = torch.ops.nvmathx.mlp(x, w1, b1, w2, b2, "gelu")
     _, _, relu_aux = torch.ops.nvmathx.mlp(x, w1, b1, w2, b2, "relu")
-    # The gradient ops are not differentiable themselves (no double backward): plain tensors.
+    # The gradient ops have no autograd of their own (double backward differentiates the torch
+    # composition instead, see nvmathx.torch._autograd): plain tensors.
     xd, w1d, w2d, gelu_aux, relu_aux = (t.detach() for t in (x, w1, w2, gelu_aux, relu_aux))
     calls = [
         (torch.ops.nvmathx.linear.default, (x, w1, b1, "gelu")),

@@ -1,6 +1,7 @@
 """nvmathx.torch on the GPU: cuBLASLt results and gradients against torch's unfused layers in
-float64, the fused path taken (nothing refused) for float16 and bfloat16, gradcheck on CUDA,
-layouts, autocast, torch.compile, host synchronisation and memory."""
+float64, the fused path taken (nothing refused) for float16 and bfloat16, layouts, autocast,
+torch.compile, host synchronisation and memory. (gradcheck, gradgradcheck and double backward on
+CUDA: test_double_backward.py; empty problems: test_empty_and_meta.py.)"""
 
 import pytest
 
@@ -102,16 +103,6 @@ def test_mlp_matches_torch_float64(seed, refused, dtype, activation, bias, hidde
     _check(out, grads, expected, expected_grads, dtype)
     if hidden % 8 == 0:  # rows of h not 16-byte aligned may take the torch composition for some GEMMs
         _assert_fused(refused, dtype)
-
-
-def test_gradcheck_float64_on_cuda(seed):
-    """float64 runs the torch composition on the GPU; its gradients are checked numerically."""
-    gen = generator(seed)
-    x = randn(gen, (6, 5), torch.float64, DEVICE, requires_grad=True)
-    w1, b1, w2, b2 = _mlp_params(gen, 5, 9, torch.float64)
-    for activation in ("relu", "gelu"):
-        assert torch.autograd.gradcheck(lambda *t, a=activation: fused_mlp(*t, activation=a), (x, w1, b1, w2, b2))
-        assert torch.autograd.gradcheck(lambda *t, a=activation: fused_linear(*t, activation=a), (x, w1, b1))
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
