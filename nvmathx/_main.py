@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from ._bindings import cuda_driver
-from ._bindings._loader import library_report
+from ._bindings._loader import DISTRIBUTED_LIBRARIES, LIBRARIES, library_report
 from ._core.device import device_properties
 from ._version import __version__
 
@@ -43,6 +43,35 @@ def gpu_report() -> list[str]:
         major, minor = props["compute_capability"]
         lines.append(f"  GPU {device_id}: {props['name']} (sm_{major}{minor}, {props['multiprocessor_count']} SMs)")
     return lines
+
+
+def distributed_report() -> list[str]:
+    """What nvmathx.distributed would use: NCCL (through nccl4py), cuBLASMp and MPI; never raises,
+    never initialises MPI or a communicator."""
+    lines = []
+    try:
+        from ._bindings import nccl
+
+        major, minor, patch = nccl.version()
+        lines.append(f"NCCL      {major}.{minor}.{patch} (nccl4py {importlib.metadata.version('nccl4py')})")
+    except Exception as error:  # noqa: BLE001  (a report, never fatal)
+        lines.append(f"NCCL      not available: {_short(error)}")
+    try:
+        from ._bindings import cublasmp
+
+        lines.append(f"cuBLASMp  {cublasmp.version_string()}")
+    except Exception as error:  # noqa: BLE001
+        lines.append(f"cuBLASMp  not available: {_short(error)}")
+    try:
+        lines.append(f"MPI       mpi4py {importlib.metadata.version('mpi4py')}")
+    except importlib.metadata.PackageNotFoundError:
+        lines.append("MPI       mpi4py not installed (torch.distributed groups work without it)")
+    return lines
+
+
+def _short(error) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) < 160 else text[:157] + "..."
 
 
 def package_report() -> list[tuple[str, str]]:
@@ -113,8 +142,11 @@ def main(argv=None) -> int:
     has_gpu = not gpu_lines[0].startswith("no GPU")
 
     print("\nCUDA libraries")
-    for name, where, how in library_report():
+    for name, where, how in library_report([name for name in LIBRARIES if name not in DISTRIBUTED_LIBRARIES]):
         print(f"  {name:<10} {where}  [{how}]")
+    print("\nDistributed (nvmathx.distributed)")
+    for line in distributed_report():
+        print(f"  {line}")
     print("\nPackages")
     for name, version in package_report():
         print(f"  {name:<24} {version}")

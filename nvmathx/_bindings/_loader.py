@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from .._core.errors import LibraryNotFoundError
 
-__all__ = ["LIBRARIES", "LoadedLibrary", "load_library", "library_report", "FunctionTable"]
+__all__ = ["LIBRARIES", "DISTRIBUTED_LIBRARIES", "LoadedLibrary", "load_library", "library_report", "FunctionTable"]
 
 
 @dataclass(frozen=True)
@@ -129,13 +129,16 @@ def _soname_version(path: str) -> tuple[int, ...]:
     return tuple(int(part) for part in suffix.split(".") if part.isdigit())
 
 
-def library_report() -> list[tuple[str, str, str]]:
-    """(name, path or error, how found) for every known library, loading each one.
+DISTRIBUTED_LIBRARIES = ("nccl", "nvshmem_host", "cublasmp")  # reported in python -m nvmathx's distributed section
+
+
+def library_report(names=None) -> list[tuple[str, str, str]]:
+    """(name, path or error, how found) for every known library (or those ``names``), loading each.
 
     Used by ``python -m nvmathx``; never raises.
     """
     rows = []
-    for name in LIBRARIES:
+    for name in names if names is not None else LIBRARIES:
         try:
             loaded = load_library(name)
             rows.append((name, loaded.path or "(already loaded)", loaded.found_via))
