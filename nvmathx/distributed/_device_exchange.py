@@ -61,7 +61,7 @@ class DeviceExchange:
         self.device_id = context.device_id
         self.dtype = np.dtype(dtype)
         self.itemsize = self.dtype.itemsize
-        source_shape, target_shape = plan.source.shape, plan.target.shape
+        source_shape, target_shape = plan.source_frame.shape, plan.target.shape
         self._self_copies = []
         sends, receives = [], []
         for item in plan.sends:

@@ -41,6 +41,11 @@ class ExchangePlan:
     target: Box  # and after
     sends: tuple  # Transfer per peer that gets a non-empty piece, self included
     receives: tuple  # Transfer per peer that sends a non-empty piece, self included
+    frame: Box | None = None  # the array the sends' local coordinates refer to (default: source)
+
+    @property
+    def source_frame(self) -> Box:
+        return self.source if self.frame is None else self.frame
 
     @property
     def send_counts(self) -> list:
@@ -99,16 +104,21 @@ def check_tiling(boxes, argument: str, global_shape=None) -> tuple:
     return global_shape
 
 
-def plan_exchange(source_boxes, target_boxes, rank: int) -> ExchangePlan:
+def plan_exchange(source_boxes, target_boxes, rank: int, *, frame: Box | None = None) -> ExchangePlan:
     """``rank``'s sends and receives when the global array moves from ``source_boxes`` to
-    ``target_boxes`` (one box per rank each, both tiling the same global array)."""
+    ``target_boxes`` (one box per rank each, both tiling the same global array).
+
+    ``source_boxes`` may also be parts of the ranks' pieces (one chunk of a pipelined exchange):
+    ``frame`` is then this rank's whole piece, whose local coordinates the sends use.
+    """
     source, target = source_boxes[rank], target_boxes[rank]
+    origin = source if frame is None else frame
     sends, receives = [], []
     offset = 0
     for peer, box in enumerate(target_boxes):
         common = source.intersect(box) if source.size and box.size else None
         if common is not None:
-            sends.append(Transfer(peer, common, common.relative_to(source), offset))
+            sends.append(Transfer(peer, common, common.relative_to(origin), offset))
             offset += common.size
     offset = 0
     for peer, box in enumerate(source_boxes):
@@ -116,4 +126,4 @@ def plan_exchange(source_boxes, target_boxes, rank: int) -> ExchangePlan:
         if common is not None:
             receives.append(Transfer(peer, common, common.relative_to(target), offset))
             offset += common.size
-    return ExchangePlan(rank, len(source_boxes), source, target, tuple(sends), tuple(receives))
+    return ExchangePlan(rank, len(source_boxes), source, target, tuple(sends), tuple(receives), frame)

@@ -71,6 +71,12 @@ def _install():
         patch.setattr(nccl, name, getattr(fake, name))
     patch.setattr(context, "nccl_comm", 1)
     patch.setattr(context, "device_id", 0)
+    from nvmathx._bindings import cuda_driver
+    from nvmathx._core import streams
+    from nvmathx.distributed.fft import _gpu
+
+    patch.setattr(cuda_driver, "stream_wait_stream", lambda waiting, producing: None)
+    patch.setattr(_gpu, "side_stream", lambda device_id: streams._holders[(7, 0)])
     return patch, fake
 
 
@@ -103,6 +109,18 @@ def dfft_local_box(shape, distribution, axes):
     import nvmathx.distributed as dist
 
     return dist.local_box(shape, distribution, axes=axes)
+
+
+def run_pipelined(seed):
+    """The same cases with the first pass and move cut into chunks (a tiny chunk size)."""
+    from nvmathx.distributed.fft import _gpu
+
+    saved = _gpu.CHUNK_BYTES
+    _gpu.CHUNK_BYTES = 256
+    try:
+        return run(seed)
+    finally:
+        _gpu.CHUNK_BYTES = saved
 
 
 def run(seed):

@@ -35,3 +35,11 @@ def test_gpu_code_path_on_host_stand_ins(world_size, seed):
     """The GPU pipeline (buffers, packing, NCCL groups) with cuFFT, kernels and NCCL emulated on the host."""
     pytest.importorskip("torch")
     _check(run_world(world_size, "distributed._fake_gpu_cases:run", seed=seed), minimum=30)
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_pipelined_gpu_code_path_on_host_stand_ins(world_size, seed):
+    """The GPU pipeline with its first pass and move in chunks (exchanges of one chunk beside the
+    transform of the next on a GPU)."""
+    pytest.importorskip("torch")
+    _check(run_world(world_size, "distributed._fake_gpu_cases:run_pipelined", seed=seed), minimum=30)

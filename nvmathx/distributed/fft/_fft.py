@@ -225,9 +225,15 @@ class FFT:
             holder["operand"] = operand
 
         agree(self._context.group, local)
-        self._operand = holder["operand"]
+        previous, self._operand = self._operand, holder["operand"]
         if self._single is not None:
             self._single.reset_operand(self._operand.obj)
+        elif self._pipeline is not None and _alignment(previous) != _alignment(self._operand):
+            # cuFFT reads a real operand in place only from a complex-aligned address: plan again
+            # (local: this rank's plans only, nothing collective).
+            self._pipeline.free()
+            self._pipeline = None
+            self._make_pipeline()
 
     # -- lifetime -------------------------------------------------------------------------------------
 
@@ -281,6 +287,10 @@ def check_space(operand, context, options, stream) -> None:
     if distributed and not context.group.exchanges_host_data:
         raise OperandError("x", f"numpy operands are exchanged through the process group, and {context.group.name} "
                                 "moves only GPU tensors: use a gloo or MPI group (or 'cpu:gloo,cuda:nccl')")
+
+
+def _alignment(operand) -> int:
+    return operand.ptr % (2 * operand.dtype.itemsize)
 
 
 def _single_run(single, sign, factor, stream):

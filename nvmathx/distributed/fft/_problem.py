@@ -37,6 +37,7 @@ class Description:
     reshape: bool
     lengths: tuple | None  # C2R: the real result's lengths along the axes (None: from the parity rule)
     options: tuple
+    aligned: bool = True  # R2C: the operand's address is aligned to the complex element (cuFFT reads it in place)
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,9 @@ def describe(operand, distribution, axes, fft_type, options, *, lengths=None) ->
     if lengths is not None:
         lengths = _lengths(lengths, len(resolved_axes))
     space = "cpu" if operand.device_id < 0 else f"cuda:{operand.device_id}"
+    aligned = kind != "R2C" or operand.ptr % (2 * np.dtype(dtype).itemsize) == 0
     return Description(tuple(operand.shape), dtype, space, resolved, resolved_axes, kind, options.reshape,
-                       lengths, options.key())
+                       lengths, options.key(), aligned)
 
 
 def _lengths(s, count: int) -> tuple:
