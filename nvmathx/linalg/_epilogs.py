@@ -43,6 +43,7 @@ returns ``(dz, {"dgelu_bgrad": db})``, then ``dW = matmul(x.T, dz)`` and ``dx = 
 from __future__ import annotations
 
 import enum
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,7 +74,8 @@ MatmulEpilog.__doc__ = """Operations fused after the product (RELU, GELU, BIAS, 
 
 What each computes, consumes and returns is in the table of :mod:`nvmathx.linalg`; the values
 are cuBLASLt's ``cublasLtEpilogue_t`` codes of the same name. ``epilog=`` also accepts the name as
-a string, in any case.
+a string, in any case, or the code as a plain integer; a member of any other enum is refused with
+an OptionsError naming ``epilog``, whatever its value.
 """
 
 
@@ -131,26 +133,29 @@ WITHOUT_BIAS = {
 
 
 def epilog_spec(epilog) -> EpilogSpec | None:
-    """The spec of ``epilog`` (a MatmulEpilog, its name in any case, or None)."""
-    if epilog is None:
-        return None
+    """The spec of ``epilog``: a MatmulEpilog, its name in any case, its cuBLASLt code as a plain
+    integer (Python or numpy), or None. Members of other enums are refused, even where their
+    values are codes: an ``IntEnum`` of another library means something else."""
+    if epilog is None or isinstance(epilog, MatmulEpilog):
+        return EPILOGS[epilog] if epilog is not None else None
+    if isinstance(epilog, enum.Enum):
+        raise OptionsError("epilog", f"expected a MatmulEpilog, its name or None (got {type(epilog).__name__}."
+                           f"{epilog.name}, a member of another enum)")
     if isinstance(epilog, str):
         try:
-            epilog = MatmulEpilog[epilog.upper()]
+            return EPILOGS[MatmulEpilog[epilog.upper()]]
         except KeyError:
             raise OptionsError(
                 "epilog", f"unknown epilog {epilog!r}; valid: {[e.name for e in MatmulEpilog]}"
             ) from None
-    elif isinstance(epilog, int) and not isinstance(epilog, bool):
+    if isinstance(epilog, numbers.Integral) and not isinstance(epilog, (bool, np.bool_)):
         try:
-            epilog = MatmulEpilog(epilog)
+            return EPILOGS[MatmulEpilog(int(epilog))]
         except ValueError:
             raise OptionsError(
                 "epilog", f"unknown epilog code {epilog}; valid: {[e.name for e in MatmulEpilog]}"
             ) from None
-    else:
-        raise OptionsError("epilog", f"expected a MatmulEpilog, its name or None (got {type(epilog).__name__})")
-    return EPILOGS[epilog]
+    raise OptionsError("epilog", f"expected a MatmulEpilog, its name or None (got {type(epilog).__name__})")
 
 
 _SQRT_2_OVER_PI = np.sqrt(2.0 / np.pi)

@@ -9,7 +9,7 @@ from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
 from .._core.streams import order_after
 from .._core.tensor import key_function, operand_keys
-from ._epilogs import epilog_spec
+from ._epilogs import MatmulEpilog, epilog_spec
 from ._matmul import Matmul
 from ._operands import copied, wrap_all
 from ._options import MatmulOptions, MatmulPlanPreferences
@@ -18,6 +18,9 @@ from ._problem import check_quantization_scales, check_scalars
 __all__ = ["matmul", "matmul_plan_key", "plan_cache"]
 
 plan_cache = PlanCache("matmul", max_size=128, max_memory_bytes=1 << 30)
+
+# Epilogs that go into a key as they are (planning checks them): names, codes and MatmulEpilogs.
+_EPILOG_KEY_TYPES = (str, int, MatmulEpilog)
 
 
 # -- keys ----------------------------------------------------------------------------------------
@@ -52,8 +55,10 @@ def _key(a, b, c, epilog, epilog_inputs, scales, options, preferences, execution
     extra = input_pointers = None
     if epilog_inputs or scales:
         extra, input_pointers = _extra_key(epilog_inputs, scales)
-    if epilog is not None and not isinstance(epilog, (str, int)):
-        epilog_spec(epilog)  # raises the typed error for an unhashable or unknown epilog
+    if epilog is not None and type(epilog) not in _EPILOG_KEY_TYPES:
+        # A member of another IntEnum equals (and hashes as) its value: checked here, before a
+        # cached plan of that code could answer for it; numpy integers become the MatmulEpilog.
+        epilog = epilog_spec(epilog).epilog
     if options is not None or preferences is not None or execution is not None:
         options, preferences, execution = _normalized(options, preferences, execution, device_id)
     # _alignment(a_ptr) and _alignment(b_ptr), inline: this is every call's path

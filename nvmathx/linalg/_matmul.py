@@ -175,8 +175,10 @@ class Matmul:
 
         Parameters
         ----------
-        epilog : MatmulEpilog, str or None
-            The operation fused after the product (see :class:`MatmulEpilog`).
+        epilog : MatmulEpilog, str, int or None
+            The operation fused after the product (see :class:`MatmulEpilog`): a member, its name in
+            any case, or its cuBLASLt code as a plain integer. Members of other enums are refused,
+            whatever their values.
         epilog_inputs : dict, optional
             ``{"bias": ...}``, ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` as the epilog needs.
             A bias has shape ``(N,)``, ``(..., 1, N)`` or (added through C, without ``c``)
