@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .._core.errors import UnsupportedOperandError
 from .._core.execution import ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
@@ -11,7 +12,7 @@ from .._core.streams import order_after
 from .._core.tensor import key_function, operand_keys
 from ._epilogs import MatmulEpilog, epilog_spec
 from ._matmul import Matmul
-from ._operands import copied, wrap_all
+from ._operands import copied, has_array_likes, wrap_all
 from ._options import MatmulOptions, MatmulPlanPreferences
 from ._problem import check_quantization_scales, check_scalars
 
@@ -122,8 +123,10 @@ class _CachedMatmul:
         return self.runner.workspace_bytes
 
     def set_scalars(self, alpha, beta) -> None:
-        self.runner.set_scalars(*check_scalars(alpha, beta, complex_ok=self.complex, has_c=self.has_c))
-        self.alpha, self.beta = alpha, beta
+        # The checked values are kept: numbers, which the next call's may be identical to; a 0-d
+        # array becomes its value, so an array changed in place is read again on every call.
+        self.alpha, self.beta = check_scalars(alpha, beta, complex_ok=self.complex, has_c=self.has_c)
+        self.runner.set_scalars(self.alpha, self.beta)
 
     def run_bound(self, a, b, c, epilog_inputs, scales, stream):
         """Bind this call's operands (materialising lazy views), epilog inputs and scales, and run."""
@@ -158,6 +161,7 @@ def _plan(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, prefe
     try:
         mm._plan(epilog, epilog_inputs, preferences, None, keep=1)
         inputs_copied = mm._inputs_copied(epilog_inputs)
+        alpha, beta = mm._alpha, mm._beta  # checked: a 0-d array is its value (see set_scalars)
         runner, streams, views_copied = mm._detach()
     finally:
         mm.free()
@@ -177,7 +181,9 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
     GPU plans are kept in :data:`plan_cache`, keyed by :func:`matmul_plan_key`, so a repeated
     call costs a key computation, a lookup and the library call. Host (numpy) operands run on the
     CPU unless ``execution="cuda"``, which copies them to the GPU and back (that path is not
-    cached).
+    cached). Lists, tuples and Python or numpy scalars are taken as ``numpy.matmul`` takes them:
+    converted with ``numpy.asarray``, they are that numpy array (dtype and host memory included),
+    exactly as :class:`Matmul` takes them.
 
     Parameters
     ----------
@@ -200,8 +206,16 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
     array([[0., 0., 1., 2.],
            [0., 0., 1., 2.]], dtype=float32)
     """
-    key, device_id, a_ptr, b_ptr, c_ptr, input_pointers = _key(a, b, c, epilog, epilog_inputs, quantization_scales,
-                                                               options, preferences, execution)
+    try:
+        key, device_id, a_ptr, b_ptr, c_ptr, input_pointers = _key(a, b, c, epilog, epilog_inputs,
+                                                                   quantization_scales, options, preferences, execution)
+    except UnsupportedOperandError:
+        if not has_array_likes(a, b, c, epilog_inputs):
+            raise
+        # Lists and scalars become numpy arrays (in Matmul), which take the uncached path.
+        return _uncached(a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=epilog_inputs,
+                         scales=quantization_scales, options=options, preferences=preferences, execution=execution,
+                         stream=stream)
     if device_id < 0 or not (execution is None or execution == "cuda"
                              or (isinstance(execution, ExecutionCUDA) and execution.device_id == device_id)):
         return _uncached(a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=epilog_inputs,

@@ -14,8 +14,8 @@ from ._autotune import autotune_algorithms
 from ._cpu import cpu_matmul
 from ._epilogs import epilog_spec
 from ._layout import pointer_alignment
-from ._operands import check_together, copied, info, stage, wrap_all, wrap_factor
-from ._options import MatmulOptions, MatmulPlanPreferences
+from ._operands import array_likes, check_together, copied, info, inputs_as_arrays, stage, wrap_all, wrap_factor
+from ._options import MatmulOptions, MatmulPlanPreferences, as_int
 from ._planning import build_runner
 from ._problem import check_quantization_scales, check_scalars, describe_problem
 
@@ -35,21 +35,27 @@ class Matmul:
 
     Parameters
     ----------
-    a, b : array
+    a, b : array or array-like
         ``(..., M, K)`` and ``(..., K, N)`` arrays (or 1-D) of one library on one device: numpy,
         cupy, torch, jax or any DLPack / CUDA Array Interface producer. C-contiguous,
-        Fortran-ordered and transposed views are used without copies.
-    c : array, optional
+        Fortran-ordered and transposed views are used without copies. As ``numpy.matmul`` does,
+        lists, tuples and Python or numpy scalars are taken too: they are converted with
+        ``numpy.asarray`` and are then that numpy array in every respect (its dtype, which must
+        be a supported one, and host memory, so they run on the CPU unless ``execution="cuda"``).
+        Any extent may be 0 (see Notes).
+    c : array or array-like, optional
         Addend of the result's shape, or of its matrix shape ``(M, N)`` under batch dimensions
         that broadcast to the result's (``(M, N)``, ``(1, B2, M, N)``, ...). On the GPU it must
-        be row-major (last axis contiguous).
+        be row-major (last axis contiguous). Array-likes as for ``a``.
     alpha, beta : number
-        Scalars; ``beta`` needs ``c``. With ``beta == 0`` (``0``, ``0.0``, ``0j``) ``c`` is not
-        read, as in BLAS: NaN or Inf in it does not reach the result.
+        Scalars: Python or numpy numbers, or numpy 0-d arrays (read when given); ``beta`` needs
+        ``c``. With ``beta == 0`` (``0``, ``0.0``, ``0j``) ``c`` is not read, as in BLAS: NaN or
+        Inf in it does not reach the result.
     quantization_scales : dict, optional
-        float8 only: per-tensor scales ``{"a": sa, "b": sb, "d": sd}`` (floats, or one-element
-        float32 device arrays read at execution). The result is
-        ``sd * epilog(alpha * sa * sb * a @ b + beta * c)``; ``d`` needs a float8 result.
+        float8 only: per-tensor scales ``{"a": sa, "b": sb, "d": sd}``: numbers (a one-element
+        host array counts as its value, read when given), or one-element float32 device arrays
+        read at execution. The result is ``sd * epilog(alpha * sa * sb * a @ b + beta * c)``;
+        ``d`` needs a float8 result.
     options : MatmulOptions, dict or None
         See :class:`MatmulOptions`.
     execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or None
@@ -105,6 +111,7 @@ class Matmul:
         self._ready = False  # planned for the GPU: execute() goes straight to the runner
         self._options = check_or_create_options(MatmulOptions, options, "options")
         self._logger = get_logger(self._options.logger)
+        a, b, c = array_likes(a, b, c)
         a_op, b_op, c_op, _ = wrap_all(a, b, c, None)
         self._infos = {"a": info(a_op), "b": info(b_op), "c": info(c_op)}
         self._base = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=beta, epilog=None,
@@ -183,6 +190,7 @@ class Matmul:
             ``{"bias": ...}``, ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` as the epilog needs.
             A bias has shape ``(N,)``, ``(..., 1, N)`` or (added through C, without ``c``)
             ``(..., M, N)``; the batch dimensions of every input broadcast to the result's.
+            Array-likes are converted as ``a`` is.
         preferences : MatmulPlanPreferences, dict or None
             What the heuristic may return, and whether to autotune its candidates now.
         algorithms : list of MatmulAlgorithm, optional
@@ -202,6 +210,7 @@ class Matmul:
         self._check_state(_CONSTRUCTED, _PLANNED)
         preferences = check_or_create_options(MatmulPlanPreferences, preferences, "preferences")
         spec = epilog_spec(epilog)
+        epilog_inputs = inputs_as_arrays(epilog_inputs)
         inputs = {name: wrap_operand(value, f"epilog_inputs[{name!r}]")
                   for name, value in _input_dict(epilog_inputs).items()}
         check_together(self._host, [(f"epilog_inputs[{name!r}]", op) for name, op in inputs.items()])
@@ -265,7 +274,7 @@ class Matmul:
         reported with ``inf``, last. Empty for CPU execution.
         """
         self._check_state(_PLANNED)
-        check_positive_int(iterations, "iterations")
+        iterations = check_positive_int(as_int(iterations), "iterations")
         if self._cpu:
             return []
         runner = self._runner
@@ -349,6 +358,8 @@ class Matmul:
             When a new operand differs from the one it replaces (the message names it and says how).
         """
         self._check_state(_CONSTRUCTED, _PLANNED)
+        a, b, c = array_likes(a, b, c)
+        epilog_inputs = inputs_as_arrays(epilog_inputs)
         new, given = {}, {}
         for name, value in (("a", a), ("b", b), ("c", c)):
             if value is None:
