@@ -111,7 +111,7 @@ class _CachedMatmul:
         self.runner = runner
         self.streams = streams  # follows the library's current stream
         self.alpha, self.beta = alpha, beta
-        self.complex = runner.plan.problem.a_dtype.startswith("complex")
+        self.complex = runner.problem.a_dtype.startswith("complex")
         self.has_c = has_c
         # Float8 scales and lazy views (materialised into copies) are bound per call; epilog inputs
         # that are arrays as they are (by_pointer) are set by address, as a, b and c are.
@@ -134,7 +134,7 @@ class _CachedMatmul:
         a_op, b_op, c_op, inputs = wrap_all(a, b, c, epilog_inputs)
         runner.bind(a_op, b_op, c_op, inputs)
         if runner.scale_keys:  # every call states its scales: those it omits are 1.0
-            runner.set_scales(check_quantization_scales(scales, runner.plan.problem), complete=True)
+            runner.set_scales(check_quantization_scales(scales, runner.problem), complete=True)
         holder = self.streams(stream)
         given = (epilog_inputs or {}).items()
         views_copied = copied((a_op, a), (b_op, b), (c_op, c), *((inputs[name], value) for name, value in given))

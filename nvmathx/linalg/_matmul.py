@@ -236,7 +236,7 @@ class Matmul:
         self._ready = True
         if preferences.autotune:
             self.autotune()
-            if keep is not None:  # the fastest only, with no more workspace than they need
+            if keep is not None and runner.algorithms:  # the fastest only, with no more workspace than they need
                 runner.prepare(runner.algorithms[:keep])
         return list(runner.algorithms)
 
@@ -275,7 +275,7 @@ class Matmul:
         """
         self._check_state(_PLANNED)
         iterations = check_positive_int(as_int(iterations), "iterations")
-        if self._cpu:
+        if self._cpu or not self._runner.algorithms:  # an extent of 0 runs no algorithm
             return []
         runner = self._runner
         stream = self._streams()

@@ -55,6 +55,12 @@ class MatmulProblem:
     result_amax: bool
 
     @property
+    def degenerate(self) -> bool:
+        """Whether M, N, K or the batch has extent 0: nothing to multiply (see :mod:`._degenerate`)."""
+        shape = self.shape
+        return not (shape.m and shape.n and shape.k and shape.batch_count)
+
+    @property
     def is_fp8(self) -> bool:
         return self.a_dtype in FP8_DTYPES
 
