@@ -38,6 +38,10 @@ An MLP layer ``y = act(x @ W + b)`` followed by ``out = y @ W2`` composes as: fo
 backward, given ``dout``, ``matmul(dout, W2.T, epilog=DGELU_BGRAD, epilog_inputs={"gelu_aux": z})``
 returns ``(dz, {"dgelu_bgrad": db})``, then ``dW = matmul(x.T, dz)`` and ``dx = matmul(dz, W.T)``.
 ``matmul(x.T, dz, epilog=BGRADB)`` returns ``dW`` and ``{"bgradb": dz.sum(0)}`` in one call.
+
+With an extent of 0 (M, N, K or the batch) every output keeps its shape and meaning: with K = 0,
+``d`` is ``beta * c`` (zeros without ``c``) and the table applies to it; a bias gradient over an
+empty axis is 0 (see :class:`Matmul`, Notes).
 """
 
 from __future__ import annotations

@@ -163,8 +163,8 @@ __global__ void degenerate(void* result, int result_code, i64 rows, i64 cols, i6
             for (int j = 0; j < 8; ++j) {
                 const i64 col = group * 8 + j;
                 if (col >= cols) break;
-                R v = (R)0;
-                if (c) v = beta * load<R>(c, c_code, c_at + row * c_rs + col * c_cs);
+                R v = (R)0;  // the product: exactly 0, to which beta * c is added (so -0 in c gives +0)
+                if (c) v = v + beta * load<R>(c, c_code, c_at + row * c_rs + col * c_cs);
                 if (bias) v += load<R>(bias, bias_code, bias_at + row * bias_rs + col * bias_cs);
                 if (flags & AUX_OUT_GELU) store<R>(aux_out, result_code, (b * rows + row) * aux_out_ld + col, v);
                 if (v > (R)0) mask |= 1u << j;
@@ -207,8 +207,8 @@ __global__ void degenerate_complex(T* result, i64 rows, i64 cols, i64 count, R b
         v.y = (R)0;
         if (c) {
             T x = c[batch_offset(b, batch_ndim, extent, c_stride) + row * c_rs + col * c_cs];
-            v.x = beta_re * x.x - beta_im * x.y;
-            v.y = beta_re * x.y + beta_im * x.x;
+            v.x = v.x + (beta_re * x.x - beta_im * x.y);
+            v.y = v.y + (beta_re * x.y + beta_im * x.x);
         }
         result[t] = v;
     }

@@ -84,6 +84,18 @@ class Matmul:
     the graph is replayed. The function form follows the operand library's current stream, so it
     captures as it is once its plan is cached (call it once before capturing).
 
+    Extents of 0 follow ``numpy.matmul``: any of M, N, K and the batch may be 0. With M, N or the
+    batch 0 the result is empty (of the result's shape and dtype). With K = 0 the product is exactly
+    0 whatever ``alpha`` (as in BLAS), so ``d`` is ``beta * c`` (zeros without ``c``) plus the bias,
+    and the epilog applies to ``d`` as ever: ``relu_aux`` is the bitmask of ``d > 0``,
+    ``gelu_aux`` is ``d``, DRELU and DGELU scale ``d`` by their input. A bias gradient sums over
+    its axis, and a sum of nothing is 0: ``drelu_bgrad`` and ``dgelu_bgrad`` are zeros when M is 0,
+    ``bgrada`` and ``bgradb`` zeros when K is 0 (and ``a`` or ``b`` summed over K when only the
+    result is empty); ``result_amax`` of an empty result is 0. No cuBLASLt call is made for such a
+    problem: on the GPU a small kernel writes the outputs on the stream (no synchronisation, so a
+    CUDA graph captures it as it captures a product); ``plan()`` finds no algorithms (``algorithms``
+    and ``preferences`` have nothing to choose) and ``autotune()`` returns ``[]``.
+
     cuBLASLt takes one batch stride per operand. A batch whose operands are partly broadcast
     (or whose batch strides do not chain) runs as several cuBLASLt calls of one plan, or with
     the smaller inputs first copied to the full batch (float32, float64, complex64 and
@@ -200,8 +212,9 @@ class Matmul:
         Returns
         -------
         list of MatmulAlgorithm
-            The candidates, best first (empty for CPU execution, which has none to choose); with
-            ``preferences.autotune``, fastest first as :meth:`autotune` timed them.
+            The candidates, best first (empty for CPU execution, and for an extent of 0, which
+            have none to choose); with ``preferences.autotune``, fastest first as
+            :meth:`autotune` timed them.
         """
         return self._plan(epilog, epilog_inputs, preferences, algorithms)
 
@@ -271,7 +284,8 @@ class Matmul:
 
         Returns ``[(milliseconds per run, algorithm), ...]`` sorted by time, the order that
         :attr:`algorithms` and ``execute()`` use from now on; a candidate that fails to run is
-        reported with ``inf``, last. Empty for CPU execution.
+        reported with ``inf``, last. Empty for CPU execution and for a problem with an extent of 0
+        (nothing is timed). ``iterations`` is a Python or numpy integer >= 1.
         """
         self._check_state(_PLANNED)
         iterations = check_positive_int(as_int(iterations), "iterations")

@@ -79,8 +79,8 @@ def _library():
             source_path, built = os.path.join(folder, "kernels.cpp"), os.path.join(folder, "kernels.so")
             with open(source_path, "w") as file:
                 file.write(source)
-            subprocess.run([compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Werror", "-Wno-unused-function",
-                            source_path, "-o", built], check=True, capture_output=True)
+            flags = ["-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Werror", "-Wno-unused-function"]
+            subprocess.run([compiler, *flags, source_path, "-o", built], check=True, capture_output=True)
             os.replace(built, path)  # atomic: another process may build the same file meanwhile
     return ctypes.CDLL(path)
 
