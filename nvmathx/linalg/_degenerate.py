@@ -17,15 +17,14 @@ import numpy as np
 
 from .._bindings import cuda_driver
 from .._core.dtypes import numpy_dtype
+from .._core.tensor import copy_to_host, wrap_operand
 from . import _kernels as K
 from ._batching import _merge, aligned_strides
 from ._epilogs import gelu_aux_ld, relu_aux_width
 from ._problem import MatmulProblem, OperandInfo, cpu_compute_dtype, full_matrix
+from ._runner import first_columns, scale_operand
 
 __all__ = ["Slot", "Launch", "degenerate_launches", "DegenerateRunner"]
-
-_NO_INPUT = (None, (), 0, 0)  # (name, batch strides, row stride, column stride) of an absent input
-
 
 class Slot(NamedTuple):
     """A kernel argument known only when running: the value named ``name`` (a pointer, or beta),
@@ -41,7 +40,7 @@ class Launch(NamedTuple):
     args: tuple  # the kernel's arguments; Slots are filled in by each run
 
 
-def _matrix_view(info: OperandInfo, problem: MatmulProblem, batch) -> tuple:
+def _matrix_view(info: OperandInfo, batch) -> tuple:
     """(batch strides aligned to ``batch``, row stride, column stride) of a result-shaped input:
     ``c``, a bias (one row, or a matrix added through C) or an aux input."""
     shape, strides = tuple(info.shape), tuple(info.strides)
@@ -52,13 +51,14 @@ def _matrix_view(info: OperandInfo, problem: MatmulProblem, batch) -> tuple:
 
 def _c_view(info: OperandInfo, problem: MatmulProblem, batch) -> tuple:
     shape, strides = full_matrix(info.shape, info.strides, problem.a_ndim, problem.b_ndim)
-    return _matrix_view(OperandInfo(shape, strides, info.dtype), problem, batch)
+    return _matrix_view(OperandInfo(shape, strides, info.dtype), batch)
 
 
 def _split_batch(batch, inputs: dict) -> list:
-    """[(outer batch index or None, inner extents, {input: inner strides}, {input: outer offset})]:
-    the batch with unit dimensions dropped and chaining neighbours merged, its last
-    :data:`MAX_BATCH_DIMS` dimensions for the kernel and the rest looped over by launches."""
+    """[(launch index, extents, {input: strides}, {input: element offset})], a launch's batch: the
+    batch with unit dimensions dropped and chaining neighbours merged, its last
+    :data:`~._kernels.MAX_BATCH_DIMS` dimensions in each launch and the others looped over by
+    launches (the index counts them, in C order)."""
     names = list(inputs)
     merged = _merge(batch, [inputs[name] for name in names])
     inner, outer = merged[-K.MAX_BATCH_DIMS:], merged[:-K.MAX_BATCH_DIMS]
@@ -135,9 +135,9 @@ def _product_launches(problem: MatmulProblem, infos: dict) -> list[Launch]:
     flags = _flags(problem)
     views = {"c": _c_view(infos["c"], problem, batch) if infos.get("c") is not None else None}
     if problem.bias_mode is not None:
-        views["bias"] = _matrix_view(infos["bias"], problem, batch)
+        views["bias"] = _matrix_view(infos["bias"], batch)
     if epilog is not None and epilog.aux_input:
-        views["aux_in"] = _matrix_view(infos[epilog.aux_input], problem, batch)
+        views["aux_in"] = _matrix_view(infos[epilog.aux_input], batch)
     views = {name: view for name, view in views.items() if view is not None}
     relu_out = bool(flags & K.AUX_OUT_RELU)
     groups = relu_aux_width(n) if relu_out else -(-n // 8)
@@ -308,8 +308,6 @@ class DegenerateRunner:
     def set_scales(self, scales: dict, complete: bool = False) -> None:
         """Only ``d`` matters (``a`` and ``b`` scale a product of 0); device arrays are checked as
         GpuRunner checks them."""
-        from ._runner import scale_operand
-
         for key in self.scale_keys:
             if key not in scales and not complete:
                 continue
@@ -352,9 +350,7 @@ class DegenerateRunner:
         if self.problem.result_amax:  # the kernels take the largest |value| atomically
             cuda_driver.memset_async(values["amax"], 0, 4, stream.handle)
         for launch in self.launches:
-            args = [values[arg.name] + arg.offset if type(arg) is Slot and values[arg.name] else
-                    values[arg.name] if type(arg) is Slot else arg for arg in launch.args]
-            K.launch(stream, self.device_id, launch.kernel, launch.count, *args)
+            K.launch(stream, self.device_id, launch.kernel, launch.count, *_filled(launch.args, values))
         return self._finish(result, outputs, stream)
 
     def _values(self) -> dict:
@@ -374,8 +370,6 @@ class DegenerateRunner:
 
     def _finish(self, result, outputs: dict, stream):
         if self.host_like is not None:
-            from .._core.tensor import copy_to_host, wrap_operand
-
             result = copy_to_host(wrap_operand(result, "result"), self.host_like, stream)
             outputs = {name: copy_to_host(wrap_operand(array, name), self.host_like, stream)
                        for name, array in outputs.items()}
@@ -383,9 +377,18 @@ class DegenerateRunner:
             cuda_driver.stream_synchronize(stream.handle)
         if not self.outputs:
             return result
-        from ._runner import _first_columns
-
         for name, _, _, keep in self.outputs:
             if keep is not None:
-                outputs[name] = _first_columns(outputs[name], keep)
+                outputs[name] = first_columns(outputs[name], keep)
         return result, outputs
+
+
+def _filled(args: tuple, values: dict) -> list:
+    """A launch's arguments with its Slots filled in from ``values`` (a null pointer stays null)."""
+    filled = []
+    for arg in args:
+        if type(arg) is Slot:
+            value = values[arg.name]
+            arg = value + arg.offset if value and arg.offset else value
+        filled.append(arg)
+    return filled

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from .._core.errors import OperandError
 from .._core.logs import get_logger
 from ._calls import set_up_calls
-from ._cublaslt_plan import LtPlan
+from ._cublaslt_plan import LtPlan, MatmulAlgorithm
 from ._degenerate import DegenerateRunner
 from ._operands import info
 from ._runner import GpuRunner
@@ -26,6 +27,7 @@ def build_runner(problem, operands: dict, inputs: dict, *, options, preferences,
     """
     a, b, c = operands["a"], operands["b"], operands["c"]
     if problem.degenerate:
+        _check_algorithm_types(algorithms)
         return _degenerate_runner(problem, operands, inputs, options=options, stream=stream, beta=beta,
                                   scales=scales, host_like=host_like)
     pointers = {"a": a.ptr, "b": b.ptr, "c": c.ptr if c is not None else 0}
@@ -64,3 +66,10 @@ def _degenerate_runner(problem, operands: dict, inputs: dict, *, options, stream
     runner.set_scalars(1, beta)
     runner.set_scales(scales)
     return runner
+
+
+def _check_algorithm_types(algorithms) -> None:
+    """What a plan with nothing to choose still checks of ``algorithms``: that it holds MatmulAlgorithms."""
+    for index, algorithm in enumerate(algorithms or ()):
+        if not isinstance(algorithm, MatmulAlgorithm):
+            raise OperandError("algorithms", f"item {index} is a {type(algorithm).__name__}, not a MatmulAlgorithm")

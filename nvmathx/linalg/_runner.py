@@ -18,7 +18,7 @@ from .._core.tensor import Operand, copy_to_host, wrap_operand
 from ._cublaslt_plan import LtPlan, MatmulAlgorithm, workspace_bytes_for
 from ._options import FP8_DTYPES
 
-__all__ = ["GpuRunner", "scale_operand"]
+__all__ = ["GpuRunner", "scale_operand", "first_columns"]
 
 _D = lt.MatmulDescAttribute
 # Under D^T = B^T A^T, cuBLASLt's A is the user's b and its B the user's a.
@@ -326,7 +326,7 @@ class GpuRunner:
             return result
         for name, _, _, keep in self.outputs:
             if keep is not None:
-                outputs[name] = _first_columns(outputs[name], keep)
+                outputs[name] = first_columns(outputs[name], keep)
         return result, outputs
 
     def _to_host(self, array, stream):
@@ -371,7 +371,7 @@ def scale_operand(value, argument: str, device_id: int) -> tuple:
     return None, float(np.asarray(value, dtype=np.float32).reshape(-1)[0])
 
 
-def _first_columns(array, count: int):
+def first_columns(array, count: int):
     """``array[..., :count]`` for any array library, DeviceArray included."""
     if isinstance(array, DeviceArray):
         return DeviceArray(array.buffer, array.ptr, array.shape[:-1] + (count,), array.strides, array.dtype,
