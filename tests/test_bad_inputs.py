@@ -9,6 +9,8 @@ the ``gpu`` marker, with cupy (or torch CUDA) operands on a real GPU. device_api
 host only (descriptors are validated there); those that need libmathdx skip without it.
 """
 
+import dataclasses
+import enum
 import gc
 import signal
 from dataclasses import dataclass, field
@@ -143,6 +145,12 @@ def _device_matmul(**kwargs):
     return DeviceMatmul(**arguments)
 
 
+class _ForeignCodes(enum.IntEnum):
+    """Another library's enum whose RELU has cuBLASLt's RELU code."""
+
+    RELU = 2
+
+
 O, U, P = OptionsError, UnsupportedOperandError, OperandError  # noqa: E741 (short names keep the table rows short)
 
 MATMUL = [
@@ -209,6 +217,30 @@ MATMUL = [
     Row("matmul b from another library", lambda o: matmul(_torch_cpu(np.ones((4, 3), np.float32)), o.B), P, "b",
         device=False),
     Row("matmul stream with CPU execution", lambda o: matmul(o.A, o.B, stream=0), O, "stream", device=False),
+    Row("matmul epilog a foreign IntEnum member of RELU's code (RELU's plan cached)",
+        lambda o: (matmul(o.A, o.B, epilog="RELU"), matmul(o.A, o.B, epilog=_ForeignCodes.RELU)), O, "epilog"),
+    Row("matmul epilog True", lambda o: matmul(o.A, o.B, epilog=True), O, "epilog"),
+    Row("matmul alpha a 1-element array", lambda o: matmul(o.A, o.B, alpha=np.array([2.0])), O, "alpha"),
+    Row("matmul beta numpy True", lambda o: matmul(o.A, o.B, o.C, beta=np.True_), O, "beta"),
+    Row("matmul a ragged list", lambda o: matmul([[1.0, 2.0, 3.0], [1.0]], o.B), P, "a"),
+    Row("matmul b a list of ints", lambda o: matmul(o.A, [[1, 2]] * 3), U, "b", device=False),
+    Row("matmul b a Python scalar", lambda o: matmul(o.A, 2.0), P, "b"),
+    Row("matmul options.workspace_limit 2**64", lambda o: matmul(o.A, o.B, options={"workspace_limit": 2**64}), O,
+        "options.workspace_limit"),
+    Row("matmul options.blocking 1", lambda o: matmul(o.A, o.B, options={"blocking": 1}), O, "options.blocking"),
+    Row("matmul options.scale_type a set", lambda o: matmul(o.A, o.B, options={"scale_type": {1, 2}}), O,
+        "options.scale_type"),
+    Row("matmul options.compute_type an array",
+        lambda o: matmul(o.A, o.B, options={"compute_type": np.array(["32F", "64F"])}), O, "options.compute_type"),
+    Row("matmul options.scale_type complex for real operands",
+        lambda o: matmul(o.A, o.B, options={"scale_type": "complex64"}), O, "options.scale_type"),
+    Row("matmul preferences.max_waves_count NaN", lambda o: matmul(o.A, o.B, preferences={"max_waves_count": np.nan}),
+        O, "preferences.max_waves_count"),
+    Row("MatmulPlanPreferences limit 2000", lambda o: MatmulPlanPreferences(limit=2000), O, "preferences.limit"),
+    Row("MatmulPlanPreferences reduction_scheme_mask 2**32",
+        lambda o: MatmulPlanPreferences(reduction_scheme_mask=2**32), O, "preferences.reduction_scheme_mask"),
+    Row("MatmulOptions sm_count_target 2**31 (replace)",
+        lambda o: dataclasses.replace(MatmulOptions(), sm_count_target=2**31), O, "options.sm_count_target"),
 ]
 
 MATMUL_STATEFUL = [
@@ -228,7 +260,14 @@ MATMUL_STATEFUL = [
     Row("Matmul.reset_operands b float64", lambda o: _planned_matmul(o).reset_operands(b=o(np.ones((3, 5)))), P, "b"),
     Row("Matmul.reset_operands c never planned", lambda o: _planned_matmul(o).reset_operands(c=o.C), P, "c"),
     Row("Matmul.reset_operands alpha a string", lambda o: _planned_matmul(o).reset_operands(alpha="x"), O, "alpha"),
-    Row("Matmul.reset_operands a not an array", lambda o: _planned_matmul(o).reset_operands(a=[[1.0]]), U, "a"),
+    Row("Matmul.reset_operands a not an array", lambda o: _planned_matmul(o).reset_operands(a="a"), U, "a"),
+    Row("Matmul.reset_operands a list of another shape", lambda o: _planned_matmul(o).reset_operands(a=[[1.0]]), P,
+        "a"),
+    Row("Matmul.autotune iterations a float", lambda o: _planned_matmul(o).autotune(iterations=2.0), O, "iterations"),
+    Row("Matmul.plan epilog a foreign IntEnum member", lambda o: Matmul(o.A, o.B).plan(epilog=_ForeignCodes.RELU), O,
+        "epilog"),
+    Row("Matmul a ragged tuple", lambda o: Matmul(((1.0, 2.0, 3.0), (1.0,)), o.B), P, "a"),
+    Row("Matmul alpha a 0-d string array", lambda o: Matmul(o.A, o.B, alpha=np.array("2")), O, "alpha"),
     Row("Matmul.reset_operands bias never planned",
         lambda o: _planned_matmul(o).reset_operands(epilog_inputs={"bias": o.BIAS}), P, "epilog_inputs"),
 ]

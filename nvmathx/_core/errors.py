@@ -21,7 +21,15 @@ __all__ = [
 
 
 class NvmathxError(Exception):
-    """Base class of every error nvmathx raises on purpose."""
+    """Base class of every error nvmathx raises on purpose.
+
+    Every subclass pickles with its message and all its attributes (``argument``, ``remedy``,
+    ``status``, ...), so errors cross process boundaries (multiprocessing, distributed ranks)
+    intact, whatever the subclass's ``__init__`` takes.
+    """
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
 class LibraryNotFoundError(NvmathxError, ImportError):
@@ -50,9 +58,6 @@ class LibraryNotFoundError(NvmathxError, ImportError):
             message += f" ({detail})"
         super().__init__(message)
 
-    def __reduce__(self):
-        return (type(self), (self.library, self.pip_package, self.env_var, self.detail))
-
 
 class CudaLibraryError(NvmathxError, RuntimeError):
     """A CUDA library call returned a nonzero status.
@@ -77,9 +82,6 @@ class CudaLibraryError(NvmathxError, RuntimeError):
             message += f". {self.hint}"
         super().__init__(message)
 
-    def __reduce__(self):
-        return (type(self), (self.status, self.status_name, self.function, self.detail))
-
 
 class OperandError(NvmathxError, ValueError):
     """An operand has the wrong shape, dtype, device or layout.
@@ -94,9 +96,6 @@ class OperandError(NvmathxError, ValueError):
         self.argument = argument
         super().__init__(f"{argument}: {message}")
 
-    def __reduce__(self):
-        return (_rebuild_named, (type(self), self.argument, str(self)))
-
 
 class UnsupportedOperandError(NvmathxError, TypeError):
     """An object is not an array nvmathx can view (no DLPack, CUDA Array Interface or
@@ -105,9 +104,6 @@ class UnsupportedOperandError(NvmathxError, TypeError):
     def __init__(self, argument: str, message: str):
         self.argument = argument
         super().__init__(f"{argument}: {message}")
-
-    def __reduce__(self):
-        return (_rebuild_named, (type(self), self.argument, str(self)))
 
 
 class UnsupportedLayoutError(OperandError):
@@ -133,9 +129,6 @@ class OptionsError(NvmathxError, ValueError):
         self.argument = argument
         super().__init__(f"{argument}: {message}")
 
-    def __reduce__(self):
-        return (_rebuild_named, (type(self), self.argument, str(self)))
-
 
 class InvalidStateError(NvmathxError, RuntimeError):
     """A method was called in a state that does not allow it (for example, after ``free()``, or
@@ -156,12 +149,13 @@ class DeviceUnavailableError(NvmathxError, RuntimeError):
         self.argument = argument
         super().__init__(f"{argument}: {message}")
 
-    def __reduce__(self):
-        return (_rebuild_named, (type(self), self.argument, str(self)))
 
-
-def _rebuild_named(cls, argument, message):
-    error = cls.__new__(cls)
-    Exception.__init__(error, message)
-    error.argument = argument
+def _rebuild(cls, args, attributes):
+    """An exception of ``cls`` with these ``args`` (its message) and attributes, made without
+    calling ``cls.__init__``, whose signature differs from class to class. The builtin base's
+    ``__init__`` runs, for what it keeps outside ``__dict__`` (ImportError's ``msg``)."""
+    error = cls.__new__(cls, *args)
+    builtin = next(base for base in cls.__mro__ if base.__module__ == "builtins")
+    builtin.__init__(error, *args)
+    error.__dict__.update(attributes)
     return error

@@ -82,9 +82,6 @@ class CallbackCompileError(NvmathxError, TypeError):
         self.argument = argument
         super().__init__(f"{argument}: {message}")
 
-    def __reduce__(self):
-        return (type(self), (self.argument, str(self).partition(": ")[2]))
-
 
 class CallbacksUnavailableError(NvmathxError, RuntimeError):
     """The installed cuFFT or nvJitLink cannot link LTO callbacks (the message names the versions

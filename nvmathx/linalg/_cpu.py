@@ -55,7 +55,7 @@ def cpu_matmul(problem: MatmulProblem, a, b, c, alpha, beta, epilog_inputs: dict
     d = np.matmul(a2, b2)
     if problem.is_fp8:
         alpha = alpha * _scale(scales, "a") * _scale(scales, "b")
-    if alpha != 1:
+    if alpha != 1 and problem.shape.k:  # with K = 0 the product is exactly 0, whatever alpha (as in BLAS)
         d *= np.asarray(alpha, dtype=compute)
     addend = None
     if c is not None and beta != 0:
@@ -75,7 +75,7 @@ def cpu_matmul(problem: MatmulProblem, a, b, c, alpha, beta, epilog_inputs: dict
     d, outputs = reference_epilog(epilog, d, bias=bias, aux_input=aux_input, a=a2, b=b2)
     if problem.is_fp8 and problem.result_dtype.startswith("float8"):
         if problem.result_amax:
-            outputs["result_amax"] = np.array(np.abs(d).max(), dtype=np.float32)
+            outputs["result_amax"] = np.array(np.abs(d).max(initial=0.0), dtype=np.float32)  # 0 when empty
         d = d * _scale(scales, "d")
     result = to_dtype(_drop_promoted(d, problem), problem.result_dtype)
     for name in ("gelu_aux", "drelu_bgrad", "dgelu_bgrad", "bgrada", "bgradb"):

@@ -38,11 +38,16 @@ An MLP layer ``y = act(x @ W + b)`` followed by ``out = y @ W2`` composes as: fo
 backward, given ``dout``, ``matmul(dout, W2.T, epilog=DGELU_BGRAD, epilog_inputs={"gelu_aux": z})``
 returns ``(dz, {"dgelu_bgrad": db})``, then ``dW = matmul(x.T, dz)`` and ``dx = matmul(dz, W.T)``.
 ``matmul(x.T, dz, epilog=BGRADB)`` returns ``dW`` and ``{"bgradb": dz.sum(0)}`` in one call.
+
+With an extent of 0 (M, N, K or the batch) every output keeps its shape and meaning: with K = 0,
+``d`` is ``beta * c`` (zeros without ``c``) and the table applies to it; a bias gradient over an
+empty axis is 0 (see :class:`Matmul`, Notes).
 """
 
 from __future__ import annotations
 
 import enum
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,7 +78,8 @@ MatmulEpilog.__doc__ = """Operations fused after the product (RELU, GELU, BIAS, 
 
 What each computes, consumes and returns is in the table of :mod:`nvmathx.linalg`; the values
 are cuBLASLt's ``cublasLtEpilogue_t`` codes of the same name. ``epilog=`` also accepts the name as
-a string, in any case.
+a string, in any case, or the code as a plain integer; a member of any other enum is refused with
+an OptionsError naming ``epilog``, whatever its value.
 """
 
 
@@ -131,26 +137,29 @@ WITHOUT_BIAS = {
 
 
 def epilog_spec(epilog) -> EpilogSpec | None:
-    """The spec of ``epilog`` (a MatmulEpilog, its name in any case, or None)."""
-    if epilog is None:
-        return None
+    """The spec of ``epilog``: a MatmulEpilog, its name in any case, its cuBLASLt code as a plain
+    integer (Python or numpy), or None. Members of other enums are refused, even where their
+    values are codes: an ``IntEnum`` of another library means something else."""
+    if epilog is None or isinstance(epilog, MatmulEpilog):
+        return EPILOGS[epilog] if epilog is not None else None
+    if isinstance(epilog, enum.Enum):
+        raise OptionsError("epilog", f"expected a MatmulEpilog, its name or None (got {type(epilog).__name__}."
+                           f"{epilog.name}, a member of another enum)")
     if isinstance(epilog, str):
         try:
-            epilog = MatmulEpilog[epilog.upper()]
+            return EPILOGS[MatmulEpilog[epilog.upper()]]
         except KeyError:
             raise OptionsError(
                 "epilog", f"unknown epilog {epilog!r}; valid: {[e.name for e in MatmulEpilog]}"
             ) from None
-    elif isinstance(epilog, int) and not isinstance(epilog, bool):
+    if isinstance(epilog, numbers.Integral) and not isinstance(epilog, (bool, np.bool_)):
         try:
-            epilog = MatmulEpilog(epilog)
+            return EPILOGS[MatmulEpilog(int(epilog))]
         except ValueError:
             raise OptionsError(
                 "epilog", f"unknown epilog code {epilog}; valid: {[e.name for e in MatmulEpilog]}"
             ) from None
-    else:
-        raise OptionsError("epilog", f"expected a MatmulEpilog, its name or None (got {type(epilog).__name__})")
-    return EPILOGS[epilog]
+    raise OptionsError("epilog", f"expected a MatmulEpilog, its name or None (got {type(epilog).__name__})")
 
 
 _SQRT_2_OVER_PI = np.sqrt(2.0 / np.pi)

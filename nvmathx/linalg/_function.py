@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 
+from .._core.errors import UnsupportedOperandError
 from .._core.execution import ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
 from .._core.streams import order_after
 from .._core.tensor import key_function, operand_keys
-from ._epilogs import epilog_spec
+from ._epilogs import MatmulEpilog, epilog_spec
 from ._matmul import Matmul
-from ._operands import copied, wrap_all
+from ._operands import copied, has_array_likes, wrap_all
 from ._options import MatmulOptions, MatmulPlanPreferences
 from ._problem import check_quantization_scales, check_scalars
 
 __all__ = ["matmul", "matmul_plan_key", "plan_cache"]
 
 plan_cache = PlanCache("matmul", max_size=128, max_memory_bytes=1 << 30)
+
+# Epilogs that go into a key as they are (planning checks them): names, codes and MatmulEpilogs.
+_EPILOG_KEY_TYPES = (str, int, MatmulEpilog)
 
 
 # -- keys ----------------------------------------------------------------------------------------
@@ -52,8 +56,10 @@ def _key(a, b, c, epilog, epilog_inputs, scales, options, preferences, execution
     extra = input_pointers = None
     if epilog_inputs or scales:
         extra, input_pointers = _extra_key(epilog_inputs, scales)
-    if epilog is not None and not isinstance(epilog, (str, int)):
-        epilog_spec(epilog)  # raises the typed error for an unhashable or unknown epilog
+    if epilog is not None and type(epilog) not in _EPILOG_KEY_TYPES:
+        # A member of another IntEnum equals (and hashes as) its value: checked here, before a
+        # cached plan of that code could answer for it; numpy integers become the MatmulEpilog.
+        epilog = epilog_spec(epilog).epilog
     if options is not None or preferences is not None or execution is not None:
         options, preferences, execution = _normalized(options, preferences, execution, device_id)
     # _alignment(a_ptr) and _alignment(b_ptr), inline: this is every call's path
@@ -105,7 +111,7 @@ class _CachedMatmul:
         self.runner = runner
         self.streams = streams  # follows the library's current stream
         self.alpha, self.beta = alpha, beta
-        self.complex = runner.plan.problem.a_dtype.startswith("complex")
+        self.complex = runner.problem.a_dtype.startswith("complex")
         self.has_c = has_c
         # Float8 scales and lazy views (materialised into copies) are bound per call; epilog inputs
         # that are arrays as they are (by_pointer) are set by address, as a, b and c are.
@@ -117,8 +123,10 @@ class _CachedMatmul:
         return self.runner.workspace_bytes
 
     def set_scalars(self, alpha, beta) -> None:
-        self.runner.set_scalars(*check_scalars(alpha, beta, complex_ok=self.complex, has_c=self.has_c))
-        self.alpha, self.beta = alpha, beta
+        # The checked values are kept: numbers, which the next call's may be identical to; a 0-d
+        # array becomes its value, so an array changed in place is read again on every call.
+        self.alpha, self.beta = check_scalars(alpha, beta, complex_ok=self.complex, has_c=self.has_c)
+        self.runner.set_scalars(self.alpha, self.beta)
 
     def run_bound(self, a, b, c, epilog_inputs, scales, stream):
         """Bind this call's operands (materialising lazy views), epilog inputs and scales, and run."""
@@ -126,7 +134,7 @@ class _CachedMatmul:
         a_op, b_op, c_op, inputs = wrap_all(a, b, c, epilog_inputs)
         runner.bind(a_op, b_op, c_op, inputs)
         if runner.scale_keys:  # every call states its scales: those it omits are 1.0
-            runner.set_scales(check_quantization_scales(scales, runner.plan.problem), complete=True)
+            runner.set_scales(check_quantization_scales(scales, runner.problem), complete=True)
         holder = self.streams(stream)
         given = (epilog_inputs or {}).items()
         views_copied = copied((a_op, a), (b_op, b), (c_op, c), *((inputs[name], value) for name, value in given))
@@ -153,6 +161,7 @@ def _plan(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, prefe
     try:
         mm._plan(epilog, epilog_inputs, preferences, None, keep=1)
         inputs_copied = mm._inputs_copied(epilog_inputs)
+        alpha, beta = mm._alpha, mm._beta  # checked: a 0-d array is its value (see set_scalars)
         runner, streams, views_copied = mm._detach()
     finally:
         mm.free()
@@ -172,7 +181,9 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
     GPU plans are kept in :data:`plan_cache`, keyed by :func:`matmul_plan_key`, so a repeated
     call costs a key computation, a lookup and the library call. Host (numpy) operands run on the
     CPU unless ``execution="cuda"``, which copies them to the GPU and back (that path is not
-    cached).
+    cached). Lists, tuples and Python or numpy scalars are taken as ``numpy.matmul`` takes them:
+    converted with ``numpy.asarray``, they are that numpy array (dtype and host memory included),
+    exactly as :class:`Matmul` takes them.
 
     Parameters
     ----------
@@ -195,8 +206,16 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
     array([[0., 0., 1., 2.],
            [0., 0., 1., 2.]], dtype=float32)
     """
-    key, device_id, a_ptr, b_ptr, c_ptr, input_pointers = _key(a, b, c, epilog, epilog_inputs, quantization_scales,
-                                                               options, preferences, execution)
+    try:
+        key, device_id, a_ptr, b_ptr, c_ptr, input_pointers = _key(a, b, c, epilog, epilog_inputs,
+                                                                   quantization_scales, options, preferences, execution)
+    except UnsupportedOperandError:
+        if not has_array_likes(a, b, c, epilog_inputs):
+            raise
+        # Lists and scalars become numpy arrays (in Matmul), which take the uncached path.
+        return _uncached(a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=epilog_inputs,
+                         scales=quantization_scales, options=options, preferences=preferences, execution=execution,
+                         stream=stream)
     if device_id < 0 or not (execution is None or execution == "cuda"
                              or (isinstance(execution, ExecutionCUDA) and execution.device_id == device_id)):
         return _uncached(a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=epilog_inputs,

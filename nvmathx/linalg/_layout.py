@@ -97,8 +97,8 @@ def matmul_shape(a_shape, b_shape) -> MatmulShape:
     Raises
     ------
     OperandError
-        For 0-d operands, mismatched inner extents, batch shapes that do not broadcast, or empty
-        operands (the message names ``a`` or ``b``).
+        For 0-d operands, mismatched inner extents or batch shapes that do not broadcast (the
+        message names ``a`` or ``b``). Extents of 0 are numpy's: any of M, N, K and the batch.
     """
     a2, _ = promote(a_shape, (1,) * len(a_shape), "a", "a")
     b2, _ = promote(b_shape, (1,) * len(b_shape), "b", "b")
@@ -109,9 +109,6 @@ def matmul_shape(a_shape, b_shape) -> MatmulShape:
                            f"has K={kb} (shape {tuple(b_shape)})")
     batch = broadcast_batch(a2[:-2], b2[:-2])
     result = batch + ((m,) if len(a_shape) > 1 else ()) + ((n,) if len(b_shape) > 1 else ())
-    for argument, shape in (("a", a_shape), ("b", b_shape)):
-        if 0 in tuple(shape):
-            raise OperandError(argument, f"empty operands are not supported (shape {tuple(shape)})")
     return MatmulShape(m, n, k, batch, result, a2, b2)
 
 
@@ -124,7 +121,7 @@ def broadcast_batch(a_batch, b_batch) -> tuple:
     for x, y in zip(a_full, b_full):
         if x != y and 1 not in (x, y):
             raise OperandError("b", f"batch dimensions {tuple(b_batch)} do not broadcast with a's {tuple(a_batch)}")
-        batch.append(max(x, y))
+        batch.append(y if x == 1 else x)  # (an extent of 0 broadcasts with 1 to 0, as in numpy)
     return tuple(batch)
 
 

@@ -14,8 +14,8 @@ from ._autotune import autotune_algorithms
 from ._cpu import cpu_matmul
 from ._epilogs import epilog_spec
 from ._layout import pointer_alignment
-from ._operands import check_together, copied, info, stage, wrap_all, wrap_factor
-from ._options import MatmulOptions, MatmulPlanPreferences
+from ._operands import array_likes, check_together, copied, info, inputs_as_arrays, stage, wrap_all, wrap_factor
+from ._options import MatmulOptions, MatmulPlanPreferences, as_int
 from ._planning import build_runner
 from ._problem import check_quantization_scales, check_scalars, describe_problem
 
@@ -35,21 +35,27 @@ class Matmul:
 
     Parameters
     ----------
-    a, b : array
+    a, b : array or array-like
         ``(..., M, K)`` and ``(..., K, N)`` arrays (or 1-D) of one library on one device: numpy,
         cupy, torch, jax or any DLPack / CUDA Array Interface producer. C-contiguous,
-        Fortran-ordered and transposed views are used without copies.
-    c : array, optional
+        Fortran-ordered and transposed views are used without copies. As ``numpy.matmul`` does,
+        lists, tuples and Python or numpy scalars are taken too: they are converted with
+        ``numpy.asarray`` and are then that numpy array in every respect (its dtype, which must
+        be a supported one, and host memory, so they run on the CPU unless ``execution="cuda"``).
+        Any extent may be 0 (see Notes).
+    c : array or array-like, optional
         Addend of the result's shape, or of its matrix shape ``(M, N)`` under batch dimensions
         that broadcast to the result's (``(M, N)``, ``(1, B2, M, N)``, ...). On the GPU it must
-        be row-major (last axis contiguous).
+        be row-major (last axis contiguous). Array-likes as for ``a``.
     alpha, beta : number
-        Scalars; ``beta`` needs ``c``. With ``beta == 0`` (``0``, ``0.0``, ``0j``) ``c`` is not
-        read, as in BLAS: NaN or Inf in it does not reach the result.
+        Scalars: Python or numpy numbers, or numpy 0-d arrays (read when given); ``beta`` needs
+        ``c``. With ``beta == 0`` (``0``, ``0.0``, ``0j``) ``c`` is not read, as in BLAS: NaN or
+        Inf in it does not reach the result.
     quantization_scales : dict, optional
-        float8 only: per-tensor scales ``{"a": sa, "b": sb, "d": sd}`` (floats, or one-element
-        float32 device arrays read at execution). The result is
-        ``sd * epilog(alpha * sa * sb * a @ b + beta * c)``; ``d`` needs a float8 result.
+        float8 only: per-tensor scales ``{"a": sa, "b": sb, "d": sd}``: numbers (a one-element
+        host array counts as its value, read when given), or one-element float32 device arrays
+        read at execution. The result is ``sd * epilog(alpha * sa * sb * a @ b + beta * c)``;
+        ``d`` needs a float8 result.
     options : MatmulOptions, dict or None
         See :class:`MatmulOptions`.
     execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or None
@@ -78,6 +84,18 @@ class Matmul:
     the graph is replayed. The function form follows the operand library's current stream, so it
     captures as it is once its plan is cached (call it once before capturing).
 
+    Extents of 0 follow ``numpy.matmul``: any of M, N, K and the batch may be 0. With M, N or the
+    batch 0 the result is empty (of the result's shape and dtype). With K = 0 the product is exactly
+    0 whatever ``alpha`` (as in BLAS), so ``d`` is ``beta * c`` (zeros without ``c``) plus the bias,
+    and the epilog applies to ``d`` as ever: ``relu_aux`` is the bitmask of ``d > 0``,
+    ``gelu_aux`` is ``d``, DRELU and DGELU scale ``d`` by their input. A bias gradient sums over
+    its axis, and a sum of nothing is 0: ``drelu_bgrad`` and ``dgelu_bgrad`` are zeros when M is 0,
+    ``bgrada`` and ``bgradb`` zeros when K is 0 (and ``a`` or ``b`` summed over K when only the
+    result is empty); ``result_amax`` of an empty result is 0. No cuBLASLt call is made for such a
+    problem: on the GPU a small kernel writes the outputs on the stream (no synchronisation, so a
+    CUDA graph captures it as it captures a product); ``plan()`` finds no algorithms (``algorithms``
+    and ``preferences`` have nothing to choose) and ``autotune()`` returns ``[]``.
+
     cuBLASLt takes one batch stride per operand. A batch whose operands are partly broadcast
     (or whose batch strides do not chain) runs as several cuBLASLt calls of one plan, or with
     the smaller inputs first copied to the full batch (float32, float64, complex64 and
@@ -105,6 +123,7 @@ class Matmul:
         self._ready = False  # planned for the GPU: execute() goes straight to the runner
         self._options = check_or_create_options(MatmulOptions, options, "options")
         self._logger = get_logger(self._options.logger)
+        a, b, c = array_likes(a, b, c)
         a_op, b_op, c_op, _ = wrap_all(a, b, c, None)
         self._infos = {"a": info(a_op), "b": info(b_op), "c": info(c_op)}
         self._base = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=beta, epilog=None,
@@ -175,12 +194,15 @@ class Matmul:
 
         Parameters
         ----------
-        epilog : MatmulEpilog, str or None
-            The operation fused after the product (see :class:`MatmulEpilog`).
+        epilog : MatmulEpilog, str, int or None
+            The operation fused after the product (see :class:`MatmulEpilog`): a member, its name in
+            any case, or its cuBLASLt code as a plain integer. Members of other enums are refused,
+            whatever their values.
         epilog_inputs : dict, optional
             ``{"bias": ...}``, ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` as the epilog needs.
             A bias has shape ``(N,)``, ``(..., 1, N)`` or (added through C, without ``c``)
             ``(..., M, N)``; the batch dimensions of every input broadcast to the result's.
+            Array-likes are converted as ``a`` is.
         preferences : MatmulPlanPreferences, dict or None
             What the heuristic may return, and whether to autotune its candidates now.
         algorithms : list of MatmulAlgorithm, optional
@@ -190,8 +212,9 @@ class Matmul:
         Returns
         -------
         list of MatmulAlgorithm
-            The candidates, best first (empty for CPU execution, which has none to choose); with
-            ``preferences.autotune``, fastest first as :meth:`autotune` timed them.
+            The candidates, best first (empty for CPU execution, and for an extent of 0, which
+            have none to choose); with ``preferences.autotune``, fastest first as
+            :meth:`autotune` timed them.
         """
         return self._plan(epilog, epilog_inputs, preferences, algorithms)
 
@@ -200,6 +223,7 @@ class Matmul:
         self._check_state(_CONSTRUCTED, _PLANNED)
         preferences = check_or_create_options(MatmulPlanPreferences, preferences, "preferences")
         spec = epilog_spec(epilog)
+        epilog_inputs = inputs_as_arrays(epilog_inputs)
         inputs = {name: wrap_operand(value, f"epilog_inputs[{name!r}]")
                   for name, value in _input_dict(epilog_inputs).items()}
         check_together(self._host, [(f"epilog_inputs[{name!r}]", op) for name, op in inputs.items()])
@@ -225,7 +249,7 @@ class Matmul:
         self._ready = True
         if preferences.autotune:
             self.autotune()
-            if keep is not None:  # the fastest only, with no more workspace than they need
+            if keep is not None and runner.algorithms:  # the fastest only, with no more workspace than they need
                 runner.prepare(runner.algorithms[:keep])
         return list(runner.algorithms)
 
@@ -260,11 +284,12 @@ class Matmul:
 
         Returns ``[(milliseconds per run, algorithm), ...]`` sorted by time, the order that
         :attr:`algorithms` and ``execute()`` use from now on; a candidate that fails to run is
-        reported with ``inf``, last. Empty for CPU execution.
+        reported with ``inf``, last. Empty for CPU execution and for a problem with an extent of 0
+        (nothing is timed). ``iterations`` is a Python or numpy integer >= 1.
         """
         self._check_state(_PLANNED)
-        check_positive_int(iterations, "iterations")
-        if self._cpu:
+        iterations = check_positive_int(as_int(iterations), "iterations")
+        if self._cpu or not self._runner.algorithms:  # an extent of 0 runs no algorithm
             return []
         runner = self._runner
         stream = self._streams()
@@ -347,6 +372,8 @@ class Matmul:
             When a new operand differs from the one it replaces (the message names it and says how).
         """
         self._check_state(_CONSTRUCTED, _PLANNED)
+        a, b, c = array_likes(a, b, c)
+        epilog_inputs = inputs_as_arrays(epilog_inputs)
         new, given = {}, {}
         for name, value in (("a", a), ("b", b), ("c", c)):
             if value is None:

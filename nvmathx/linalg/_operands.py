@@ -3,12 +3,49 @@ execution, and host numpy views for CPU execution."""
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
+
 from .._core.errors import NvmathxError, OperandError, OptionsError
 from .._core.tensor import Operand, resolve_operand, stage_to_device, wrap_operand
 from ._layout import matrix_layout
 from ._problem import OperandInfo
 
-__all__ = ["info", "wrap_all", "wrap_factor", "copied", "check_together", "stage"]
+__all__ = ["info", "wrap_all", "wrap_factor", "copied", "check_together", "stage", "array_like", "array_likes",
+           "inputs_as_arrays", "has_array_likes"]
+
+# What numpy.matmul converts with numpy.asarray: nested sequences and scalars (Python's or numpy's).
+_ARRAY_LIKES = (list, tuple, numbers.Number, np.generic)
+
+
+def array_like(value, argument: str):
+    """``value`` as a numpy array when it is a list, a tuple or a Python or numpy scalar (as
+    numpy.matmul converts them), else as it is."""
+    if not isinstance(value, _ARRAY_LIKES):
+        return value
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError) as error:  # ragged nesting; arrays numpy will not convert implicitly
+        raise OperandError(argument, f"could not be converted to an array with numpy.asarray ({error})") from None
+
+
+def array_likes(a, b, c) -> tuple:
+    """``a``, ``b`` and ``c`` through :func:`array_like`."""
+    return array_like(a, "a"), array_like(b, "b"), array_like(c, "c") if c is not None else None
+
+
+def inputs_as_arrays(epilog_inputs):
+    """The epilog inputs with array-likes converted (anything but a dict as it is, for the check)."""
+    if not isinstance(epilog_inputs, dict):
+        return epilog_inputs
+    return {name: array_like(value, f"epilog_inputs[{name!r}]") for name, value in epilog_inputs.items()}
+
+
+def has_array_likes(a, b, c, epilog_inputs) -> bool:
+    """Whether any operand or epilog input is one that :func:`array_like` converts."""
+    values = [a, b, c] + (list(epilog_inputs.values()) if isinstance(epilog_inputs, dict) else [])
+    return any(isinstance(value, _ARRAY_LIKES) for value in values)
 
 
 def info(operand: Operand | None) -> OperandInfo | None:

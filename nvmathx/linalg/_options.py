@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 from dataclasses import dataclass
+
+import numpy as np
 
 from .._core.dtypes import numpy_dtype
 from .._core.errors import OptionsError, UnsupportedOperandError
@@ -20,6 +24,8 @@ __all__ = [
     "default_compute_type",
     "default_scale_type",
     "resolve_result_dtype",
+    "as_int",
+    "MAX_LIMIT",
 ]
 
 # cublasComputeType_t names (without the CUBLAS_COMPUTE_ prefix) and values.
@@ -38,6 +44,11 @@ _DEFAULT_WORKSPACE = 32 * 1024 * 1024
 class MatmulOptions:
     """Options of :class:`Matmul` and :func:`matmul`.
 
+    Frozen: every field is checked when the object is made, and a changed copy is made with
+    ``dataclasses.replace(options, field=value)``, which checks again. Integer fields take Python
+    or numpy integers (stored as ``int``), boolean ones ``bool`` or ``numpy.bool_``; a bad value
+    raises :class:`~nvmathx.OptionsError` naming ``options.<field>`` at once.
+
     Parameters
     ----------
     compute_type : str or None
@@ -55,7 +66,8 @@ class MatmulOptions:
     memory_resource : cuda.core MemoryResource or None
         Where workspaces (and device copies of host operands) come from. Default: the device's.
     workspace_limit : int
-        Most bytes of workspace an algorithm may use (default 32 MiB, NVIDIA's advice for Hopper).
+        Most bytes of workspace an algorithm may use (default 32 MiB, NVIDIA's advice for Hopper);
+        0 to 2**64 - 1.
     blocking : "auto" or True
         ``True`` synchronises after every execution; ``"auto"`` only when the operands are host
         arrays (their result must be copied back).
@@ -63,7 +75,7 @@ class MatmulOptions:
         Where planning is logged (default: the ``nvmathx`` logger).
     sm_count_target : int
         Number of SMs the heuristic should plan for (0: all of the device's), e.g. when another
-        stream or a green context holds the rest.
+        stream or a green context holds the rest; 0 to 2**31 - 1.
     fast_accumulation : bool
         float8 only: accumulate without periodic promotion (faster, less accurate).
     result_amax : bool
@@ -84,41 +96,55 @@ class MatmulOptions:
 
     def __post_init__(self):
         if self.compute_type is not None:
+            if not isinstance(self.compute_type, str):
+                raise OptionsError("options.compute_type",
+                                   f"expected a str or None (got {type(self.compute_type).__name__})")
             check_choice(self.compute_type, tuple(COMPUTE_TYPES), "options.compute_type")
         if self.scale_type is not None:
-            check_choice(_dtype_name(self.scale_type, "options.scale_type"), SCALE_TYPES, "options.scale_type")
-            object.__setattr__(self, "scale_type", _dtype_name(self.scale_type, "options.scale_type"))
+            name = _dtype_name(self.scale_type, "options.scale_type")
+            check_choice(name, SCALE_TYPES, "options.scale_type")
+            object.__setattr__(self, "scale_type", name)
         if self.result_type is not None:
             name = _dtype_name(self.result_type, "options.result_type")
             check_choice(name, RESULT_DTYPES, "options.result_type")
             object.__setattr__(self, "result_type", name)
         check_memory_resource(self.memory_resource, "options.memory_resource")
-        check_positive_int(self.workspace_limit, "options.workspace_limit", allow_zero=True)
-        if self.blocking not in ("auto", True):
+        _int_field(self, "workspace_limit", "options", low=0, high=_UINT64_MAX)
+        if not (isinstance(self.blocking, str) and self.blocking == "auto") and not _is_true(self.blocking):
             raise OptionsError("options.blocking", f"expected 'auto' or True (got {self.blocking!r})")
+        if _is_true(self.blocking):
+            object.__setattr__(self, "blocking", True)
         if self.logger is not None and not isinstance(self.logger, logging.Logger):
             raise OptionsError("options.logger", f"expected a logging.Logger (got {type(self.logger).__name__})")
-        check_positive_int(self.sm_count_target, "options.sm_count_target", allow_zero=True)
+        _int_field(self, "sm_count_target", "options", low=0, high=_INT32_MAX)
         for name in ("fast_accumulation", "result_amax"):
-            if not isinstance(getattr(self, name), bool):
-                raise OptionsError(f"options.{name}", f"expected a bool (got {getattr(self, name)!r})")
+            _bool_field(self, name, "options")
 
 
 @dataclass(frozen=True)
 class MatmulPlanPreferences:
     """What the cuBLASLt heuristic may return.
 
+    Frozen: every field is checked when the object is made, and a changed copy is made with
+    ``dataclasses.replace(preferences, field=value)``, which checks again. Integer fields take
+    Python or numpy integers (stored as ``int``), ``max_waves_count`` any real number (stored as
+    ``float``), boolean ones ``bool`` or ``numpy.bool_``; a bad value raises
+    :class:`~nvmathx.OptionsError` naming ``preferences.<field>`` at once.
+
     Parameters
     ----------
     limit : int
-        Most candidate algorithms to ask for (default 8); ``autotune()`` times them all.
+        Most candidate algorithms to ask for (default 8, at most 1024); ``autotune()`` times
+        them all.
     max_waves_count : float
         Exclude algorithms whose waves count (device occupancy, 1.0 = one full wave) exceeds
-        this; 0 disables the filter.
+        this (finite, >= 0); 0 disables the filter.
     reduction_scheme_mask : int or None
-        cuBLASLt's ``cublasLtReductionScheme_t`` mask of allowed split-K reductions (None: all).
+        cuBLASLt's ``cublasLtReductionScheme_t`` mask of allowed split-K reductions, a 32-bit
+        unsigned value (None: all).
     numerical_impl_mask : int or None
-        cuBLASLt's ``cublasLtNumericalImplFlags_t`` mask of allowed implementations (None: all).
+        cuBLASLt's ``cublasLtNumericalImplFlags_t`` mask of allowed implementations, a 64-bit
+        unsigned value (None: all).
     expand_custom_options : bool
         Also offer each heuristic candidate with every other custom option its algorithm accepts
         (``CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION``: on Hopper, e.g. the raster order and the
@@ -142,30 +168,55 @@ class MatmulPlanPreferences:
     autotune: bool = False
 
     def __post_init__(self):
-        check_positive_int(self.limit, "preferences.limit")
-        if (
-            isinstance(self.max_waves_count, bool)
-            or not isinstance(self.max_waves_count, (int, float))
-            or self.max_waves_count < 0
-        ):
-            raise OptionsError(
-                "preferences.max_waves_count", f"expected a number >= 0 (got {self.max_waves_count!r})"
-            )
-        check_positive_int(
-            self.reduction_scheme_mask, "preferences.reduction_scheme_mask", allow_none=True, allow_zero=True
-        )
-        check_positive_int(
-            self.numerical_impl_mask, "preferences.numerical_impl_mask", allow_none=True, allow_zero=True
-        )
+        _int_field(self, "limit", "preferences", low=1, high=MAX_LIMIT)
+        value = self.max_waves_count
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+                or value < 0:
+            raise OptionsError("preferences.max_waves_count", f"expected a finite number >= 0 (got {value!r})")
+        object.__setattr__(self, "max_waves_count", float(value))
+        _int_field(self, "reduction_scheme_mask", "preferences", low=0, high=_UINT32_MAX, allow_none=True)
+        _int_field(self, "numerical_impl_mask", "preferences", low=0, high=_UINT64_MAX, allow_none=True)
         for name in ("expand_custom_options", "autotune"):
-            if not isinstance(getattr(self, name), bool):
-                raise OptionsError(f"preferences.{name}", f"expected a bool (got {getattr(self, name)!r})")
+            _bool_field(self, name, "preferences")
+
+
+_INT32_MAX, _UINT32_MAX, _UINT64_MAX = 2**31 - 1, 2**32 - 1, 2**64 - 1
+MAX_LIMIT = 1024  # candidates a heuristic query may ask for (cuBLASLt returns far fewer)
+
+
+def as_int(value):
+    """A Python or numpy integer as ``int`` (anything else as it is, for the check to refuse)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    return value
+
+
+def _is_true(value) -> bool:
+    return value is True or (isinstance(value, np.bool_) and bool(value))
+
+
+def _int_field(options, name: str, prefix: str, *, low: int, high: int, allow_none: bool = False) -> None:
+    """Check an integer field of a frozen dataclass (``low`` 0 or 1) and store it as ``int``."""
+    argument = f"{prefix}.{name}"
+    value = as_int(getattr(options, name))
+    check_positive_int(value, argument, allow_none=allow_none, allow_zero=low == 0)
+    if value is not None and value > high:
+        raise OptionsError(argument, f"expected an int <= {high} (got {value!r})")
+    object.__setattr__(options, name, value)
+
+
+def _bool_field(options, name: str, prefix: str) -> None:
+    """Check a boolean field of a frozen dataclass (``bool`` or ``numpy.bool_``) and store it as ``bool``."""
+    value = getattr(options, name)
+    if not isinstance(value, (bool, np.bool_)):
+        raise OptionsError(f"{prefix}.{name}", f"expected a bool (got {value!r})")
+    object.__setattr__(options, name, bool(value))
 
 
 def _dtype_name(value, argument) -> str:
     try:
         return numpy_dtype(value).name
-    except (UnsupportedOperandError, TypeError):
+    except (UnsupportedOperandError, TypeError, ValueError):  # numpy raises either for a string it cannot parse
         raise OptionsError(argument, f"unknown dtype {value!r}") from None
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from .._core.errors import OperandError
 from .._core.logs import get_logger
 from ._calls import set_up_calls
-from ._cublaslt_plan import LtPlan
+from ._cublaslt_plan import LtPlan, MatmulAlgorithm
+from ._degenerate import DegenerateRunner
 from ._operands import info
 from ._runner import GpuRunner
 from ._traits import lt_traits
@@ -20,9 +22,14 @@ def build_runner(problem, operands: dict, inputs: dict, *, options, preferences,
 
     ``operands`` maps ``"a"``, ``"b"``, ``"c"`` to device Operands (c may be None), ``inputs`` the
     epilog inputs; ``keep`` limits the candidates kept (and so the workspace allocated) to the
-    best ``keep``.
+    best ``keep``. A problem with an extent of 0 gets a :class:`DegenerateRunner` (no cuBLASLt, no
+    algorithms: ``algorithms`` and ``preferences`` have nothing to choose).
     """
     a, b, c = operands["a"], operands["b"], operands["c"]
+    if problem.degenerate:
+        _check_algorithm_types(algorithms)
+        return _degenerate_runner(problem, operands, inputs, options=options, stream=stream, beta=beta,
+                                  scales=scales, host_like=host_like)
     pointers = {"a": a.ptr, "b": b.ptr, "c": c.ptr if c is not None else 0}
     if "bias" in inputs:
         pointers["bias"] = inputs["bias"].ptr
@@ -46,3 +53,23 @@ def build_runner(problem, operands: dict, inputs: dict, *, options, preferences,
         runner.free()
         raise
     return runner
+
+
+def _degenerate_runner(problem, operands: dict, inputs: dict, *, options, stream, beta, scales: dict,
+                       host_like) -> DegenerateRunner:
+    infos = {name: info(operand) for name, operand in {**operands, **inputs}.items()}
+    get_logger(options.logger).debug("matmul with an extent of 0 (M, N, K or batch): no cuBLASLt call")
+    runner = DegenerateRunner(problem, infos, operands["a"], stream, device_id=stream.device_id,
+                              memory_resource=options.memory_resource, host_like=host_like,
+                              blocking=options.blocking is True)
+    runner.bind(operands["a"], operands["b"], operands["c"], inputs)
+    runner.set_scalars(1, beta)
+    runner.set_scales(scales)
+    return runner
+
+
+def _check_algorithm_types(algorithms) -> None:
+    """What a plan with nothing to choose still checks of ``algorithms``: that it holds MatmulAlgorithms."""
+    for index, algorithm in enumerate(algorithms or ()):
+        if not isinstance(algorithm, MatmulAlgorithm):
+            raise OperandError("algorithms", f"item {index} is a {type(algorithm).__name__}, not a MatmulAlgorithm")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
+import numpy as np
+
 from .._core.errors import OperandError, OptionsError, UnsupportedOperandError
 from ._epilogs import EPILOGS, WITHOUT_BIAS, EpilogSpec, relu_aux_width
 from ._layout import MatmulShape, broadcasts_to, matmul_shape
@@ -53,6 +55,12 @@ class MatmulProblem:
     result_amax: bool
 
     @property
+    def degenerate(self) -> bool:
+        """Whether M, N, K or the batch has extent 0: nothing to multiply (see :mod:`._degenerate`)."""
+        shape = self.shape
+        return not (shape.m and shape.n and shape.k and shape.batch_count)
+
+    @property
     def is_fp8(self) -> bool:
         return self.a_dtype in FP8_DTYPES
 
@@ -65,8 +73,11 @@ class MatmulProblem:
 
 
 def check_scalar(value, argument: str, complex_ok: bool):
-    """alpha / beta: a real (or, for complex operands, complex) Python or numpy number."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+    """alpha / beta: a real (or, for complex operands, complex) Python or numpy number, or a numpy
+    0-d array of one (returned as its numpy scalar)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iufc":
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Number):
         raise OptionsError(argument, f"expected a number (got {type(value).__name__})")
     if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real) and not complex_ok:
         raise OptionsError(argument, f"a complex value needs complex operands (got {value!r})")
@@ -80,9 +91,10 @@ def check_beta(beta, has_c: bool) -> None:
 
 
 def check_scalars(alpha, beta, *, complex_ok: bool, has_c: bool) -> tuple:
-    """(alpha, beta) checked: numbers (complex ones for complex operands), and beta only with c."""
-    check_scalar(alpha, "alpha", complex_ok)
-    check_scalar(beta, "beta", complex_ok)
+    """(alpha, beta) checked: numbers (complex ones for complex operands), and beta only with c.
+    A 0-d array comes back as its value, read now."""
+    alpha = check_scalar(alpha, "alpha", complex_ok)
+    beta = check_scalar(beta, "beta", complex_ok)
     check_beta(beta, has_c)
     return alpha, beta
 
@@ -226,6 +238,9 @@ def describe_problem(a: OperandInfo, b: OperandInfo, c: OperandInfo | None, *, b
         raise OptionsError("options.result_amax", f"needs a float8 result (got {result_dtype})")
     compute_type = options.compute_type or default_compute_type(a.dtype)
     scale_type = options.scale_type or default_scale_type(compute_type, a.dtype)
+    if scale_type.startswith("complex") != a.dtype.startswith("complex"):
+        kind = "a complex" if a.dtype.startswith("complex") else "a real"
+        raise OptionsError("options.scale_type", f"{a.dtype} operands need {kind} scale type (got {scale_type})")
 
     expected_inputs = set()
     bias_mode = None
@@ -270,10 +285,16 @@ def check_quantization_scales(scales, problem: MatmulProblem) -> dict:
         raise OptionsError("quantization_scales", f"unknown key(s) {unknown}; valid: 'a', 'b', 'd'")
     if "d" in scales and problem.result_dtype not in FP8_DTYPES:
         raise OptionsError("quantization_scales", f"a 'd' scale needs a float8 result (got {problem.result_dtype})")
+    checked = {}
     for key, value in scales.items():
-        if isinstance(value, bool) or not (isinstance(value, numbers.Real) or hasattr(value, "shape")):
-            raise OptionsError(
-                f"quantization_scales[{key!r}]",
-                f"expected a float or a one-element float32 array (got {type(value).__name__})",
-            )
-    return dict(scales)
+        argument = f"quantization_scales[{key!r}]"
+        if isinstance(value, (np.ndarray, np.generic)):  # host memory: its value, read now, as a number's
+            if value.size != 1 or value.dtype.kind not in "iuf":
+                raise OptionsError(argument, f"expected one real element (got dtype {value.dtype}, shape "
+                                             f"{value.shape})")
+            value = float(value.reshape(-1)[0])
+        if isinstance(value, (bool, np.bool_)) or not (isinstance(value, numbers.Real) or hasattr(value, "shape")):
+            raise OptionsError(argument,
+                               f"expected a float or a one-element float32 array (got {type(value).__name__})")
+        checked[key] = value
+    return checked

@@ -18,7 +18,7 @@ from .._core.tensor import Operand, copy_to_host, wrap_operand
 from ._cublaslt_plan import LtPlan, MatmulAlgorithm, workspace_bytes_for
 from ._options import FP8_DTYPES
 
-__all__ = ["GpuRunner"]
+__all__ = ["GpuRunner", "scale_operand", "first_columns"]
 
 _D = lt.MatmulDescAttribute
 # Under D^T = B^T A^T, cuBLASLt's A is the user's b and its B the user's a.
@@ -97,6 +97,10 @@ class GpuRunner:
         if problem.is_fp8:
             self._point_scales_at_buffer()
 
+    @property
+    def problem(self):
+        return self.plan.problem
+
     # -- binding -------------------------------------------------------------------------------
 
     def bind(self, a: Operand, b: Operand, c: Operand | None, inputs: dict) -> None:
@@ -169,20 +173,11 @@ class GpuRunner:
         for key in self.scale_keys:
             if key not in scales and not complete:
                 continue
-            value = scales.get(key, 1.0)
-            argument = f"quantization_scales[{key!r}]"
-            if hasattr(value, "shape"):
-                operand = wrap_operand(value, argument)
-                if operand.dtype != np.float32 or operand.size != 1:
-                    raise OperandError(argument, f"expected one float32 element (got {operand.dtype}, shape "
-                                                 f"{operand.shape})")
-                if operand.device_id == plan.device_id:
-                    plan.set_pointer(_SCALE_ATTRIBUTES[key], operand.ptr)
-                    self.kept[f"scale_{key}"] = operand
-                    continue
-                if operand.device_id >= 0:
-                    raise OperandError(argument, f"lives on GPU {operand.device_id}, not {plan.device_id}")
-                value = float(np.asarray(value, dtype=np.float32).reshape(-1)[0])
+            operand, value = scale_operand(scales.get(key, 1.0), f"quantization_scales[{key!r}]", plan.device_id)
+            if operand is not None:
+                plan.set_pointer(_SCALE_ATTRIBUTES[key], operand.ptr)
+                self.kept[f"scale_{key}"] = operand
+                continue
             index = _SCALE_SLOT_BYTES // 4 * _SCALE_SLOTS[key]
             changed = changed or self.scale_values[index] != np.float32(value)
             self.scale_values[index] = value
@@ -331,7 +326,7 @@ class GpuRunner:
             return result
         for name, _, _, keep in self.outputs:
             if keep is not None:
-                outputs[name] = _first_columns(outputs[name], keep)
+                outputs[name] = first_columns(outputs[name], keep)
         return result, outputs
 
     def _to_host(self, array, stream):
@@ -361,7 +356,22 @@ class GpuRunner:
             self.plan.free()
 
 
-def _first_columns(array, count: int):
+def scale_operand(value, argument: str, device_id: int) -> tuple:
+    """(the Operand of a float8 scale held on ``device_id``, None) or (None, its value as a float)
+    for a number or a host array; OperandError for another dtype, size or device."""
+    if not hasattr(value, "shape"):
+        return None, float(value)
+    operand = wrap_operand(value, argument)
+    if operand.dtype != np.float32 or operand.size != 1:
+        raise OperandError(argument, f"expected one float32 element (got {operand.dtype}, shape {operand.shape})")
+    if operand.device_id == device_id:
+        return operand, None
+    if operand.device_id >= 0:
+        raise OperandError(argument, f"lives on GPU {operand.device_id}, not {device_id}")
+    return None, float(np.asarray(value, dtype=np.float32).reshape(-1)[0])
+
+
+def first_columns(array, count: int):
     """``array[..., :count]`` for any array library, DeviceArray included."""
     if isinstance(array, DeviceArray):
         return DeviceArray(array.buffer, array.ptr, array.shape[:-1] + (count,), array.strides, array.dtype,

@@ -6,7 +6,8 @@ that nvmathx creates and, on ``cublasLtMatmul``, computes the product from them 
 cuBLASLt documents it (column-major matrices, ``op(A) op(B)``, epilogue with bias per row of D,
 column-major auxiliary buffers, ReLU bitmask with its leading dimension in bits). It is an
 independent model of the C library: the row-major swap, leading dimensions, batch strides and
-epilog wiring of nvmathx are checked against it, and the real library by the ``gpu`` tests.
+epilog wiring of nvmathx are checked against it, and the real library by the ``gpu`` tests. The
+kernels of problems with an extent of 0 run as host C++ (see ``_host_kernels.py``).
 """
 
 import ctypes
@@ -19,11 +20,15 @@ from nvmathx._core.device_array import DeviceArray
 from nvmathx._core.dtypes import numpy_dtype
 from nvmathx.linalg._cpu import FLOAT8_MAX
 
+from ._host_kernels import host_launch
+
 __all__ = ["FakeCublasLt", "install", "to_device", "to_host", "FakeMemoryResource"]
 
 def view_at(pointer, shape, strides, dtype):
     """A numpy view of memory at ``pointer`` (strides in elements, never negative here)."""
     dtype = np.dtype(dtype)
+    if 0 in tuple(shape):
+        return np.empty(shape, dtype)
     span = sum((extent - 1) * stride for extent, stride in zip(shape, strides)) + 1
     # Strided as raw bytes, then viewed: the array interface cannot name every ml_dtypes type.
     raw = np.dtype(f"V{dtype.itemsize}")
@@ -38,7 +43,7 @@ def to_device(array):
     array = np.asarray(array)
     itemsize = array.dtype.itemsize
     strides = tuple(s // itemsize for s in array.strides)
-    buffer = FakeBuffer((sum((e - 1) * s for e, s in zip(array.shape, strides)) + 1) * itemsize)
+    buffer = FakeBuffer(max(sum((e - 1) * s for e, s in zip(array.shape, strides)) + 1, 1) * itemsize)
     view_at(buffer.handle, array.shape, strides, array.dtype)[...] = array
     return DeviceArray(buffer, buffer.handle, array.shape, strides, array.dtype, 0, None)
 
@@ -301,7 +306,7 @@ def install(monkeypatch):
     """Swap cuBLASLt and the device for host fakes; returns (fake cuBLASLt, default memory resource)."""
     from nvmathx._bindings import cuda_driver
     from nvmathx._core import device, execution, memory, streams
-    from nvmathx.linalg import _autotune, _cublaslt_plan, plan_cache
+    from nvmathx.linalg import _autotune, _cublaslt_plan, _kernels, plan_cache
 
     fake = FakeCublasLt()
     for name in ("create", "destroy", "matmul_desc_create", "matmul_desc_destroy", "matmul_desc_set",
@@ -310,6 +315,8 @@ def install(monkeypatch):
                  "algo_with_custom_option", "algo_config", "matmul_function"):
         monkeypatch.setattr(lt, name, getattr(fake, name))
     monkeypatch.setattr(cuda_driver, "memcpy_async", lambda dst, src, n, stream: ctypes.memmove(dst, src, n))
+    monkeypatch.setattr(cuda_driver, "memset_async", lambda dst, value, n, stream: ctypes.memset(dst, value, n))
+    monkeypatch.setattr(_kernels, "launch", host_launch)  # the kernels of problems with an extent of 0
     monkeypatch.setattr(cuda_driver, "stream_synchronize", lambda stream: None)
     monkeypatch.setattr(cuda_driver, "stream_is_capturing", lambda stream: False)
     monkeypatch.setattr(cuda_driver, "stream_wait_stream", lambda waiting, producing: None)

@@ -1,12 +1,13 @@
 """The epilog table and its reference semantics (what every GPU result is compared with)."""
 
+import enum
 import math
 
 import numpy as np
 import pytest
 
 from nvmathx import OptionsError
-from nvmathx.linalg import MatmulEpilog
+from nvmathx.linalg import Matmul, MatmulEpilog, matmul
 from nvmathx.linalg._epilogs import (
     EPILOGS,
     epilog_spec,
@@ -26,16 +27,39 @@ def test_table_covers_every_epilog_once():
     assert EPILOGS[MatmulEpilog.BGRADB].lt_code == 256 and EPILOGS[MatmulEpilog.BGRADA].lt_code == 512
 
 
-@pytest.mark.parametrize("name", ["gelu_bias", "GELU_BIAS", MatmulEpilog.GELU_BIAS, 36])
+@pytest.mark.parametrize("name", ["gelu_bias", "GELU_BIAS", MatmulEpilog.GELU_BIAS, 36, np.int64(36), np.uint16(36)])
 def test_epilog_spellings(name):
     assert epilog_spec(name).epilog is MatmulEpilog.GELU_BIAS
 
 
-@pytest.mark.parametrize("bad", ["swish", 3, 1.5])
+class _OtherCodes(enum.IntEnum):
+    RELU = 2  # cuBLASLt's RELU code, in another library's enum
+    GELU_BIAS = 36
+
+
+class _Names(str, enum.Enum):
+    RELU = "RELU"
+
+
+@pytest.mark.parametrize("bad", ["swish", 3, 1.5, True, np.True_, _OtherCodes.RELU, _OtherCodes.GELU_BIAS, _Names.RELU,
+                                 enum.Enum("Flag", "RELU").RELU])
 def test_unknown_epilog(bad):
     with pytest.raises(OptionsError) as info:
         epilog_spec(bad)
     assert info.value.argument == "epilog"
+
+
+def test_a_foreign_int_enum_never_passes_as_an_epilog(rng):
+    """Its members equal (and hash as) their values: no form may take one for the code, not even
+    the function form with a plan of that code in its cache."""
+    a, b = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+    assert isinstance(matmul(a, b, epilog=2), np.ndarray)  # the plain code is accepted
+    for call in (lambda: matmul(a, b, epilog=_OtherCodes.RELU),
+                 lambda: matmul(a, b, epilog=_OtherCodes.RELU, execution="cpu"),
+                 lambda: Matmul(a, b).plan(epilog=_OtherCodes.RELU)):
+        with pytest.raises(OptionsError, match="another enum") as info:
+            call()
+        assert info.value.argument == "epilog"
 
 
 def test_gelu_is_the_tanh_form(rng):

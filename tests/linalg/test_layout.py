@@ -23,7 +23,9 @@ def _strides(x):
 @pytest.mark.parametrize(
     "a_shape, b_shape",
     [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)),
-     ((2, 1, 3, 4), (5, 4, 6)), ((1, 3, 4), (7, 4, 2)), ((1, 1), (1, 1))],
+     ((2, 1, 3, 4), (5, 4, 6)), ((1, 3, 4), (7, 4, 2)), ((1, 1), (1, 1)),
+     ((0, 4), (4, 5)), ((3, 4), (4, 0)), ((3, 0), (0, 5)), ((0,), (0,)), ((0,), (0, 2)), ((0, 3, 4), (4, 5)),
+     ((0, 1, 3, 4), (2, 4, 5)), ((1, 3, 0), (6, 0, 2))],
 )
 def test_matmul_shape_matches_numpy(a_shape, b_shape):
     expected = np.matmul(np.ones(a_shape), np.ones(b_shape)).shape
@@ -38,8 +40,8 @@ def test_matmul_shape_matches_numpy(a_shape, b_shape):
         ((), (3, 3), "a"),
         ((3, 4), (5, 6), "b"),
         ((2, 3, 4), (3, 4, 5), "b"),
-        ((0, 4), (4, 5), "a"),
-        ((3, 4), (4, 0), "b"),
+        ((2, 3, 4), (0, 4, 5), "b"),  # 2 and 0 do not broadcast, as in numpy
+        ((3, 0), (1, 5), "b"),
     ],
 )
 def test_matmul_shape_rejects(a_shape, b_shape, argument):
