@@ -13,7 +13,14 @@ from nvmathx.linalg import Matmul, MatmulOptions, MatmulPlanPreferences, matmul
 A, B = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)
 
 # Values no field takes as they are, whatever its type (each field's own bad values follow).
-STRANGERS = [object(), [1], {"a": 1}, {1, 2}, slice(1), np.array([1, 2]), b"x", 1j]
+class _Stranger:
+    """An object of no type any field takes (its repr is stable, so test ids match across workers)."""
+
+    def __repr__(self):
+        return "stranger"
+
+
+STRANGERS = [_Stranger(), [1], {"a": 1}, {1, 2}, slice(1), np.array([1, 2]), b"x", 1j]
 
 BAD_OPTIONS = {
     "compute_type": ["TF32", "32f", 68, np.array(["32F"])],
