@@ -20,6 +20,7 @@ __all__ = [
     "version",
     "unique_id",
     "comm_init_rank",
+    "handle",
     "comm_destroy",
     "comm_abort",
     "group_start",
@@ -101,11 +102,16 @@ def unique_id() -> bytes:
     return bytes(_call("get_unique_id"))
 
 
-def comm_init_rank(world_size: int, uid: bytes, rank: int) -> int:
-    """A communicator handle (``ncclComm_t`` as an int); collective over the ranks sharing ``uid``.
-    The current CUDA device is the communicator's."""
+def comm_init_rank(world_size: int, uid: bytes, rank: int):
+    """A communicator (nccl4py's raw ``Comm``; :func:`handle` gives its ``ncclComm_t``); collective
+    over the ranks sharing ``uid``. The current CUDA device is the communicator's."""
     raw = _raw()
-    return int(_call("comm_init_rank", int(world_size), raw.UniqueId.from_buffer(bytearray(uid)), int(rank)))
+    return _call("comm_init_rank", int(world_size), raw.UniqueId.from_buffer(bytearray(uid)), int(rank))
+
+
+def handle(comm) -> int:
+    """The raw ``ncclComm_t`` of a communicator, for C libraries that take one (cuBLASMp)."""
+    return int(comm.handle)
 
 
 def comm_destroy(comm: int) -> None:

@@ -33,10 +33,18 @@ class Context:
         self.rank = group.rank
         self.world_size = group.size
         self.device_id = device_id
-        self.nccl_comm = nccl_comm  # ncclComm_t as an int, or None on the CPU-only context
+        self.nccl_comm = nccl_comm  # the NCCL communicator (nccl4py's raw Comm), or None on the CPU-only context
         self._owned = weakref.WeakSet()  # plans and other objects finalize() frees
         self._finalizers = []  # collective releases (cuBLASMp grids), run last-in first-out
         self.caches = {}  # per-area plan caches of the function forms (name -> dict)
+
+    @property
+    def nccl_handle(self) -> int:
+        """The raw ``ncclComm_t`` (for cuBLASMp); requires a GPU context."""
+        from .._bindings import nccl
+
+        self.require_gpu("device_id")
+        return nccl.handle(self.nccl_comm)
 
     def track(self, obj) -> None:
         """Free ``obj`` (anything with ``free()``) at :func:`finalize` if the user has not."""
@@ -121,7 +129,7 @@ def _check_device(device_id) -> bool:
     return True
 
 
-def _make_nccl_communicator(group, device_id: int) -> int:
+def _make_nccl_communicator(group, device_id: int):
     from .._bindings import nccl
     from .._core import device
 

@@ -88,7 +88,7 @@ def _describe(operand, input_box: Box, output_box: Box, context, options):
         raise OperandError("x", f"numpy operands are exchanged through the process group, and {context.group.name} "
                                 "moves only GPU tensors: use a gloo or MPI group")
     space = "cpu" if operand.device_id < 0 else f"cuda:{operand.device_id}"
-    return (np.dtype(operand.dtype).name, space, input_box, output_box, options.loopback)
+    return (np.dtype(operand.dtype).name, space, input_box, output_box, options.loopback, operand.package)
 
 
 class Reshape:

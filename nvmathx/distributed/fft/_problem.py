@@ -38,6 +38,7 @@ class Description:
     lengths: tuple | None  # C2R: the real result's lengths along the axes (None: from the parity rule)
     options: tuple
     aligned: bool = True  # R2C: the operand's address is aligned to the complex element (cuFFT reads it in place)
+    package: str = ""  # the operand's array library (results are made by it)
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,7 @@ def describe(operand, distribution, axes, fft_type, options, *, lengths=None) ->
     space = "cpu" if operand.device_id < 0 else f"cuda:{operand.device_id}"
     aligned = kind != "R2C" or operand.ptr % (2 * np.dtype(dtype).itemsize) == 0
     return Description(tuple(operand.shape), dtype, space, resolved, resolved_axes, kind, options.reshape,
-                       lengths, options.key(), aligned)
+                       lengths, options.key(), aligned, operand.package)
 
 
 def _lengths(s, count: int) -> tuple:
