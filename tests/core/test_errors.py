@@ -39,7 +39,7 @@ EXAMPLES = [
      ("status", "status_name", "function", "detail", "library", "hint")),
     (CublasLtError(7, "CUBLAS_STATUS_INVALID_VALUE", "cublasLtMatmul"), ("status", "status_name", "function", "hint")),
     (CufftError(4, "CUFFT_INVALID_VALUE", "cufftExec", "bad stride"), ("status", "status_name", "detail", "hint")),
-    (NcclError(4, "ncclInvalidArgument", "ncclSend", "peer 9"), ("status", "status_name", "function", "detail", "hint")),
+    (NcclError(4, "ncclInvalidArgument", "ncclSend", "peer 9"), ("status", "status_name", "function", "detail")),
     (CudaDriverError(700, "CUDA_ERROR_ILLEGAL_ADDRESS", "cuMemcpyAsync"), ("status", "status_name", "hint")),
     (MathdxError(1, "COMMONDX_INVALID_VALUE", "cufftdxFinalizeCode"), ("status", "status_name", "hint")),
     (CallbackCompileError("prolog", "does not compile: bad types"), ("argument",)),
