@@ -8,7 +8,7 @@ from collections import OrderedDict
 from .._agree import agree
 from .._context import current
 from ._cpu import GatherRunner
-from ._local import linalg_options, local_arguments
+from ._local import empty_piece, linalg_options, local_arguments
 from ._matmul import Matmul, describe_call
 from ._problem import describe_epilog, resolve, resolve_epilog
 
@@ -110,6 +110,8 @@ def _local_product(problem, operands, bias, epilog, alpha, beta, options, stream
     """Each rank's own product, by nvmathx.linalg.matmul (whose plan cache serves repeated calls)."""
     from ...linalg import matmul as local_matmul
 
+    if 0 in problem.result_shape:
+        return empty_piece(problem, operands["a"], stream)
     objects = [None if operands[name] is None else operands[name].obj for name in "abc"]
     a, b, c, inputs = local_arguments(problem, *objects, None if bias is None else bias.obj)
     space = "cpu" if operands["a"].device_id < 0 else "cuda"

@@ -24,8 +24,6 @@ _BLOCK = 256
 KERNEL_SOURCE = r"""
 __device__ inline float  add(float a, float b)   { return a + b; }
 __device__ inline double add(double a, double b) { return a + b; }
-__device__ inline float2 add(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
-__device__ inline double2 add(double2 a, double2 b) { return make_double2(a.x + b.x, a.y + b.y); }
 
 // tanh approximation of GELU, as nvmathx.linalg's: 0.5 v (1 + tanh(sqrt(2 / pi) (v + 0.044715 v^3)))
 __device__ inline float activate(float v, int kind) {
@@ -38,8 +36,6 @@ __device__ inline double activate(double v, int kind) {
     if (kind == 2) return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
     return v;
 }
-__device__ inline float2 activate(float2 v, int) { return v; }  // complex: bias only
-__device__ inline double2 activate(double2 v, int) { return v; }
 
 template <typename T>
 __global__ void bias_activation(T* d, const T* bias, long long rows, long long cols, long long ld,
@@ -58,7 +54,7 @@ __global__ void bias_activation(T* d, const T* bias, long long rows, long long c
 }
 """
 
-_C_TYPES = {"float32": "float", "float64": "double", "complex64": "float2", "complex128": "double2"}
+_C_TYPES = {"float32": "float", "float64": "double"}  # epilogs need real operands, as in nvmathx.linalg
 _NAMES = tuple(f"bias_activation<{c_type}>" for c_type in _C_TYPES.values())
 _modules: dict[int, object] = {}
 _kernels: dict[tuple, object] = {}

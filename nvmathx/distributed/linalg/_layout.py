@@ -415,11 +415,14 @@ def local_recipe(layout: MatmulLayout, rank: int) -> tuple:
     """(rows of a, columns of b, elements of the bias) as slices of the rank's local arrays whose
     product (plus the bias) is its piece of the result, in the local strategy."""
     (r0, r1), (c0, c1) = _piece_range(layout.d, rank)
-    whole = slice(None)
-    rows = slice(r0, r1) if layout.kinds[0] == "R" and layout.kinds[2] != "R" else whole
-    cols = slice(c0, c1) if layout.kinds[1] == "R" and layout.kinds[2] != "R" else whole
-    bias = slice(c0, c1) if layout.d.cols.split else whole
-    return rows, cols, bias
+    rows = _part(r0, r1, layout.m) if layout.kinds[0] == "R" else slice(None)
+    cols = _part(c0, c1, layout.n) if layout.kinds[1] == "R" else slice(None)
+    return rows, cols, _part(c0, c1, layout.n)
+
+
+def _part(start: int, stop: int, extent: int) -> slice:
+    """``start:stop``, or ``:`` when that is the whole axis."""
+    return slice(None) if (start, stop) == (0, extent) else slice(start, stop)
 
 
 def _piece_range(layout: MatrixLayout, rank: int) -> tuple:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ._layout import local_recipe
 
-__all__ = ["LocalRunner", "local_arguments", "linalg_options"]
+__all__ = ["LocalRunner", "local_arguments", "linalg_options", "empty_piece"]
 
 _WHOLE = slice(None)
 
@@ -33,13 +33,26 @@ def linalg_options(problem, options, space: str) -> dict:
     return chosen
 
 
+def empty_piece(problem, operand, stream):
+    """This rank's piece when it holds none of the result (nvmathx.linalg takes no empty operand)."""
+    from ..._core.streams import resolve_stream
+
+    device_id = operand.device_id
+    holder = None if device_id < 0 else resolve_stream(stream, device_id, operand.adapter.current_stream)
+    return operand.adapter.empty(problem.result_shape, problem.dtype, device_id, holder)
+
+
 class LocalRunner:
-    """A stateful nvmathx.linalg.Matmul of this rank's pieces."""
+    """A stateful nvmathx.linalg.Matmul of this rank's pieces (none when the rank's piece is empty)."""
 
     def __init__(self, problem, operands, bias, epilog, alpha, beta, options, stream):
         from ...linalg import Matmul as LocalMatmul
 
         self._problem = problem
+        self._operand = operands["a"]
+        self._mm = None
+        if 0 in problem.result_shape:
+            return
         a, b, c, inputs = local_arguments(problem, *(_obj(operands[name]) for name in "abc"), _obj(bias))
         space = "cpu" if operands["a"].device_id < 0 else "cuda"
         self._mm = LocalMatmul(a, b, c, alpha=alpha, beta=beta, options=linalg_options(problem, options, space),
@@ -51,17 +64,24 @@ class LocalRunner:
             raise
 
     def execute(self, stream):
+        if self._mm is None:
+            return empty_piece(self._problem, self._operand, stream)
         if stream is None:
             return self._mm.execute()
         return self._mm.execute(stream=stream)
 
     def bind(self, operands, bias, alpha, beta) -> None:
         """Use new operands (already checked against the plan's), bias, alpha and beta."""
+        self._operand = operands["a"]
+        if self._mm is None:
+            return
         a, b, c, inputs = local_arguments(self._problem, *(_obj(operands[name]) for name in "abc"), _obj(bias))
         self._mm.reset_operands(a=a, b=b, c=c, alpha=alpha, beta=beta, epilog_inputs=inputs)
 
     def free(self) -> None:
-        self._mm.free()
+        if self._mm is not None:
+            self._mm.free()
+        self._mm = None
 
 
 def _obj(operand):

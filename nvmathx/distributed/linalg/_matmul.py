@@ -181,8 +181,8 @@ class Matmul:
         problem = self._problem
         if epilog is not None and problem.dtype in ("float16", "bfloat16") and problem.strategy == "distributed" \
                 and not self._cpu:
-            raise OptionsError("epilog", f"{problem.dtype} products on cuBLASMp take no epilog (float32, float64, "
-                                         "complex64 and complex128 do)")
+            raise OptionsError("epilog", f"{problem.dtype} products on cuBLASMp take no epilog (float32 and float64 "
+                                         "do)")
         if self._runner is not None:
             old, self._runner = self._runner, None
             old.free()

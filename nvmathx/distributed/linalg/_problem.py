@@ -168,7 +168,7 @@ def resolve(descriptions, rank: int, *, forced: bool) -> Problem:
     world_size = len(descriptions)
     check_same([d.dtype for d in descriptions], "a", "dtype")
     check_same([d.space for d in descriptions], "a", "execution space (CPU array on some ranks, GPU on others)")
-    check_same([d.distributions for d in descriptions], "distributions", "distributions")
+    check_same([d.distributions for d in descriptions], "distributions", "set of distributions")
     check_same([d.options for d in descriptions], "options", "options")
     check_same([d.alpha for d in descriptions], "alpha", "value")
     check_same([d.beta for d in descriptions], "beta", "value")
@@ -206,8 +206,8 @@ def describe_epilog(epilog, epilog_inputs, a, dtype: str):
     if set(given) != wanted:
         raise OptionsError("epilog_inputs", f"{spec.name if spec else 'no epilog'} takes "
                                             f"{sorted(wanted) or 'no inputs'} (got {sorted(given)})")
-    if spec is not None and spec.activation and dtype.startswith("complex"):
-        raise OptionsError("epilog", f"{spec.name} needs real operands (got {dtype})")
+    if spec is not None and dtype.startswith("complex"):
+        raise OptionsError("epilog", f"{spec.name} needs real operands (got {dtype}), as in nvmathx.linalg")
     if not wanted:
         return EpilogDescription(None if spec is None else spec.name, None, None), None
     argument = "epilog_inputs['bias']"
