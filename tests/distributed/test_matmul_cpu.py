@@ -242,3 +242,158 @@ def test_descriptors_reproduce_the_product(world_size, rng):
                 kinds = {type(d) for d in distributions}
                 assert BlockCyclic in kinds and world_size > 1, distributions  # slabs and replicas always run
     assert served >= 27 * 2
+
+
+# -- the GPU runner against a model of cuBLASMp -----------------------------------------------------------
+
+
+class _Model:
+    """cuBLASMp, NCCL and the epilog kernel on host memory, for every simulated rank of one world:
+    each rank's runner plans (its pointers and descriptors are recorded), then executes; the model's
+    matmul reads every rank's pieces by ScaLAPACK's rules and writes this rank's piece; the NCCL
+    receives are matched with the sends once every rank has run."""
+
+    def __init__(self, monkeypatch):
+        from nvmathx._bindings import cublasmp, nccl
+        from nvmathx._core.tensor._numpy import NumpyAdapter
+        from nvmathx.distributed.linalg import _gpu
+
+        self.objects, self.inputs, self.sends, self.receives, self.rank = {}, {}, [], [], 0
+        for name, fake in {"create": lambda stream: 1, "stream_set": lambda handle, stream: None,
+                           "destroy": lambda handle: None, "grid_create": self._grid, "grid_destroy": lambda g: None,
+                           "matmul_descriptor_create": lambda compute_type: 2,
+                           "matmul_descriptor_destroy": lambda desc: None,
+                           "matmul_descriptor_set": lambda desc, attribute, value: None,
+                           "matrix_descriptor_create": self._descriptor,
+                           "matrix_descriptor_destroy": lambda desc: None, "matmul_buffer_size": self._sizes,
+                           "matmul": self._matmul}.items():
+            monkeypatch.setattr(cublasmp, name, fake)
+        for name, fake in {"group_start": lambda: None, "group_end": lambda: None,
+                           "send_bytes": lambda *args: self.sends.append((self.rank, *args)),
+                           "recv_bytes": lambda *args: self.receives.append((self.rank, *args))}.items():
+            monkeypatch.setattr(nccl, name, fake)
+        monkeypatch.setattr(_gpu, "device", type("Device", (), {"ensure_device": staticmethod(lambda d: None)}))
+        monkeypatch.setattr(_gpu, "prepare", lambda device_id, dtype: "kernel")
+        monkeypatch.setattr(_gpu, "bias_activation", self._kernel)
+        monkeypatch.setattr(_gpu, "Workspace", type("Workspace", (), {
+            "__init__": lambda self, *args: None, "ensure": lambda self, nbytes, stream: 0,
+            "release": lambda self: None}))
+
+        def result_allocator(adapter, shape, dtype, device_id, **ignored):
+            def allocate(stream, operand=None):
+                result = np.full(shape, np.nan, dtype)
+                return result, result.ctypes.data
+            return allocate
+
+        monkeypatch.setattr(NumpyAdapter, "result_allocator", result_allocator)
+
+    @staticmethod
+    def _memory(pointer, count):
+        import ctypes
+
+        return np.frombuffer((ctypes.c_char * (count * 8)).from_address(pointer), np.float64)
+
+    def _grid(self, nprow, npcol, layout, comm):
+        self.objects[len(self.objects) + 10] = (nprow, npcol)
+        return len(self.objects) + 9
+
+    def _descriptor(self, m, n, mb, nb, rsrc, csrc, lld, data_type, grid):
+        nprow, npcol = self.objects[grid]
+        self.objects[len(self.objects) + 10] = _layout.MpMatrix(m, n, mb, nb, rsrc, csrc, lld, nprow, npcol,
+                                                                "COL_MAJOR", 0, 0)
+        return len(self.objects) + 9
+
+    def _sizes(self, handle, desc, m, n, k, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc):
+        self.inputs[self.rank] = ((a, a_desc), (b, b_desc), (c, c_desc))
+        return 0, 0
+
+    def _whole(self, which, shape):
+        whole = np.full(shape, np.nan)
+        for rank, inputs in self.inputs.items():
+            pointer, desc = inputs[which]
+            elements = _read(self.objects[desc], rank)
+            if elements:
+                memory = self._memory(pointer, max(elements.values()) + 1)
+                for (i, j), offset in elements.items():
+                    whole[i, j] = memory[offset]
+        return whole
+
+    def _matmul(self, handle, desc, m, n, k, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc, *work):
+        assert self.inputs[self.rank][:2] == ((a, a_desc), (b, b_desc))  # the planned pieces
+        product = self._memory(alpha, 1)[0] * (self._whole(0, (m, k)) @ self._whole(1, (k, n)))
+        if c:
+            product = product + self._memory(beta, 1)[0] * self._whole(2, (m, n))
+        elements = _read(self.objects[d_desc], self.rank)
+        if elements:
+            memory = self._memory(d, max(elements.values()) + 1)
+            for (i, j), offset in elements.items():
+                memory[offset] = product[i, j]
+
+    def _kernel(self, kernel, stream, pointer, bias, rows, cols, ld, columns, activation):
+        block, procs, coord = columns
+        for row in range(rows):
+            values = self._memory(pointer + row * ld * 8, cols)
+            if bias:
+                columns_of = [((j // block) * procs + coord) * block + j % block for j in range(cols)]
+                values += self._memory(bias, max(columns_of) + 1)[columns_of]
+            if activation == "relu":
+                values[:] = np.maximum(values, 0)
+
+    def settle(self):
+        import ctypes
+
+        for rank, pointer, nbytes, peer, *_ in self.receives:
+            (send,) = [s for s in self.sends if s[0] == peer and s[3] == rank]
+            assert send[2] == nbytes
+            ctypes.memmove(pointer, send[1], nbytes)
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4])
+def test_gpu_runner_against_a_model_of_cublasmp(world_size, monkeypatch, rng):
+    """The cuBLASMp path's pointers, views, descriptors, epilog columns and all-gather, on host
+    memory: every rank's piece of relu(alpha a @ b + beta c + bias) is numpy's."""
+    from nvmathx._core.tensor import wrap_operand
+    from nvmathx.distributed.linalg import _gpu, _options, _problem
+
+    model = _Model(monkeypatch)
+    context = type("Context", (), {"world_size": world_size, "device_id": 0, "nccl_comm": 7,
+                                   "on_finalize": lambda self, release: None})
+    stream = type("Stream", (), {"handle": 5})()
+    options = _options.MatmulOptions(force_distributed=True)
+    grids = [(p, world_size // p) for p in range(1, world_size + 1) if world_size % p == 0]
+    choices = [Slab.X, Slab.Y, Replicated(), BlockCyclic(grids[-1], (2, 2))]
+    ran = 0
+    for number, distributions in enumerate(itertools.product(choices, repeat=3)):
+        m, k, n = (7, 5, 6) if number % 2 else (3, 8, 2)
+        a, b, c, bias = (rng.standard_normal(s) for s in ((m, k), (k, n), (m, n), (n,)))
+        operands = [{"a": wrap_operand(_piece(a, distributions[0], r, world_size).copy(), "a"),
+                     "b": wrap_operand(_piece(b, distributions[1], r, world_size).copy(), "b"),
+                     "c": wrap_operand(_piece(c, distributions[2], r, world_size).copy(), "c")}
+                    for r in range(world_size)]
+        descriptions = [_problem.describe(o["a"], o["b"], o["c"], distributions, 1.5, -0.5, options) for o in operands]
+        try:
+            problems = [_problem.resolve(descriptions, r, forced=True) for r in range(world_size)]
+        except UnsupportedLayoutError:
+            continue
+        model.inputs, model.sends, model.receives, runners = {}, [], [], []
+        for rank in range(world_size):
+            model.rank = rank
+            ctx = context()
+            ctx.rank, ctx.caches = rank, {}
+            runner = _gpu.CublasMpRunner(problems[rank], ctx, operands[rank], wrap_operand(bias, "bias"), "RELU_BIAS",
+                                         1.5, -0.5, options, stream)
+            runner.prepare()
+            runner.finish()
+            runners.append(runner)
+        results = []
+        for rank, runner in enumerate(runners):
+            model.rank = rank
+            results.append(runner.execute(stream))
+            runner.free()
+        model.settle()
+        expected = np.maximum(1.5 * a @ b - 0.5 * c + bias, 0)
+        for rank in range(world_size):
+            np.testing.assert_allclose(results[rank], _piece(expected, distributions[2], rank, world_size),
+                                       rtol=1e-12, atol=1e-12, err_msg=f"rank {rank}, {distributions}")
+        ran += 1
+    assert ran >= 27

@@ -178,10 +178,11 @@ class CublasMpRunner:
         d_pointer = pointer + call.d.offset * self._itemsize
         self._shared.use_stream(stream.handle)
         a_desc, b_desc, c_desc, d_desc = self._descriptors
-        c_pointer = self._pointers[2] or d_pointer
+        # Without c, C is a null pointer (as nvmath-python passes it): the new result is never read.
         cublasmp.matmul(self._shared.handle, self._desc, call.m, call.n, call.k, self._alpha.ctypes.data,
-                        self._pointers[0], a_desc, self._pointers[1], b_desc, self._beta.ctypes.data, c_pointer, c_desc,
-                        d_pointer, d_desc, work, self._device_bytes, self._host_work.ctypes.data, self._host_bytes)
+                        self._pointers[0], a_desc, self._pointers[1], b_desc, self._beta.ctypes.data,
+                        self._pointers[2], c_desc, d_pointer, d_desc, work, self._device_bytes,
+                        self._host_work.ctypes.data, self._host_bytes)
         if self._kernel is not None:
             self._epilog(stream, d_pointer)
         if problem.layout.gather and problem.world_size > 1:
