@@ -333,7 +333,7 @@ class _Model:
         block, procs, coord = columns
         for row in range(rows):
             values = self._memory(pointer + row * ld * 8, cols)
-            if bias:
+            if bias and cols:
                 columns_of = [((j // block) * procs + coord) * block + j % block for j in range(cols)]
                 values += self._memory(bias, max(columns_of) + 1)[columns_of]
             if activation == "relu":
