@@ -10,7 +10,6 @@ from ..._core.tensor import wrap_operand
 from ...linalg._problem import check_scalars
 from .._agree import agree, check_same
 from .._context import current, warn_leaked
-from ..fft._fft import check_space
 from ._cpu import GatherRunner
 from ._layout import describe_layout
 from ._local import LocalRunner
@@ -26,9 +25,25 @@ def describe_call(holder, context, a, b, c, distributions, alpha, beta, options,
     ``holder``."""
     checked = check_or_create_options(MatmulOptions, options, "options")
     operands = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b"), "c": None if c is None else wrap_operand(c, "c")}
-    check_space(operands["a"], context, checked, stream)
+    _check_space(operands["a"], context, checked, stream)
     holder["operands"], holder["options"] = operands, checked
     return describe(operands["a"], operands["b"], operands["c"], distributions, alpha, beta, checked)
+
+
+def _check_space(operand, context, options, stream) -> None:
+    """The operands can run where the context can: its GPU, or the CPU through a group that moves
+    host data (when the ranks exchange any)."""
+    if operand.device_id >= 0:
+        device_id = context.require_gpu("a")
+        if operand.device_id != device_id:
+            raise OperandError("a", f"is on GPU {operand.device_id}, but this rank's distributed context uses GPU "
+                                    f"{device_id}")
+        return
+    if stream is not None:
+        raise OptionsError("stream", "CPU execution takes no stream")
+    if (context.world_size > 1 or options.force_distributed) and not context.group.exchanges_host_data:
+        raise OperandError("a", f"numpy operands are exchanged through the process group, and {context.group.name} "
+                                "moves only GPU tensors: use a gloo or MPI group (or 'cpu:gloo,cuda:nccl')")
 
 
 class Matmul:
