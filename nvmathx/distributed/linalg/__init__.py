@@ -15,6 +15,13 @@ column-major; a C-ordered product ``D = A @ B`` is run as ``D^T = B^T A^T`` over
 so a row split is a column split of the transpose and a user process grid ``(pr, pc)`` with ranks
 in row-major order is cuBLASMp's ``(pc, pr)`` grid in column-major order.
 
+A world of one rank, and the combinations whose result pieces need no other rank's data (data
+parallel, column parallel with a replicated input), multiply each rank's own pieces with
+:mod:`nvmathx.linalg`; ``MatmulOptions(force_distributed=True)`` runs the distributed path instead.
+On a GPU that is one ``cublasMpMatmul`` (cuBLASMp 0.7, its no-overlap algorithms) followed, for an
+epilog, by one kernel over the rank's piece; a replicated result is computed in row blocks and
+all-gathered through NCCL.
+
 The CPU execution space (numpy operands) gathers the operands to every rank through the process
 group and multiplies them with :func:`nvmathx.linalg.matmul`; it serves CPU-only users and is the
 reference the GPU path is tested against.

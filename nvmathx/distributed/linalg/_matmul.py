@@ -153,8 +153,8 @@ class Matmul:
 
     @property
     def strategy(self) -> str:
-        """"local" (each rank multiplies its own pieces with nvmathx.linalg) or "distributed"
-        (cuBLASMp on a GPU, a gather on the CPU space)."""
+        """How the product runs: "local" (each rank multiplies its own pieces with nvmathx.linalg) or
+        "distributed" (cuBLASMp on a GPU, a gather on the CPU space)."""
         return self._problem.strategy
 
     # -- planning -------------------------------------------------------------------------------------
