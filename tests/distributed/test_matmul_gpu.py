@@ -76,8 +76,9 @@ def _reference(a, b, c, alpha, beta, epilog, bias):
     return d
 
 
-def _close(result, expected, dtype):
-    tolerance = 1e-12 if np.dtype(dtype) in (np.float64, np.complex128) else 2e-5
+def _close(result, expected, dtype, tolerance=None):
+    if tolerance is None:
+        tolerance = 1e-12 if np.dtype(dtype) in (np.float64, np.complex128) else 2e-5
     scale = max(float(np.abs(expected).max()), 1.0)
     error = float(np.abs(np.asarray(result, dtype=expected.dtype) - expected).max()) / scale
     assert error < tolerance, f"relative error {error:.2e}"
@@ -113,7 +114,8 @@ def test_every_combination_against_linalg(world, rng, kinds):
     assert result.device == single.device and result.dtype == single.dtype and result.shape == single.shape
     expected = _reference(a, b, c, alpha, beta, epilog, bias)
     _close(_host(result), expected, dtype)
-    _close(_host(result), _host(single).astype(expected.dtype), dtype)
+    # cuBLASLt's fused epilogs may evaluate GELU in single precision
+    _close(_host(result), _host(single).astype(expected.dtype), dtype, tolerance=2e-5)
 
 
 @pytest.mark.parametrize("kinds", ["YXR", "YXX", "XYY", "RYY", "XRX", "BBB"])
