@@ -111,11 +111,17 @@ class Replicated:
 class BlockCyclic:
     """A 2-D block-cyclic matrix distribution (ScaLAPACK's and cuBLASMp's), matmul only.
 
+    Blocks of ``block_shape`` are dealt round-robin over the process grid, starting at process
+    (0, 0): process ``(i, j)`` holds the rows whose block index is ``i`` modulo the grid's rows and
+    the columns whose block index is ``j`` modulo its columns, in order, as one C-ordered array
+    (:func:`nvmathx.distributed.linalg.local_shape` gives its shape).
+
     Parameters
     ----------
     process_grid : (int, int)
         Rows and columns of the process grid (their product is the world size); ranks are laid out
-        in row-major order over the grid.
+        in row-major order over the grid: rank ``i * columns + j`` is process ``(i, j)``. (cuBLASMp
+        sees the transposed matrix, on the transposed grid in column-major order.)
     block_shape : (int, int)
         Rows and columns of one block.
     """

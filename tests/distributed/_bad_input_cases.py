@@ -11,9 +11,17 @@ import traceback
 import numpy as np
 
 import nvmathx.distributed as dist
-from nvmathx import InvalidStateError, NvmathxError, OperandError, OptionsError, UnsupportedOperandError
-from nvmathx.distributed import Box, Slab
+from nvmathx import (
+    InvalidStateError,
+    NvmathxError,
+    OperandError,
+    OptionsError,
+    UnsupportedLayoutError,
+    UnsupportedOperandError,
+)
+from nvmathx.distributed import BlockCyclic, Box, Replicated, Slab
 from nvmathx.distributed import fft as dfft
+from nvmathx.distributed import linalg as dlinalg
 
 
 def _ctx():
@@ -138,7 +146,104 @@ FFT_ROWS = [
      lambda: dist.local_shape((8, 8), Slab.X, rank=5, world_size=2)),
 ]
 
-ROWS = FFT_ROWS
+
+def _matrix(global_shape=(6, 4), distribution=Slab.X, dtype=np.float64):
+    """This rank's piece of a matmul operand (cuBLASMp's slab rule)."""
+    shape = dlinalg.local_shape(global_shape, distribution)
+    return np.arange(np.prod(shape), dtype=np.float64).reshape(shape).astype(dtype) + 1
+
+
+def _mm(a=None, b=None, c=None, **kwargs):
+    """A valid (6, 4) @ (4, 5) call over the world's row slabs, with ``kwargs`` overriding it."""
+    kwargs.setdefault("distributions", (Slab.X, Replicated(), Slab.X))
+    kwargs.setdefault("options", {"force_distributed": True})
+    a = _matrix() if a is None else a
+    b = _matrix((4, 5), Replicated()) if b is None else b
+    return dlinalg.matmul(a, b, c, **kwargs)
+
+
+def _matmul_plan():
+    return dlinalg.Matmul(_matrix(), _matrix((4, 5), Replicated()), distributions=(Slab.X, Replicated(), Slab.X),
+                          options=_force())
+
+
+def _freed_matmul():
+    plan = _matmul_plan()
+    plan.free()
+    plan.plan()
+
+
+def _unplanned_matmul():
+    with _matmul_plan() as plan:
+        plan.execute()
+
+
+def _reset_c_not_given():
+    with _matmul_plan() as plan:
+        plan.reset_operands(c=_matrix((6, 5)))
+
+
+def _matmul_reset_wrong_shape_one_rank():
+    with _matmul_plan() as plan:
+        plan.plan()
+        plan.reset_operands(a=_on_rank(-1, lambda: np.ones((9, 4)), _matrix))
+
+
+def _matmul_wrong_slab_extent_one_rank():
+    good = _matrix()
+    _mm(a=_on_rank(-1, lambda: np.ones((good.shape[0] + 2, 4)), lambda: good))
+
+
+MATMUL_ROWS = [
+    ("matmul: 3-D operand", OperandError, "a", lambda: _mm(a=np.ones((2, 3, 4)))),
+    ("matmul: int operand", UnsupportedOperandError, "a", lambda: _mm(a=_matrix(dtype=np.int64))),
+    ("matmul: dtypes differ", OperandError, "b", lambda: _mm(b=_matrix((4, 5), Replicated(), np.float32))),
+    ("matmul: not C-contiguous", UnsupportedLayoutError, "b", lambda: _mm(b=np.ones((5, 4)).T)),
+    ("matmul: no distributions", OptionsError, "distributions", lambda: _mm(distributions=None)),
+    ("matmul: two distributions", OptionsError, "distributions", lambda: _mm(distributions=(Slab.X, Slab.X))),
+    ("matmul: unknown distribution", OptionsError, "distributions",
+     lambda: _mm(distributions=(Slab.X, "Z", Slab.X))),
+    ("matmul: grid of another size", OptionsError, "distributions",
+     lambda: _mm(distributions=(Slab.X, Replicated(), BlockCyclic((5, 1), (1, 1))))),
+    ("matmul: inner extents differ", OperandError, "b", lambda: _mm(b=_matrix((3, 5), Replicated()))),
+    ("matmul: c of another global shape", OperandError, "c", lambda: _mm(c=_matrix((6, 6)), beta=1)),
+    ("matmul: beta without c", OptionsError, "beta", lambda: _mm(beta=2.0)),
+    ("matmul: complex alpha for real operands", OptionsError, "alpha", lambda: _mm(alpha=1j)),
+    ("matmul: unknown epilog", OptionsError, "epilog", lambda: _mm(epilog="SWISH")),
+    ("matmul: epilog it does not fuse", OptionsError, "epilog", lambda: _mm(epilog="DRELU")),
+    ("matmul: epilog for complex operands", OptionsError, "epilog",
+     lambda: _mm(a=_matrix(dtype=np.complex128), b=_matrix((4, 5), Replicated(), np.complex128), epilog="RELU")),
+    ("matmul: bias missing", OptionsError, "epilog_inputs", lambda: _mm(epilog="BIAS")),
+    ("matmul: bias of the wrong length", OperandError, "epilog_inputs['bias']",
+     lambda: _mm(epilog="BIAS", epilog_inputs={"bias": np.ones(4)})),
+    ("matmul: bias of another dtype", OperandError, "epilog_inputs['bias']",
+     lambda: _mm(epilog="GELU_BIAS", epilog_inputs={"bias": np.ones(5, np.float32)})),
+    ("matmul: unknown option", OptionsError, "options", lambda: _mm(options={"speed": 11})),
+    ("matmul: bad option value", OptionsError, "options.algorithm", lambda: _mm(options={"algorithm": "fast"})),
+    ("matmul: compute type of another precision", OptionsError, "options.compute_type",
+     lambda: _mm(options={"compute_type": "32F"})),
+    ("matmul: stream on the CPU", OptionsError, "stream", lambda: _mm(stream=0)),
+    ("Matmul: execute before plan", InvalidStateError, None, _unplanned_matmul),
+    ("Matmul: freed", InvalidStateError, None, _freed_matmul),
+    ("Matmul: reset of a c not given", OperandError, "c", _reset_c_not_given),
+    ("matmul local_shape: rank out of range", OptionsError, "rank",
+     lambda: dlinalg.local_shape((8, 8), Slab.X, rank=5, world_size=2)),
+    ("matmul local_shape: 3-D global shape", OptionsError, "global_shape",
+     lambda: dlinalg.local_shape((8, 8, 8), Slab.X)),
+    ("one rank: matmul distributions differ", OperandError, "distributions",
+     lambda: _mm(distributions=_on_rank(0, lambda: (Slab.X, Replicated(), Replicated()),
+                                        lambda: (Slab.X, Replicated(), Slab.X)))),
+    ("one rank: matmul alpha differs", OperandError, "alpha", lambda: _mm(alpha=_on_rank(-1, lambda: 2, lambda: 1))),
+    ("one rank: matmul wrong slab extent", OperandError, "a", _matmul_wrong_slab_extent_one_rank),
+    ("one rank: matmul epilog differs", OperandError, "epilog",
+     lambda: _mm(epilog=_on_rank(0, lambda: "RELU", lambda: "GELU"))),
+    ("one rank: matmul bias of another dtype", OperandError, "epilog_inputs['bias']",
+     lambda: _mm(epilog="BIAS", epilog_inputs={"bias": _on_rank(-1, lambda: np.ones(5, np.float32),
+                                                                lambda: np.ones(5))})),
+    ("one rank: Matmul reset_operands shape", OperandError, "a", _matmul_reset_wrong_shape_one_rank),
+]
+
+ROWS = FFT_ROWS + MATMUL_ROWS
 
 
 def run(seed):
