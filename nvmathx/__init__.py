@@ -8,6 +8,8 @@ fft
     ``FFT`` (stateful) and the scipy.fft functions on cuFFT.
 device_api
     FFT and GEMM functions for ``numba.cuda.jit`` kernels, generated with libmathdx.
+distributed
+    FFT, reshape and matmul of arrays spread over many GPUs and processes (NCCL, cuBLASMp).
 
 ``import nvmathx`` loads no CUDA library and imports no optional array library; subpackages load on
 first attribute access and C libraries on first use.
@@ -31,7 +33,7 @@ from ._core.errors import (
 from ._core.execution import ExecutionCPU, ExecutionCUDA
 from ._version import __version__
 
-_SUBPACKAGES = ("linalg", "fft", "device_api", "typing")
+_SUBPACKAGES = ("linalg", "fft", "device_api", "distributed", "typing")
 
 __all__ = [
     "__version__",

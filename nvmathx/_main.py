@@ -59,7 +59,8 @@ def distributed_report() -> list[str]:
     try:
         from ._bindings import cublasmp
 
-        lines.append(f"cuBLASMp  {cublasmp.version_string()}")
+        major, minor, patch = cublasmp.version()
+        lines.append(f"cuBLASMp  {major}.{minor}.{patch}")
     except Exception as error:  # noqa: BLE001
         lines.append(f"cuBLASMp  not available: {_short(error)}")
     try:

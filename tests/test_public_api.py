@@ -10,11 +10,12 @@ import nvmathx
 TOP_LEVEL = {
     "__version__", "ExecutionCUDA", "ExecutionCPU", "NvmathxError", "LibraryNotFoundError", "CudaLibraryError",
     "OperandError", "UnsupportedOperandError", "UnsupportedLayoutError", "OptionsError", "InvalidStateError",
-    "DeviceUnavailableError", "linalg", "fft", "device_api", "typing",
+    "DeviceUnavailableError", "linalg", "fft", "device_api", "distributed", "typing",
 }
 
 # Public (non-underscore) modules allowed anywhere in the package.
-PUBLIC_MODULES = {"nvmathx", "nvmathx.linalg", "nvmathx.fft", "nvmathx.device_api", "nvmathx.typing", "nvmathx.torch"}
+PUBLIC_MODULES = {"nvmathx", "nvmathx.linalg", "nvmathx.fft", "nvmathx.device_api", "nvmathx.typing", "nvmathx.torch",
+                  "nvmathx.distributed", "nvmathx.distributed.fft", "nvmathx.distributed.linalg"}
 
 
 def test_top_level_all_is_pinned():

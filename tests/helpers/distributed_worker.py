@@ -40,6 +40,7 @@ def main() -> int:
     if os.environ["NVMATHX_WORLD_LAUNCHER"] != "mpi":
         import torch.distributed as dist
 
+        dist.barrier()  # every rank is done with the group before any tears it down
         dist.destroy_process_group()
     return 0
 

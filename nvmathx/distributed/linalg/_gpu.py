@@ -54,7 +54,7 @@ class _Shared:
         if grid is None:
             nprow, npcol, layout, _ = key
             grid = self.grids[key] = cublasmp.grid_create(nprow, npcol, cublasmp.GridLayout[layout],
-                                                          self.context.nccl_comm)
+                                                          self.context.nccl_handle)
         return grid
 
     def release(self) -> None:
