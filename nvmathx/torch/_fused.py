@@ -80,10 +80,24 @@ def forward(x, weight, bias, activation: str, keep_aux: bool):
     if not keep_aux:
         return result, None
     y, outputs = result
-    aux = outputs[_AUX_NAMES[activation]]
-    # A GELU aux of N % 8 != 0 columns is a view of the padded buffer: the op returns the buffer
-    # whole (custom-op outputs own their storage) and the backward hands cuBLASLt the view again.
-    return y, aux if aux._base is None else aux._base
+    return y, _whole_buffer(outputs[_AUX_NAMES[activation]])
+
+
+def _whole_buffer(aux):
+    """The auxiliary output as the whole buffer cuBLASLt wrote. A GELU aux of N % 8 != 0 columns is
+    the first N columns of a buffer padded to a multiple of 8: the op returns the buffer (custom-op
+    outputs own their storage, and the fake kernels promise the padded shape) and the backward
+    hands cuBLASLt the columns again. Where the slice is no autograd view (ops run below
+    ADInplaceOrView under torch.compile, so it has no ``_base``), a tensor over the same storage is
+    made instead."""
+    rows, columns = aux.shape
+    padded = aux.stride(0)
+    if padded == columns or aux.stride(1) != 1:
+        return aux
+    base = aux._base
+    if base is not None and tuple(base.shape) == (rows, padded) and base.data_ptr() == aux.data_ptr():
+        return base
+    return aux.new_empty(0).set_(aux.untyped_storage(), aux.storage_offset(), (rows, padded), (padded, 1))
 
 
 def grad_input(grad, weight):

@@ -153,3 +153,18 @@ def test_set_autotune_reaches_every_gemm(seed, fused_on_cpu):
     assert [call["preferences"] for call in fused_on_cpu] == [None, None]
     with pytest.raises(OptionsError, match="^enabled"):
         set_autotune("yes")
+
+
+def test_a_padded_gelu_aux_without_an_autograd_base_comes_back_whole():
+    """Under torch.compile the ops run below ADInplaceOrView: the aux slice has no ``_base``, and the
+    op must still return the padded buffer its fake kernel promises."""
+    from nvmathx.torch._fused import _whole_buffer
+
+    buffer = torch.arange(4 * 16, dtype=torch.float32).reshape(4, 16).clone()  # owns its storage
+    detached_slice = buffer.new_empty(0).set_(buffer.untyped_storage(), 0, (4, 9), (16, 1))
+    assert detached_slice._base is None
+    whole = _whole_buffer(detached_slice)
+    assert tuple(whole.shape) == (4, 16) and torch.equal(whole, buffer)
+    assert _whole_buffer(buffer[:, :9]) is buffer
+    unpadded = torch.ones(4, 8)
+    assert _whole_buffer(unpadded) is unpadded
