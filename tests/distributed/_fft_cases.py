@@ -14,6 +14,8 @@ import nvmathx.distributed as dist
 from nvmathx.distributed import Box, Slab
 from nvmathx.distributed import fft as dfft
 
+from ._space import to_host, to_space
+
 # global shape, transformed axes (None: all)
 SHAPES = [((9, 10), None), ((7, 6, 5), None), ((3, 9, 10), (1, 2)), ((2, 6, 5, 4), (1, 2, 3))]
 KINDS = ["fft", "ifft", "rfft", "irfft"]
@@ -65,6 +67,7 @@ def _one_slab_case(seed, kind, shape, axes, distribution, reshape, norm, precisi
     transformed = axes or tuple(range(len(shape)))
     piece = np.ascontiguousarray(x[_slices(dist.local_box(x.shape, distribution, axes=transformed))])
     real_length = 2 * (x.shape[transformed[-1]] - 1) if kind == "irfft" else None
+    piece = to_space(piece)
     if stateful:
         fft_type = {"fft": "C2C", "ifft": "C2C", "rfft": "R2C", "irfft": "C2R"}[kind]
         with dfft.FFT(piece, distribution, axes=axes,
@@ -83,6 +86,7 @@ def _one_slab_case(seed, kind, shape, axes, distribution, reshape, norm, precisi
             out_shape[transformed[-1]] = real_length
         result_box = dist.local_box(out_shape, slab, axes=transformed)
     expected = _reference(kind, x, axes, norm, real_length)[_slices(result_box)]
+    result = to_host(result)
     assert result.shape == expected.shape, (result.shape, expected.shape)
     wanted_dtype = {"rfft": x.dtype.char.upper(), "irfft": None}.get(kind)
     if kind == "irfft":
@@ -150,9 +154,9 @@ def _box_fft_case(seed, kind, shape):
     outputs = list(reversed(_row_blocks(out_shape[::-1], context.world_size)))
     outputs = [Box(box.lower[::-1], box.upper[::-1]) for box in outputs]  # split along axis 0, reversed ranks
     mine_in, mine_out = inputs[context.rank], outputs[context.rank]
-    piece = np.ascontiguousarray(x[_slices(mine_in)])
+    piece = to_space(np.ascontiguousarray(x[_slices(mine_in)]))
     options = {"force_distributed": True} if context.world_size == 1 else {}
-    result = getattr(dfft, kind)(piece, (mine_in, mine_out), norm="ortho", options=options)
+    result = to_host(getattr(dfft, kind)(piece, (mine_in, mine_out), norm="ortho", options=options))
     expected = _reference(kind, x, None, "ortho", None)[_slices(mine_out)]
     error = _error(result, expected)
     assert result.shape == expected.shape and error < 1e-12, (result.shape, expected.shape, error)
@@ -167,9 +171,9 @@ def _reshape_round_trip(seed, shape, dtype):
     inputs = _row_blocks(shape, context.world_size)
     outputs = [dist.local_box(shape, Slab.X, rank=r, world_size=context.world_size) for r in range(context.world_size)]
     piece = np.ascontiguousarray(x[_slices(inputs[context.rank])])
-    moved = dist.reshape(piece, inputs[context.rank], outputs[context.rank])
-    assert np.array_equal(moved, x[_slices(outputs[context.rank])])
-    back = dist.reshape(moved, outputs[context.rank], inputs[context.rank])
+    moved = dist.reshape(to_space(piece), inputs[context.rank], outputs[context.rank])
+    assert np.array_equal(to_host(moved), x[_slices(outputs[context.rank])])
+    back = to_host(dist.reshape(moved, outputs[context.rank], inputs[context.rank]))
     assert back.dtype == piece.dtype and np.array_equal(back, piece)  # bit-exact
 
 

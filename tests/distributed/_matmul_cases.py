@@ -18,6 +18,8 @@ from nvmathx import UnsupportedLayoutError
 from nvmathx.distributed import BlockCyclic, Replicated, Slab
 from nvmathx.distributed import linalg as dlinalg
 
+from ._space import to_host, to_space
+
 SHAPES = [(7, 5, 6), (3, 8, 2), (9, 4, 10)]  # (M, K, N): uneven, and smaller than some worlds
 TOLERANCE = {np.float32: 2e-5, np.float64: 1e-12, np.complex64: 2e-5, np.complex128: 1e-12}
 EPILOGS = [None, "BIAS", "RELU_BIAS", "GELU_BIAS", "RELU", "GELU"]
@@ -86,9 +88,9 @@ def one_case(seed, shape, distributions, dtype, epilog, *, with_c=False, statefu
     bias = _random(rng, (n,), dtype)
     alpha, beta = (1.5, -0.5) if with_c else (0.75, 0)
     da, db, dd = distributions
-    mine = [piece(a, da, rank, world_size), piece(b, db, rank, world_size)]
-    c_piece = piece(c, dd, rank, world_size) if with_c else None
-    inputs = {"bias": bias} if epilog and "BIAS" in epilog else None
+    mine = [to_space(piece(a, da, rank, world_size)), to_space(piece(b, db, rank, world_size))]
+    c_piece = to_space(piece(c, dd, rank, world_size)) if with_c else None
+    inputs = {"bias": to_space(bias)} if epilog and "BIAS" in epilog else None
     options = {"force_distributed": forced}
     if stateful:
         with dlinalg.Matmul(*mine, c_piece, alpha=alpha, beta=beta, distributions=distributions,
@@ -98,7 +100,7 @@ def one_case(seed, shape, distributions, dtype, epilog, *, with_c=False, statefu
             first = mm.execute()
             # new values, same pieces: a scaled by 2, c and the bias negated
             mm.reset_operands(a=mine[0] * 2, c=None if c_piece is None else -c_piece, alpha=alpha,
-                              epilog_inputs=None if inputs is None else {"bias": -bias})
+                              epilog_inputs=None if inputs is None else {"bias": to_space(-bias)})
             result = mm.execute()
         _compare(first, piece(reference(a, b, c, alpha, beta, epilog, bias), dd, rank, world_size), dtype)
         expected = reference(a * 2, b, None if c is None else -c, alpha, beta, epilog, -bias)
@@ -110,7 +112,8 @@ def one_case(seed, shape, distributions, dtype, epilog, *, with_c=False, statefu
 
 
 def _compare(result, expected, dtype):
-    assert isinstance(result, np.ndarray) and result.dtype == np.dtype(dtype), (type(result), result.dtype)
+    result = to_host(result)
+    assert result.dtype == np.dtype(dtype), result.dtype
     assert result.shape == expected.shape, (result.shape, expected.shape)
     scale = max(np.abs(expected).max(initial=0.0), 1.0)
     error = np.abs(result - expected).max(initial=0.0) / scale

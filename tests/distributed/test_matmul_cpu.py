@@ -8,26 +8,16 @@ import itertools
 import numpy as np
 import pytest
 
-from helpers.distributed import mpiexec, run_world
+from helpers.distributed import assert_cases_passed, mpiexec, run_world
 from nvmathx import OptionsError, UnsupportedLayoutError
 from nvmathx.distributed import BlockCyclic, Replicated, Slab
 from nvmathx.distributed.linalg import _layout, local_shape
 
 
-def _check(outcomes_per_rank, minimum):
-    failures = {}
-    for rank, outcomes in enumerate(outcomes_per_rank):
-        for name, failure in outcomes.items():
-            if failure is not None:
-                failures.setdefault(name, f"rank {rank}: {failure}")
-    assert len(outcomes_per_rank[0]) >= minimum
-    assert not failures, f"{len(failures)} case(s) failed:\n" + "\n".join(f"{k}\n{v}" for k, v in failures.items())
-
-
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
 def test_gloo_world(world_size, seed):
     pytest.importorskip("torch")
-    _check(run_world(world_size, "distributed._matmul_cases:run", seed=seed), 50)
+    assert_cases_passed(run_world(world_size, "distributed._matmul_cases:run", seed=seed), 50)
 
 
 @pytest.mark.parametrize("world_size", [2, 3])
@@ -35,7 +25,7 @@ def test_mpi_world(world_size, seed):
     pytest.importorskip("mpi4py")
     if mpiexec() is None:
         pytest.skip("no mpiexec")
-    _check(run_world(world_size, "distributed._matmul_cases:run", seed=seed, launcher="mpi"), 80)
+    assert_cases_passed(run_world(world_size, "distributed._matmul_cases:run", seed=seed, launcher="mpi"), 80)
 
 
 # -- numroc and local shapes ---------------------------------------------------------------------------

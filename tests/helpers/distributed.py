@@ -53,7 +53,8 @@ def run_world(world_size: int, target: str, *, seed: int, launcher: str = "torch
     worker = [sys.executable, "-m", "helpers.distributed_worker"]
     if launcher == "mpi":
         commands = [[mpiexec(), "-n", str(world_size), *worker]]
-        envs = [dict(env, NVMATHX_WORLD_LAUNCHER="mpi")]
+        # Open MPI refuses root (the GPU machines run tests as root) unless told it may.
+        envs = [dict(env, NVMATHX_WORLD_LAUNCHER="mpi", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")]
     else:
         port = _free_port()
         commands = [worker for _ in range(world_size)]
@@ -87,3 +88,15 @@ def run_world(world_size: int, target: str, *, seed: int, launcher: str = "torch
         results.append(pickle.loads(path.read_bytes()))
     shutil.rmtree(out, ignore_errors=True)
     return results
+
+
+def assert_cases_passed(outcomes_per_rank, minimum: int) -> None:
+    """Every rank's ``{case: None or failure}`` shows no failure (the first failing rank's text per
+    case is reported) and at least ``minimum`` cases ran."""
+    failures = {}
+    for rank, outcomes in enumerate(outcomes_per_rank):
+        for name, failure in outcomes.items():
+            if failure is not None:
+                failures.setdefault(name, f"rank {rank}: {failure}")
+    assert len(outcomes_per_rank[0]) >= minimum, f"only {len(outcomes_per_rank[0])} cases ran"
+    assert not failures, f"{len(failures)} case(s) failed:\n" + "\n".join(f"{k}\n{v}" for k, v in failures.items())

@@ -31,7 +31,13 @@ def main() -> int:
 
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
         group, rank = None, dist.get_rank()
-    distributed.initialize(group)
+    device_id = None
+    if os.environ.get("NVMATHX_WORLD_DEVICE") == "cuda":  # a GPU world: one GPU per rank, NCCL
+        import torch
+
+        device_id = int(os.environ.get("LOCAL_RANK", rank % torch.cuda.device_count()))
+        torch.cuda.set_device(device_id)
+    distributed.initialize(group, device_id=device_id)
     module_name, function_name = os.environ["NVMATHX_WORLD_TARGET"].split(":")
     result = getattr(importlib.import_module(module_name), function_name)(int(os.environ["NVMATHX_WORLD_SEED"]))
     distributed.finalize()
@@ -46,4 +52,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: under load, torch's gloo backend sometimes aborts in a static
+    # destructor after destroy_process_group ("terminate called without an active exception"),
+    # which would fail a world whose result is already written.
+    os._exit(code)
