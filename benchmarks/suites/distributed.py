@@ -23,6 +23,7 @@ GPUs out of service.
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import statistics
@@ -55,8 +56,10 @@ def _world(ctx):
                 port = probe.getsockname()[1]
             os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1")
         dist.init_process_group(backend="cpu:gloo,cuda:nccl", device_id=torch.device("cuda", ctx.device_id))
+        atexit.register(dist.destroy_process_group)  # runs after nvmathx's, registered later
     if not nvmathx.distributed.is_initialized():
         nvmathx.distributed.initialize(device_id=ctx.device_id)
+        atexit.register(nvmathx.distributed.finalize)
     return torch, dist
 
 

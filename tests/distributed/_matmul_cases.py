@@ -18,7 +18,7 @@ from nvmathx import UnsupportedLayoutError
 from nvmathx.distributed import BlockCyclic, Replicated, Slab
 from nvmathx.distributed import linalg as dlinalg
 
-from ._space import to_host, to_space
+from ._space import on_gpu, to_host, to_space
 
 SHAPES = [(7, 5, 6), (3, 8, 2), (9, 4, 10)]  # (M, K, N): uneven, and smaller than some worlds
 TOLERANCE = {np.float32: 2e-5, np.float64: 1e-12, np.complex64: 2e-5, np.complex128: 1e-12}
@@ -102,22 +102,31 @@ def one_case(seed, shape, distributions, dtype, epilog, *, with_c=False, statefu
             mm.reset_operands(a=mine[0] * 2, c=None if c_piece is None else -c_piece, alpha=alpha,
                               epilog_inputs=None if inputs is None else {"bias": to_space(-bias)})
             result = mm.execute()
-        _compare(first, piece(reference(a, b, c, alpha, beta, epilog, bias), dd, rank, world_size), dtype)
+        _compare(first, piece(reference(a, b, c, alpha, beta, epilog, bias), dd, rank, world_size), dtype, epilog)
         expected = reference(a * 2, b, None if c is None else -c, alpha, beta, epilog, -bias)
     else:
         result = dlinalg.matmul(*mine, c_piece, alpha=alpha, beta=beta, distributions=distributions, epilog=epilog,
                                 epilog_inputs=inputs, options=options)
         expected = reference(a, b, c, alpha, beta, epilog, bias)
-    _compare(result, piece(expected, dd, rank, world_size), dtype)
+    _compare(result, piece(expected, dd, rank, world_size), dtype, epilog)
 
 
-def _compare(result, expected, dtype):
+def _compare(result, expected, dtype, epilog):
     result = to_host(result)
     assert result.dtype == np.dtype(dtype), result.dtype
     assert result.shape == expected.shape, (result.shape, expected.shape)
     scale = max(np.abs(expected).max(initial=0.0), 1.0)
     error = np.abs(result - expected).max(initial=0.0) / scale
-    assert error < TOLERANCE[np.dtype(dtype).type], f"relative error {error:.2e}"
+    assert error < _tolerance(dtype, epilog), f"relative error {error:.2e}"
+
+
+def _tolerance(dtype, epilog):
+    """The dtype's tolerance; GELU computed by cuBLAS on a GPU (its tanh) differs from numpy's by more
+    than a few ulps (7.8e-11 seen in float64), as in the single-GPU matmul tests."""
+    tolerance = TOLERANCE[np.dtype(dtype).type]
+    if on_gpu() and epilog is not None and "GELU" in epilog:
+        return max(tolerance, 1e-4 if np.dtype(dtype).itemsize == 4 else 1e-9)
+    return tolerance
 
 
 def _grids(world_size):

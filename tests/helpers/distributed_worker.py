@@ -43,7 +43,11 @@ def main() -> int:
     distributed.finalize()
     out = pathlib.Path(os.environ["NVMATHX_WORLD_OUT"]) / f"rank{rank}.pickle"
     out.write_bytes(pickle.dumps(result))
-    if os.environ["NVMATHX_WORLD_LAUNCHER"] != "mpi":
+    if os.environ["NVMATHX_WORLD_LAUNCHER"] == "mpi":
+        from mpi4py import MPI
+
+        MPI.Finalize()  # explicit: the exit below skips mpi4py's atexit hook, and Open MPI fails a rank without it
+    else:
         import torch.distributed as dist
 
         dist.barrier()  # every rank is done with the group before any tears it down
