@@ -14,7 +14,11 @@ calls are collective, so the runner makes the same number of them on every rank 
   ``t_a2a_ms`` (NCCL's all-to-all of the same bytes, through torch), measured in the same run.
 - ``dist_matmul_16384_bf16``: A (16384 N x 16384, row slabs) @ B (16384 x 16384, replicated) in
   bfloat16 on cuBLASMp (forced at world size 1); ``nvmathx.linalg``: one rank's local GEMM on one
-  GPU (``single_gpu_ms``).
+  GPU, also measured into the params as ``single_gpu_ms`` (weak scaling: 1-D row slabs).
+- ``dist_matmul_bf16_grid2d`` (world sizes with a 2-D grid, P = pr x pc, pr and pc > 1): weak
+  scaling on a block-cyclic grid, A (16384 pr x 16384) @ B (16384 x 16384 pc) in bfloat16, every
+  operand ``BlockCyclic((pr, pc), (2048, 2048))``: each rank computes a 16384 x 16384 block of the
+  product with K = 16384, the single GEMM of ``single_gpu_ms``, plus cuBLASMp's exchanges.
 
 NVLink multicast stays off in every process (``NCCL_NVLS_ENABLE=0``,
 ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1``, ``NVSHMEM_DISABLE_NVLS=1``): on a shared host it can take
@@ -161,43 +165,87 @@ def _measure_parts(ctx, x, params) -> None:
     params["t_a2a_ms"] = round(_events_ms(torch, lambda: dist.all_to_all_single(received, send)), 4)
 
 
+def _bf16_operands(torch, ctx, a_shape, b_shape):
+    generator = torch.Generator(device=f"cuda:{ctx.device_id}").manual_seed(ctx.seed + ctx.rank)
+    a = torch.randn(a_shape, device=f"cuda:{ctx.device_id}", generator=generator).to(torch.bfloat16)
+    b = torch.randn(b_shape, device=f"cuda:{ctx.device_id}", generator=generator).to(torch.bfloat16)
+    return a, b
+
+
+def _single_gpu_ms(torch, ctx, n, params) -> None:
+    """The single-GPU GEMM of one rank's work (n x n x n, bfloat16), into the params."""
+    import nvmathx.linalg
+
+    a, b = _bf16_operands(torch, ctx, (n, n), (n, n))
+    params["single_gpu_ms"] = round(_events_ms(torch, lambda: nvmathx.linalg.matmul(a, b)), 4)
+
+
 def _matmul_case(ctx) -> Case:
     n = 4096 if ctx.quick else 16384
     params = {"world_size": ctx.world_size, "engine": "cublasmp", "m": n * ctx.world_size, "n": n, "k": n,
               "dtype": "bfloat16", "distributions": ["Slab.X", "Replicated", "Slab.X"]}
-
-    def operands(torch):
-        generator = torch.Generator(device=f"cuda:{ctx.device_id}").manual_seed(ctx.seed + ctx.rank)
-        a = torch.randn((n, n), device=f"cuda:{ctx.device_id}", generator=generator).to(torch.bfloat16)
-        b = torch.randn((n, n), device=f"cuda:{ctx.device_id}", generator=generator.manual_seed(ctx.seed))
-        return a, b.to(torch.bfloat16)
 
     def nvmathx_setup():
         torch, _ = _world(ctx)
         from nvmathx.distributed import Replicated, Slab
         from nvmathx.distributed.linalg import Matmul
 
-        a, b = operands(torch)
+        a, b = _bf16_operands(torch, ctx, (n, n), (n, n))
         plan = Matmul(a, b, distributions=(Slab.X, Replicated(), Slab.X), options={"force_distributed": True})
         plan.plan()
+        _single_gpu_ms(torch, ctx, n, params)
         return plan.execute
 
     def single_setup():
         torch, _ = _world(ctx)
         import nvmathx.linalg
 
-        a, b = operands(torch)
+        a, b = _bf16_operands(torch, ctx, (n, n), (n, n))
         return lambda: nvmathx.linalg.matmul(a, b)
 
     def torch_setup():
         torch, _ = _world(ctx)
-        a, b = operands(torch)
+        a, b = _bf16_operands(torch, ctx, (n, n), (n, n))
         return lambda: torch.matmul(a, b)
 
     return Case(name="dist_matmul_16384_bf16", unit="ms", params=params, derive=tflops(2 * n ** 3), warmup=3,
                 repeats=20, setups={"nvmathx": nvmathx_setup, "nvmathx.linalg": single_setup, "torch": torch_setup},
                 note="per rank: a (16384 x 16384) row slab of A times a replicated B; nvmathx.linalg is that "
                      "local GEMM on one GPU (single_gpu_ms), torch its torch.matmul")
+
+
+def process_grid(world_size: int):
+    """The squarest 2-D process grid (rows <= columns, both > 1) of ``world_size`` ranks, or None."""
+    rows = max((r for r in range(2, int(world_size ** 0.5) + 1) if world_size % r == 0), default=None)
+    return None if rows is None else (rows, world_size // rows)
+
+
+def _matmul_grid_case(ctx, grid) -> Case:
+    n = 4096 if ctx.quick else 16384
+    block = n // 8
+    rows, columns = grid
+    m, k, n_global = n * rows, n, n * columns
+    params = {"world_size": ctx.world_size, "engine": "cublasmp", "m": m, "n": n_global, "k": k,
+              "dtype": "bfloat16", "process_grid": list(grid), "block_shape": [block, block],
+              "distributions": [f"BlockCyclic({grid}, ({block}, {block}))"] * 3}
+
+    def nvmathx_setup():
+        torch, _ = _world(ctx)
+        from nvmathx.distributed import BlockCyclic
+        from nvmathx.distributed.linalg import Matmul, local_shape
+
+        layout = BlockCyclic(grid, (block, block))
+        a, b = _bf16_operands(torch, ctx, local_shape((m, k), layout), local_shape((k, n_global), layout))
+        plan = Matmul(a, b, distributions=(layout, layout, layout))
+        plan.plan()
+        _single_gpu_ms(torch, ctx, n, params)
+        return plan.execute
+
+    return Case(name="dist_matmul_bf16_grid2d", unit="ms", params=params, derive=tflops(2 * m * n_global * k
+                                                                                       / ctx.world_size),
+                warmup=3, repeats=20, setups={"nvmathx": nvmathx_setup},
+                note="TFLOP/s per rank; every rank computes one 16384 x 16384 block of the product (K = 16384): "
+                     "single_gpu_ms is that GEMM alone on one GPU")
 
 
 def cases(ctx) -> list[Case]:
@@ -208,4 +256,5 @@ def cases(ctx) -> list[Case]:
         _fft_case(ctx, "dist_fftn_512cubed_c64", (cube,) * 3, weak=False),
         _fft_case(ctx, "dist_fftn_c64", (planes * ctx.world_size, side, side), weak=True),
         _matmul_case(ctx),
+        *([_matmul_grid_case(ctx, grid)] if (grid := process_grid(ctx.world_size)) else []),
     ]
