@@ -244,14 +244,9 @@ def resolve_callback_target(target) -> str:
     OptionsError
         For another form, or None without a CUDA device.
     """
-    from ..device_api._target import resolve_target
+    from .._codegen.target import resolve_target
 
-    try:
-        resolved = resolve_target(target)
-    except OptionsError as error:
-        detail = str(error).partition(": ")[2].replace("sm=(9, 0)", "target='sm_90'")
-        detail = detail.replace("cuFFTDx and cuBLASDx need", "callbacks are compiled for")
-        raise OptionsError("target", detail) from None
+    resolved = resolve_target(target, "target", needed_by="callbacks")
     return f"sm_{resolved.major}{resolved.minor}"
 
 
@@ -315,13 +310,13 @@ def _compiler_identity() -> dict:
     older nvJitLink refuses), found without importing numba."""
     from importlib import metadata
 
-    from ..device_api._link_cache import _library_file
+    from .._codegen.link import library_file
 
     try:
         numba_cuda = metadata.version("numba-cuda")
     except metadata.PackageNotFoundError:
         numba_cuda = None
-    return {"numba_cuda": numba_cuda, "nvvm_file": _library_file("nvvm")}
+    return {"numba_cuda": numba_cuda, "nvvm_file": library_file("nvvm")}
 
 
 def callback_cache_key(role, fn, element_dtype, user_info_dtype, target) -> dict | None:
@@ -374,7 +369,7 @@ def _compile(role, fn, element_dtype, user_info_dtype, target) -> CompiledCallba
 
 
 def _load_or_build(role, fn, element, user_info, arch, key) -> CompiledCallback:
-    from ..device_api import _cache
+    from .._codegen import cache as _cache
 
     digest = _digest(key) if key is not None else hashlib.sha256(repr((id(fn), role, element, user_info, arch))
                                                                   .encode()).hexdigest()

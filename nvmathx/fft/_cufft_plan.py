@@ -24,7 +24,8 @@ from .._core import device
 from .._core.errors import InvalidStateError, OptionsError
 from .._core.logs import get_logger
 from .._core.memory import Workspace, allocate
-from . import _callbacks, _kernels
+from .._codegen import elementwise
+from . import _callbacks
 from ._layout import INPUT, OUTPUT, SCRATCH, SCRATCH_REAL, CopyStep, FFTPass, LayoutPlan, callback_passes
 from ._scale_callback import factor_dtype, scale_callback
 
@@ -353,8 +354,8 @@ class CufftPlan:
             nbytes = _span_elements(step.shape, step.source_strides) * source_dtype.itemsize
             cuda_driver.memcpy_async(pointers[step.target], pointers[step.source], nbytes, stream.handle)
             return
-        _kernels.copy_nd(pointers[step.source], pointers[step.target], step.shape, step.source_strides,
-                         step.target_strides, source_dtype, target_dtype, factor, conj, stream, self.device_id)
+        elementwise.copy_nd(pointers[step.source], pointers[step.target], step.shape, step.source_strides,
+                            step.target_strides, source_dtype, target_dtype, factor, conj, stream, self.device_id)
 
     def _buffer_bytes(self, name) -> int:
         if name in (SCRATCH, SCRATCH_REAL):
@@ -377,12 +378,12 @@ class CufftPlan:
     def _scale_result(self, pointers, factor, conj, stream):
         layout = self.layout
         if self._inplace:  # the result is the (strided) operand itself
-            _kernels.copy_nd(pointers[INPUT], pointers[INPUT], layout.output_shape, layout.output_strides,
-                             layout.output_strides, self.output_dtype, self.output_dtype, factor, conj, stream,
-                             self.device_id)
+            elementwise.copy_nd(pointers[INPUT], pointers[INPUT], layout.output_shape, layout.output_strides,
+                                layout.output_strides, self.output_dtype, self.output_dtype, factor, conj, stream,
+                                self.device_id)
             return
-        _kernels.scale(pointers[OUTPUT], self._output_elements, self.output_dtype, factor, conj, stream,
-                       self.device_id)
+        elementwise.scale(pointers[OUTPUT], self._output_elements, self.output_dtype, factor, conj, stream,
+                          self.device_id)
 
     # -- lifetime -------------------------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ def scale_callback(element: str, target: str) -> CompiledCallback:
 
 
 def _load_or_compile(element: str, target: str) -> CompiledCallback:
-    from ..device_api import _cache
+    from .._codegen import cache as _cache
 
     c_element, c_factor, scaled = _TYPES[element]
     key = {"kind": "fft-scale-callback", "format": FORMAT, "element": element, "target": target,

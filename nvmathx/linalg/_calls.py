@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._codegen import elementwise
 from .._core.dtypes import numpy_dtype
 from .._core.memory import allocate
 from ._batching import aligned_strides
@@ -55,10 +56,8 @@ class _Copy:
         self.ptr = int(self.buffer.handle)
 
     def copy(self, source: int, stream, device_id: int) -> None:
-        from ..fft import _kernels
-
-        _kernels.copy_nd(source, self.ptr, self.shape, self.source_strides, self.target_strides, self.dtype, self.dtype,
-                         1.0, False, stream, device_id)
+        elementwise.copy_nd(source, self.ptr, self.shape, self.source_strides, self.target_strides, self.dtype,
+                            self.dtype, 1.0, False, stream, device_id)
 
 
 class BatchCopies:

@@ -21,7 +21,7 @@ __all__ = ["LtTraits", "lt_traits", "EXPANDABLE_DTYPES"]
 
 
 # Inputs that may be copied to the full batch (see :mod:`._batching`): the dtypes the device copy
-# nvmathx.fft._kernels.copy_nd copies unchanged (a test keeps the two in step).
+# nvmathx._codegen.elementwise.copy_nd copies unchanged (a test keeps the two in step).
 EXPANDABLE_DTYPES = ("float32", "float64", "complex64", "complex128")
 # Copies to the full batch take at most twice the result's bytes, or this much for small results.
 EXPANSION_FLOOR_BYTES = 64 << 20

@@ -15,7 +15,7 @@ def warm(objects_and_forms):
         # worker would generate every descriptor once per worker, many times over.
         return
     from nvmathx.device_api import cache_dir
-    from nvmathx.device_api._codegen import generate_into
+    from nvmathx._codegen.descriptors import generate_into
 
     root = os.path.dirname(cache_dir())
     jobs = [(obj.descriptor(form) if form else obj.descriptor(), obj.target) for obj, form in objects_and_forms]

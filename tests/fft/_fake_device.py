@@ -164,7 +164,7 @@ def _c_dtype(name):
         import ml_dtypes
 
         return np.dtype(ml_dtypes.bfloat16)
-    from nvmathx.fft._kernels import INTEGER_C_TYPES
+    from nvmathx._codegen.elementwise import INTEGER_C_TYPES
 
     integers = {c_type: np.dtype(numpy_name) for numpy_name, c_type in INTEGER_C_TYPES.items()}
     return np.dtype({"half_t": np.float16, "float": np.float32, "double": np.float64, "float2": np.complex64,
@@ -214,7 +214,8 @@ def install(monkeypatch):
     """Swap the GPU-facing pieces for host fakes; returns (fake cuFFT, default memory resource)."""
     from nvmathx._bindings import cuda_driver, cufft
     from nvmathx._core import device, execution, memory, streams
-    from nvmathx.fft import _cufft_plan, _kernels
+    from nvmathx._codegen import elementwise as _kernels
+    from nvmathx.fft import _cufft_plan
 
     fake = FakeCufft()
     for name in ("create", "destroy", "set_auto_allocation", "make_plan_many64", "set_work_area", "set_stream",

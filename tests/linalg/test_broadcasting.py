@@ -138,7 +138,7 @@ def test_a_negative_stride_is_never_the_cublaslt_batch():
 
 
 def test_expandable_dtypes_are_those_the_device_copy_keeps():
-    from nvmathx.fft._kernels import can_copy
+    from nvmathx._codegen.elementwise import can_copy
 
     assert all(can_copy(dtype, dtype) for dtype in EXPANDABLE_DTYPES)
     assert not any(can_copy(dtype, dtype) for dtype in ("float16", "bfloat16", "uint8"))
