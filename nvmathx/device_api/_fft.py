@@ -14,9 +14,9 @@ import functools
 import numpy as np
 
 from .._bindings import mathdx
-from .._core.errors import OptionsError
 from .._codegen import descriptors
 from .._codegen.target import Target, max_shared_memory_per_block, resolve_target
+from .._core.errors import OptionsError
 
 __all__ = ["FFT"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._bindings import mathdx
-from .._core.errors import OptionsError
 from .._codegen import descriptors
-from ._fft import _numba_type_of, normalize_precision
 from .._codegen.target import Target, max_shared_memory_per_block, resolve_target
+from .._core.errors import OptionsError
+from ._fft import _numba_type_of, normalize_precision
 
 __all__ = ["Matmul", "tile_sizes"]
 

@@ -20,11 +20,11 @@ from contextlib import ExitStack
 import numpy as np
 
 from .._bindings import cuda_driver, cufft
+from .._codegen import elementwise
 from .._core import device
 from .._core.errors import InvalidStateError, OptionsError
 from .._core.logs import get_logger
 from .._core.memory import Workspace, allocate
-from .._codegen import elementwise
 from . import _callbacks
 from ._layout import INPUT, OUTPUT, SCRATCH, SCRATCH_REAL, CopyStep, FFTPass, LayoutPlan, callback_passes
 from ._scale_callback import factor_dtype, scale_callback

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._codegen.elementwise import INTEGER_C_TYPES, can_copy
 from .._core.dtypes import numpy_dtype
 from .._core.errors import UnsupportedOperandError
 from .._core.streams import CallStreams
 from .._core.tensor import Operand
 from ._cufft_plan import CufftPlan, precision_dtypes
-from .._codegen.elementwise import INTEGER_C_TYPES, can_copy
 from ._layout import C2C, C2R, R2C, output_shape, plan_layout, result_strides
 
 __all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]

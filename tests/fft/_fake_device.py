@@ -213,8 +213,8 @@ def fake_launch(stream, device_id, name, count, *args):
 def install(monkeypatch):
     """Swap the GPU-facing pieces for host fakes; returns (fake cuFFT, default memory resource)."""
     from nvmathx._bindings import cuda_driver, cufft
-    from nvmathx._core import device, execution, memory, streams
     from nvmathx._codegen import elementwise as _kernels
+    from nvmathx._core import device, execution, memory, streams
     from nvmathx.fft import _cufft_plan
 
     fake = FakeCufft()
