@@ -109,7 +109,7 @@ template <typename R> __device__ inline void store(void* base, int code, i64 ind
 __device__ inline float tanh_of(float x) { return tanhf(x); }
 __device__ inline double tanh_of(double x) { return tanh(x); }
 
-// GELU, tanh form, and its derivative (as nvmathx.linalg._epilogs.gelu and gelu_derivative).
+// GELU, tanh form, and its derivative (as nvmathx._matmulcore.epilogs.gelu and gelu_derivative).
 template <typename R> __device__ inline R gelu(R x) {
     R t = tanh_of((R)0.7978845608028654 * (x + (R)0.044715 * x * x * x));
     return (R)0.5 * x * ((R)1 + t);

@@ -215,7 +215,7 @@ def install(monkeypatch):
     from nvmathx._bindings import cuda_driver, cufft
     from nvmathx._codegen import elementwise as _kernels
     from nvmathx._core import device, execution, memory, streams
-    from nvmathx.fft import _cufft_plan
+    from nvmathx._fftcore import plan as _cufft_plan
 
     fake = FakeCufft()
     for name in ("create", "destroy", "set_auto_allocation", "make_plan_many64", "set_work_area", "set_stream",
@@ -254,6 +254,6 @@ def to_host(device_array):
 
 def _scale_codes() -> set:
     """The LTO-IR of every built-in scale callback compiled in this process."""
-    from nvmathx.fft import _scale_callback
+    from nvmathx._fftcore import scale_callback as _scale_callback
 
     return {callback.ltoir for callback in _scale_callback._compiled.values()}

@@ -13,8 +13,8 @@ import pytest
 import nvmathx.fft as nfft
 from nvmathx import OperandError, OptionsError, UnsupportedOperandError
 from nvmathx._bindings import cufft
+from nvmathx._fftcore import callbacks as _callbacks
 from nvmathx.device_api import cache_info, clear_cache, set_cache_dir
-from nvmathx.fft import _callbacks
 
 pytest.importorskip("numba.cuda")
 

@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nvmathx import OperandError
+from nvmathx._matmulcore.epilogs import epilog_spec
 from nvmathx.linalg import matmul
 from nvmathx.linalg._batching import LAUNCH_BYTES, BatchOperand, dense_batch_strides, plan_batches
-from nvmathx.linalg._epilogs import epilog_spec
 from nvmathx.linalg._options import MatmulOptions
 from nvmathx.linalg._problem import OperandInfo, describe_problem
 from nvmathx.linalg._traits import EXPANDABLE_DTYPES, lt_traits

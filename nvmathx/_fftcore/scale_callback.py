@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from .._core.memo import BuildOnce
-from ._callbacks import FORMAT, CompiledCallback, cufft_symbol
+from .callbacks import FORMAT, CompiledCallback, cufft_symbol
 
 __all__ = ["SCALE_SOURCE", "factor_dtype", "scale_callback"]
 
