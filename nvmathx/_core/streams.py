@@ -108,11 +108,7 @@ def resolve_stream(stream, device_id: int, package_current_stream=None) -> Strea
             raise OptionsError("stream", f"{type(stream).__name__}.__cuda_stream__() failed: {error}") from None
         core = stream if type(stream).__module__.startswith("cuda.core") else None
         return _holder(int(handle), device_id, core=core, owner=stream)
-    # Older torch and cupy streams lack the protocol: their adapters know where the handle is.
-    # (Imported here: the tensor package imports memory, which imports this module.)
-    from .tensor import legacy_stream_handle
-
-    handle = legacy_stream_handle(stream)
+    handle = _legacy_stream_handle(stream)
     if handle is not None:
         return _holder(handle, device_id, owner=stream)
     raise OptionsError(
@@ -120,6 +116,17 @@ def resolve_stream(stream, device_id: int, package_current_stream=None) -> Strea
         "expected a cuda.core Stream, an object with __cuda_stream__ (torch or cupy stream), "
         f"a raw stream handle (int) or None (got {type(stream).__name__})",
     )
+
+
+# Stream objects of older torch and cupy releases lack __cuda_stream__: the attribute that holds
+# their handle, by the top-level package of the stream's type (nothing is imported to ask).
+_LEGACY_HANDLE_ATTRIBUTES = {"torch": "cuda_stream", "cupy": "ptr"}
+
+
+def _legacy_stream_handle(stream) -> int | None:
+    attribute = _LEGACY_HANDLE_ATTRIBUTES.get(type(stream).__module__.partition(".")[0])
+    handle = None if attribute is None else getattr(stream, attribute, None)
+    return handle if isinstance(handle, int) and not isinstance(handle, bool) else None
 
 
 def _no_current_stream(device_id: int) -> None:

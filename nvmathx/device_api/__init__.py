@@ -11,7 +11,7 @@ running nvJitLink again; set ``NVMATHX_LINK_CACHE=0`` to link every time.
 numba and numba-cuda are imported only when a kernel that uses these objects is compiled.
 """
 
-from ._cache import CacheInfo, cache_dir, cache_info, clear_cache, set_cache_dir
+from .._codegen.cache import CacheInfo, cache_dir, cache_info, clear_cache, set_cache_dir
 from ._fft import FFT
 from ._launch import set_max_dynamic_shared_memory
 from ._matmul import Matmul

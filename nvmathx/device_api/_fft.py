@@ -14,9 +14,9 @@ import functools
 import numpy as np
 
 from .._bindings import mathdx
+from .._codegen import descriptors
+from .._codegen.target import Target, max_shared_memory_per_block, resolve_target
 from .._core.errors import OptionsError
-from . import _codegen
-from ._target import Target, max_shared_memory_per_block, resolve_target
 
 __all__ = ["FFT"]
 
@@ -81,12 +81,12 @@ def _choice(value, argument: str, table: dict) -> str:
     return key
 
 
-def _is_valid(descriptor: _codegen.Descriptor) -> bool:
+def _is_valid(descriptor: descriptors.Descriptor) -> bool:
     """Whether cuFFTDx implements ``descriptor`` (which sets ``API``, as libmathdx 0.3.1 requires).
 
     "Not implemented" is the answer False; a libmathdx call that fails raises its MathdxError.
     """
-    with _codegen.open_descriptor(descriptor) as handle:
+    with descriptors.open_descriptor(descriptor) as handle:
         return handle.is_supported()
 
 
@@ -210,7 +210,7 @@ class FFT:
             operators = operators + (("ELEMENTS_PER_THREAD", ept),)
             self._check_supported(operators, "elements_per_thread", self._knob_message("elements_per_thread", ept))
         if fpb is None:
-            with _codegen.open_descriptor(("cufftdx", operators)) as handle:
+            with descriptors.open_descriptor(("cufftdx", operators)) as handle:
                 fpb = handle.trait(_T.SUGGESTED_FFTS_PER_BLOCK)
             if not _is_valid(("cufftdx", operators + (("FFTS_PER_BLOCK", fpb),))):
                 fpb = 1
@@ -226,7 +226,7 @@ class FFT:
         )
 
     def _read_traits(self) -> None:
-        with _codegen.open_descriptor(("cufftdx", self._operators)) as handle:
+        with descriptors.open_descriptor(("cufftdx", self._operators)) as handle:
             self.elements_per_thread = handle.trait(_T.ELEMENTS_PER_THREAD)
             self.storage_size = handle.trait(_T.STORAGE_SIZE)
             self.stride = handle.trait(_T.STRIDE)
@@ -311,10 +311,10 @@ class FFT:
         if self.execution == "Thread":
             return [(self.size, 1)]
         knobs = (int(mathdx.FftKnob.ELEMENTS_PER_THREAD), int(mathdx.FftKnob.FFTS_PER_BLOCK))
-        with _codegen.open_descriptor(("cufftdx", self._base)) as handle:
+        with descriptors.open_descriptor(("cufftdx", self._base)) as handle:
             return sorted(set(handle.knobs(knobs)))
 
-    def descriptor(self, api: str = "registers") -> _codegen.Descriptor:
+    def descriptor(self, api: str = "registers") -> descriptors.Descriptor:
         """The descriptor (plain data) for one call form: ``"registers"`` or ``"shared"``."""
         if api not in ("registers", "shared"):
             raise OptionsError("api", f"expected 'registers' or 'shared'; got {api!r}")
@@ -325,7 +325,7 @@ class FFT:
         """The generated code (symbol and LTO-IR) for one call form, generating it if needed."""
         entry = self._codes.get(api)
         if entry is None:
-            entry = self._codes[api] = _codegen.get_code(self.descriptor(api), self.target)
+            entry = self._codes[api] = descriptors.get_code(self.descriptor(api), self.target)
         return entry
 
     def execute(self, *args):

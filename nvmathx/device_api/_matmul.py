@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._bindings import mathdx
+from .._codegen import descriptors
+from .._codegen.target import Target, max_shared_memory_per_block, resolve_target
 from .._core.errors import OptionsError
-from . import _codegen
 from ._fft import _numba_type_of, normalize_precision
-from ._target import Target, max_shared_memory_per_block, resolve_target
 
 __all__ = ["Matmul", "tile_sizes"]
 
@@ -128,7 +128,7 @@ class Matmul:
         )
 
     def _query(self, operators: tuple) -> dict:
-        return _codegen.cached_query(("cublasdx", operators), self.target, _blas_traits)
+        return descriptors.cached_query(("cublasdx", operators), self.target, _blas_traits)
 
     def _check(self, operators: tuple, argument: str, message: str) -> dict:
         traits = self._query(operators)
@@ -196,13 +196,13 @@ class Matmul:
         """Bytes of shared memory for A, B and C packed one after another."""
         return (self.a_size + self.b_size + self.c_size) * self.value_dtype.itemsize
 
-    def descriptor(self) -> _codegen.Descriptor:
+    def descriptor(self) -> descriptors.Descriptor:
         return ("cublasdx", self._operators)
 
     def code(self):
         """The generated code (symbol and LTO-IR), generating it if needed."""
         if self._code is None:
-            self._code = _codegen.get_code(self.descriptor(), self.target)
+            self._code = descriptors.get_code(self.descriptor(), self.target)
         return self._code
 
     def execute(self, *args):

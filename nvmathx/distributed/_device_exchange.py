@@ -88,7 +88,7 @@ class DeviceExchange:
     def run(self, source: int, target: int, stream) -> None:
         """Move the piece at ``source`` (device pointer) into ``target`` on ``stream`` (a StreamHolder)."""
         from .._bindings import nccl
-        from ..fft._kernels import copy_nd
+        from .._codegen.elementwise import copy_nd
 
         itemsize, dtype = self.itemsize, self.dtype
         send_staging = self._send_buffer.ensure(self.send_bytes, stream)

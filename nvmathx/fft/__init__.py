@@ -29,16 +29,16 @@ The module is itself a scipy.fft backend::
 
 from __future__ import annotations
 
-from ._backend import __ua_domain__ as __ua_domain__  # scipy.fft.set_backend reads these two
-from ._backend import __ua_function__ as __ua_function__
-from ._backend import backend
-from ._callbacks import (
+from .._fftcore.callbacks import (
     CallbackCompileError,
     CallbacksUnavailableError,
     CompiledCallback,
     compile_epilog,
     compile_prolog,
 )
+from ._backend import __ua_domain__ as __ua_domain__  # scipy.fft.set_backend reads these two
+from ._backend import __ua_function__ as __ua_function__
+from ._backend import backend
 from ._fft import FFT
 from ._functions import (
     fft,

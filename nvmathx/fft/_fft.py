@@ -13,13 +13,14 @@ from .._core.logs import get_logger
 from .._core.options import check_or_create_options
 from .._core.streams import CallStreams, resolve_stream
 from .._core.tensor import adapter_for, copy_to_host, host_array, in_place_problem, stage_to_device, wrap_operand
+from .._fftcore.callbacks import attachment, attachments_key
+from .._fftcore.layout import C2C, C2R, R2C, plan_layout, real_input_aligned
+from .._fftcore.normalize import normalize_direction
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._arguments import normalize_axes
-from ._callbacks import attachment, attachments_key
 from ._cpu import compute_array, cpu_plan_key
-from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
-from ._layout import C2C, C2R, R2C, plan_layout
-from ._options import FFTOptions, normalize_direction
+from ._gpu import GpuTransform, check_dtype, plan_key
+from ._options import FFTOptions
 
 __all__ = ["FFT"]
 

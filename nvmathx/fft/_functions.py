@@ -11,13 +11,13 @@ from typing import NamedTuple
 from .._core.errors import OperandError, OptionsError
 from .._core.plan_cache import PlanCache
 from .._core.tensor import as_array, key_function, operand_keys, wrap_operand
+from .._fftcore.callbacks import attachment, attachments_key
+from .._fftcore.layout import C2C, C2R, R2C
+from .._fftcore.normalize import check_norm, scale_factor, swap_direction
 from ._arguments import one_axis, shape_and_axes
-from ._callbacks import attachment, attachments_key
 from ._cpu import check_workers, cpu_plan_key, run_on_cpu
 from ._fft import FFT
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
-from ._layout import C2C, C2R, R2C
-from ._normalize import check_norm, scale_factor, swap_direction
 
 __all__ = [
     "plan_cache",

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._codegen.elementwise import INTEGER_C_TYPES, can_copy
 from .._core.dtypes import numpy_dtype
 from .._core.errors import UnsupportedOperandError
 from .._core.streams import CallStreams
 from .._core.tensor import Operand
-from ._cufft_plan import CufftPlan, precision_dtypes
-from ._kernels import INTEGER_C_TYPES, can_copy
-from ._layout import C2C, C2R, R2C, output_shape, plan_layout, result_strides
+from .._fftcore.layout import C2C, C2R, R2C, output_shape, plan_layout, real_input_aligned, result_strides
+from .._fftcore.plan import CufftPlan, precision_dtypes
 
 __all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
 
@@ -54,12 +54,6 @@ def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package=
     key = (fft_type, tuple(shape), tuple(strides), name, tuple(axes), tuple(lengths), device_id, package, overwrite,
            aligned)
     return key + (tuple(callbacks),) if callbacks else key
-
-
-def real_input_aligned(fft_type, pointer: int, itemsize: int) -> bool:
-    """Whether cuFFT can read an operand at ``pointer`` directly: its R2C reads reals only from an
-    address aligned to the complex element (twice the real size); other types are always fine."""
-    return fft_type != R2C or pointer % (2 * itemsize) == 0
 
 
 def check_dtype(fft_type: str, dtype, argument: str = "x") -> None:

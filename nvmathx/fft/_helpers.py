@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._codegen.elementwise import can_copy, copy_nd
 from .._core.errors import UnsupportedOperandError
 from .._core.streams import resolve_stream
 from .._core.tensor import allocate_like, host_array, wrap_operand
 from ._arguments import normalize_axes
-from ._kernels import can_copy, copy_nd
 
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 

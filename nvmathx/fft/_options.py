@@ -8,12 +8,11 @@ from typing import Any
 
 from .._core.errors import OptionsError
 from .._core.memory import check_memory_resource
-from .._core.options import as_index, check_choice
+from .._core.options import check_choice
 
-__all__ = ["FFTOptions", "FFT_TYPES", "DIRECTIONS", "normalize_direction"]
+__all__ = ["FFTOptions", "FFT_TYPES"]
 
 FFT_TYPES = ("C2C", "R2C", "C2R")
-DIRECTIONS = {"forward": -1, "inverse": +1, -1: -1, +1: +1}
 
 
 @dataclass(frozen=True)
@@ -73,19 +72,3 @@ class FFTOptions:
         check_memory_resource(self.memory_resource, "options.memory_resource")
         if self.logger is not None and not isinstance(self.logger, logging.Logger):
             raise OptionsError("options.logger", f"expected a logging.Logger (got {type(self.logger).__name__})")
-
-
-def normalize_direction(direction, fft_type: str, argument: str = "direction") -> int:
-    """-1 (forward) or +1 (inverse); None picks the transform's natural direction. Integers of any
-    kind (numpy's, 0-d arrays) count; bools and floats do not."""
-    if direction is None:
-        return +1 if fft_type == "C2R" else -1
-    key = direction.lower() if isinstance(direction, str) else as_index(direction)
-    if key not in DIRECTIONS:
-        raise OptionsError(argument, f"expected 'forward', 'inverse', -1 or +1 (got {direction!r})")
-    value = DIRECTIONS[key]
-    if fft_type == "R2C" and value != -1 or fft_type == "C2R" and value != +1:
-        raise OptionsError(
-            argument, f"a {fft_type} transform runs only {'forward' if fft_type == 'R2C' else 'inverse'}"
-        )
-    return value

@@ -10,9 +10,9 @@ operands run on the CPU with numpy unless ``execution="cuda"``. What each epilog
 consumes and returns follows.
 """
 
+from .._matmulcore.epilogs import MatmulEpilog, relu_mask
+from .._matmulcore.epilogs import __doc__ as _EPILOG_DOC
 from ._cublaslt_plan import MatmulAlgorithm
-from ._epilogs import MatmulEpilog, relu_mask
-from ._epilogs import __doc__ as _EPILOG_DOC
 from ._function import matmul, matmul_plan_key, plan_cache
 from ._matmul import Matmul
 from ._options import MatmulOptions, MatmulPlanPreferences

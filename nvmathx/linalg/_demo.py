@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._epilogs import gelu
+from .._matmulcore.epilogs import gelu
 from ._function import matmul
 
 

@@ -10,11 +10,12 @@ from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
 from .._core.streams import order_after
 from .._core.tensor import key_function, operand_keys
-from ._epilogs import MatmulEpilog, epilog_spec
+from .._matmulcore.epilogs import MatmulEpilog, epilog_spec
+from .._matmulcore.scalars import check_scalars
 from ._matmul import Matmul
 from ._operands import copied, has_array_likes, wrap_all
 from ._options import MatmulOptions, MatmulPlanPreferences
-from ._problem import check_quantization_scales, check_scalars
+from ._problem import check_quantization_scales
 
 __all__ = ["matmul", "matmul_plan_key", "plan_cache"]
 

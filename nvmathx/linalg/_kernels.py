@@ -20,9 +20,8 @@ do), so the same source also compiles as host C++ (the tests run it on the host 
 
 from __future__ import annotations
 
-import threading
-
-from .._core import device
+from .._codegen.launch import KernelSet
+from .._codegen.launch import launch as launch_kernel
 
 __all__ = ["KERNEL_SOURCE", "KERNEL_NAMES", "DTYPE_CODES", "MAX_BATCH_DIMS", "ACT_RELU", "ACT_GELU", "AUX_OUT_RELU",
            "AUX_OUT_GELU", "AUX_IN_RELU", "AUX_IN_GELU", "BGRAD", "WRITE_RESULT", "AMAX", "compile_kernels", "launch"]
@@ -31,7 +30,6 @@ MAX_BATCH_DIMS = 4
 DTYPE_CODES = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3, "float8_e4m3fn": 4, "float8_e5m2": 5}
 ACT_RELU, ACT_GELU, AUX_OUT_RELU, AUX_OUT_GELU, AUX_IN_RELU, AUX_IN_GELU, BGRAD, WRITE_RESULT, AMAX = (
     1 << bit for bit in range(9))
-_BLOCK = 256
 
 KERNEL_SOURCE = r"""
 typedef long long i64;
@@ -111,7 +109,7 @@ template <typename R> __device__ inline void store(void* base, int code, i64 ind
 __device__ inline float tanh_of(float x) { return tanhf(x); }
 __device__ inline double tanh_of(double x) { return tanh(x); }
 
-// GELU, tanh form, and its derivative (as nvmathx.linalg._epilogs.gelu and gelu_derivative).
+// GELU, tanh form, and its derivative (as nvmathx._matmulcore.epilogs.gelu and gelu_derivative).
 template <typename R> __device__ inline R gelu(R x) {
     R t = tanh_of((R)0.7978845608028654 * (x + (R)0.044715 * x * x * x));
     return (R)0.5 * x * ((R)1 + t);
@@ -218,39 +216,12 @@ __global__ void degenerate_complex(T* result, i64 rows, i64 cols, i64 count, R b
 KERNEL_NAMES = ("degenerate<float>", "degenerate<double>", "degenerate_complex<float2, float>",
                 "degenerate_complex<double2, double>")
 
-_modules: dict[int, object] = {}
-_kernels: dict[tuple, object] = {}  # (device, name) -> Kernel: no driver lookups on later launches
-_lock = threading.Lock()
-
-
-def compile_kernels(arch: str):
-    """The kernels as a cuda.core ObjectCode for ``arch`` (e.g. "sm_90")."""
-    from cuda.core import Program, ProgramOptions
-
-    program = Program(KERNEL_SOURCE, "c++", ProgramOptions(arch=arch, std="c++17"))
-    return program.compile("cubin", name_expressions=KERNEL_NAMES)
-
-
-def _kernel(device_id: int, name: str):
-    kernel = _kernels.get((device_id, name))
-    if kernel is not None:
-        return kernel
-    with _lock:
-        module = _modules.get(device_id)
-        if module is None:
-            major, minor = device.ensure_device(device_id).compute_capability
-            module = _modules[device_id] = compile_kernels(f"sm_{major}{minor}")
-        kernel = _kernels[device_id, name] = module.get_kernel(name)
-    return kernel
+KERNELS = KernelSet(KERNEL_SOURCE, KERNEL_NAMES)
+compile_kernels = KERNELS.compile
+_kernel = KERNELS.kernel
 
 
 def launch(stream, device_id: int, name: str, count: int, *args) -> None:
     """Launch kernel ``name`` for ``count`` threads' work on ``stream`` (a StreamHolder); pointers
     are Python ints, every other argument a numpy scalar of the parameter's type."""
-    from cuda.core import LaunchConfig
-    from cuda.core import launch as core_launch
-
-    from ..fft._kernels import _core_stream  # the one mapping of the special stream handles
-
-    config = LaunchConfig(grid=max(1, min((count + _BLOCK - 1) // _BLOCK, 65535 * 8)), block=_BLOCK)
-    core_launch(_core_stream(stream), config, _kernel(device_id, name), *args)
+    launch_kernel(stream, _kernel(device_id, name), count, *args)

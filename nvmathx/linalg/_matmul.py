@@ -10,14 +10,15 @@ from .._core.logs import get_logger
 from .._core.options import check_or_create_options, check_positive_int
 from .._core.streams import CallStreams, order_after, resolve_stream
 from .._core.tensor import host_array, wrap_operand
+from .._matmulcore.epilogs import epilog_spec
+from .._matmulcore.scalars import check_scalars
 from ._autotune import autotune_algorithms
 from ._cpu import cpu_matmul
-from ._epilogs import epilog_spec
 from ._layout import pointer_alignment
 from ._operands import array_likes, check_together, copied, info, inputs_as_arrays, stage, wrap_all, wrap_factor
 from ._options import MatmulOptions, MatmulPlanPreferences, as_int
 from ._planning import build_runner
-from ._problem import check_quantization_scales, check_scalars, describe_problem
+from ._problem import check_quantization_scales, describe_problem
 
 __all__ = ["Matmul"]
 

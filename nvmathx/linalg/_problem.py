@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.errors import OperandError, OptionsError, UnsupportedOperandError
-from ._epilogs import EPILOGS, WITHOUT_BIAS, EpilogSpec, relu_aux_width
+from .._matmulcore.epilogs import EPILOGS, RELU_AUX_KEY, WITHOUT_BIAS, EpilogSpec, relu_aux_width
+from .._matmulcore.scalars import check_beta
 from ._layout import MatmulShape, broadcasts_to, matmul_shape
 from ._options import (
     FP8_DTYPES,
@@ -23,8 +24,8 @@ from ._options import (
     resolve_result_dtype,
 )
 
-__all__ = ["OperandInfo", "MatmulProblem", "describe_problem", "check_scalar", "check_scalars", "check_beta",
-           "check_quantization_scales", "cpu_compute_dtype", "full_matrix"]
+__all__ = ["OperandInfo", "MatmulProblem", "describe_problem", "check_quantization_scales", "cpu_compute_dtype",
+           "full_matrix"]
 
 
 @dataclass(frozen=True)
@@ -70,33 +71,6 @@ class MatmulProblem:
         if self.c_dtype is not None:
             return self.c_dtype
         return "float16" if self.result_dtype in FP8_DTYPES else self.result_dtype
-
-
-def check_scalar(value, argument: str, complex_ok: bool):
-    """alpha / beta: a real (or, for complex operands, complex) Python or numpy number, or a numpy
-    0-d array of one (returned as its numpy scalar)."""
-    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iufc":
-        value = value[()]
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Number):
-        raise OptionsError(argument, f"expected a number (got {type(value).__name__})")
-    if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real) and not complex_ok:
-        raise OptionsError(argument, f"a complex value needs complex operands (got {value!r})")
-    return value
-
-
-def check_beta(beta, has_c: bool) -> None:
-    """beta scales c: a nonzero beta needs c."""
-    if beta != 0 and not has_c:
-        raise OptionsError("beta", f"beta={beta!r} needs c")
-
-
-def check_scalars(alpha, beta, *, complex_ok: bool, has_c: bool) -> tuple:
-    """(alpha, beta) checked: numbers (complex ones for complex operands), and beta only with c.
-    A 0-d array comes back as its value, read now."""
-    alpha = check_scalar(alpha, "alpha", complex_ok)
-    beta = check_scalar(beta, "beta", complex_ok)
-    check_beta(beta, has_c)
-    return alpha, beta
 
 
 def cpu_compute_dtype(dtype_name: str) -> str:
@@ -204,7 +178,7 @@ def _bias_mode(bias: OperandInfo, shape: MatmulShape, c_given: bool, result_dtyp
 
 def _check_aux_input(spec: EpilogSpec, aux: OperandInfo, shape: MatmulShape, result_dtype: str):
     argument = f"epilog_inputs[{spec.aux_input!r}]"
-    if spec.aux_input == "relu_aux":
+    if spec.aux_input == RELU_AUX_KEY:
         want_dtype, width = "uint8", relu_aux_width(shape.n)
     else:
         want_dtype, width = result_dtype, shape.n

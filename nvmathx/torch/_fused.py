@@ -19,12 +19,13 @@ grad_activation           ``grad @ weight``                           DGELU / DR
 from __future__ import annotations
 
 from .._core.errors import OptionsError
+from .._matmulcore.epilogs import GELU_AUX_KEY, RELU_AUX_KEY
 from ..linalg import MatmulPlanPreferences, matmul
 
 __all__ = ["backward_epilog", "forward", "forward_epilog", "grad_activation", "grad_input", "grad_weight",
            "set_autotune"]
 
-_AUX_NAMES = {"relu": "relu_aux", "gelu": "gelu_aux"}
+_AUX_NAMES = {"relu": RELU_AUX_KEY, "gelu": GELU_AUX_KEY}
 _AUTOTUNED = MatmulPlanPreferences(autotune=True)
 _preferences = None  # every GEMM's plan preferences: None takes the heuristic's first pick
 

@@ -28,7 +28,7 @@ class CupyLikeStream:
         self.ptr = handle
 
 
-# The adapters recognise a library's stream objects by their module, as they do its arrays.
+# streams recognises a library's older stream objects by their module, as the adapters recognise its arrays.
 TorchLikeStream.__module__ = "torch.cuda.streams"
 CupyLikeStream.__module__ = "cupy.cuda.stream"
 

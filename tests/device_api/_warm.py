@@ -14,8 +14,8 @@ def warm(objects_and_forms):
         # Under pytest-xdist the workers already share the tests (and the cores): a pool per
         # worker would generate every descriptor once per worker, many times over.
         return
+    from nvmathx._codegen.descriptors import generate_into
     from nvmathx.device_api import cache_dir
-    from nvmathx.device_api._codegen import generate_into
 
     root = os.path.dirname(cache_dir())
     jobs = [(obj.descriptor(form) if form else obj.descriptor(), obj.target) for obj, form in objects_and_forms]

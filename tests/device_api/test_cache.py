@@ -5,7 +5,8 @@ import threading
 
 import pytest
 
-from nvmathx.device_api import _cache, cache_dir, cache_info, clear_cache, set_cache_dir
+from nvmathx._codegen import cache as _cache
+from nvmathx.device_api import cache_dir, cache_info, clear_cache, set_cache_dir
 
 KEY = {"library": "cufftdx", "operators": [["SIZE", 64]], "target": "sm_90a", "libmathdx": "0.4.2"}
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from helpers.requirements import needs_mathdx
-from nvmathx.device_api import FFT, _cache, cache_info, set_cache_dir
+from nvmathx._codegen import cache as _cache
+from nvmathx.device_api import FFT, cache_info, set_cache_dir
 
 pytestmark = needs_mathdx
 
@@ -47,7 +48,7 @@ def test_miss_then_hit_then_regenerate_after_damage(fresh_cache):
 
 
 def _cache_key_of(fft):
-    from nvmathx.device_api._codegen import cache_key
+    from nvmathx._codegen.descriptors import cache_key
 
     return cache_key(fft.descriptor(), fft.target)
 

@@ -22,7 +22,9 @@ from numba.cuda.cudadrv import driver  # noqa: E402
 from numba.cuda.cudadrv.linkable_code import LTOIR  # noqa: E402
 
 from helpers.requirements import mathdx_missing  # noqa: E402
-from nvmathx.device_api import _cache, _link_cache, cache_dir, cache_info, set_cache_dir  # noqa: E402
+from nvmathx._codegen import cache as _cache  # noqa: E402
+from nvmathx._codegen import link  # noqa: E402
+from nvmathx.device_api import _link_cache, cache_dir, cache_info, set_cache_dir  # noqa: E402
 
 from . import _kernels, _link_probe  # noqa: E402
 
@@ -53,9 +55,9 @@ def fft():
 def folder(tmp_path, monkeypatch):
     """An empty cache folder for linked images (the descriptors already hold their code)."""
     monkeypatch.setattr(_cache, "_override", None)  # restored afterwards
-    monkeypatch.delenv(_link_cache.ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.delenv(link.ENVIRONMENT_VARIABLE, raising=False)
     set_cache_dir(tmp_path)
-    if _link_cache.linker_identity() is None:
+    if link.linker_identity() is None:
         pytest.skip("cuda.core cannot tell which linker it uses")
     return tmp_path / "device"
 
@@ -111,10 +113,10 @@ def test_key_changes_with_the_architecture_and_the_linker(folder, fft, monkeypat
     base = _key(library)
     other_arch = _key(library, (10, 0, "a"))
     assert other_arch["arch"] == "sm_100a" and other_arch != base
-    identity = dict(_link_cache.linker_identity(), nvjitlink=[99, 0])
-    monkeypatch.setattr(_link_cache, "linker_identity", lambda: identity)
+    identity = dict(link.linker_identity(), nvjitlink=[99, 0])
+    monkeypatch.setattr(link, "linker_identity", lambda: identity)
     assert _key(library) != base
-    monkeypatch.setattr(_link_cache, "linker_identity", lambda: None)
+    monkeypatch.setattr(link, "linker_identity", lambda: None)
     assert _key(library) is None
 
 
@@ -164,7 +166,7 @@ def test_a_damaged_linked_image_is_linked_again_and_rewritten(folder, fft, links
 
 @pytest.mark.parametrize("value", ["0", "off", "false"])
 def test_the_environment_variable_turns_the_cache_off(folder, fft, links, monkeypatch, value):
-    monkeypatch.setenv(_link_cache.ENVIRONMENT_VARIABLE, value)
+    monkeypatch.setenv(link.ENVIRONMENT_VARIABLE, value)
     library = _library(_kernels.block_c2c(fft))
     library.get_cubin(SM90A)
     _forget_cubins(library).get_cubin(SM90A)
@@ -197,7 +199,7 @@ def _fresh_cache_root(tmp_path):
 def _probe(root, mode, *arguments):
     path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, NVMATHX_CACHE_DIR=str(root), PYTHONPATH=path)
-    env.pop(_link_cache.ENVIRONMENT_VARIABLE, None)
+    env.pop(link.ENVIRONMENT_VARIABLE, None)
     result = subprocess.run(
         [sys.executable, PROBE, mode, *arguments], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
     )

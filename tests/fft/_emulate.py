@@ -3,7 +3,7 @@
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from nvmathx.fft._layout import CopyStep, FFTPass
+from nvmathx._fftcore.layout import CopyStep, FFTPass
 
 
 def element_offset(view, flat):

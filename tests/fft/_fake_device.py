@@ -164,7 +164,7 @@ def _c_dtype(name):
         import ml_dtypes
 
         return np.dtype(ml_dtypes.bfloat16)
-    from nvmathx.fft._kernels import INTEGER_C_TYPES
+    from nvmathx._codegen.elementwise import INTEGER_C_TYPES
 
     integers = {c_type: np.dtype(numpy_name) for numpy_name, c_type in INTEGER_C_TYPES.items()}
     return np.dtype({"half_t": np.float16, "float": np.float32, "double": np.float64, "float2": np.complex64,
@@ -213,8 +213,9 @@ def fake_launch(stream, device_id, name, count, *args):
 def install(monkeypatch):
     """Swap the GPU-facing pieces for host fakes; returns (fake cuFFT, default memory resource)."""
     from nvmathx._bindings import cuda_driver, cufft
+    from nvmathx._codegen import elementwise as _kernels
     from nvmathx._core import device, execution, memory, streams
-    from nvmathx.fft import _cufft_plan, _kernels
+    from nvmathx._fftcore import plan as _cufft_plan
 
     fake = FakeCufft()
     for name in ("create", "destroy", "set_auto_allocation", "make_plan_many64", "set_work_area", "set_stream",
@@ -253,6 +254,6 @@ def to_host(device_array):
 
 def _scale_codes() -> set:
     """The LTO-IR of every built-in scale callback compiled in this process."""
-    from nvmathx.fft import _scale_callback
+    from nvmathx._fftcore import scale_callback as _scale_callback
 
     return {callback.ltoir for callback in _scale_callback._compiled.values()}

@@ -13,8 +13,8 @@ import pytest
 import nvmathx.fft as nfft
 from nvmathx import OperandError, OptionsError, UnsupportedOperandError
 from nvmathx._bindings import cufft
+from nvmathx._fftcore import callbacks as _callbacks
 from nvmathx.device_api import cache_info, clear_cache, set_cache_dir
-from nvmathx.fft import _callbacks
 
 pytest.importorskip("numba.cuda")
 
@@ -112,16 +112,16 @@ def test_bad_user_info_and_target(cache):
         nfft.compile_prolog(windowed, element_dtype="float32", user_info_dtype="U4", target="sm_90")
     with pytest.raises(OptionsError, match=r"^target: "):
         nfft.compile_prolog(windowed, element_dtype="float32", target="ampere")
-    with pytest.raises(OptionsError, match=r"^target: callbacks are compiled for compute capability 7.0"):
+    with pytest.raises(OptionsError, match=r"^target: callbacks need compute capability 7.0 or newer; got 6.0$"):
         nfft.compile_prolog(windowed, element_dtype="float32", target=(6, 0))
 
 
 def test_no_target_needs_a_device(cache, monkeypatch):
-    from nvmathx.device_api import _target
+    from nvmathx._codegen import target
 
-    monkeypatch.setattr(_target, "_current_device_capability",
-                        lambda: (_ for _ in ()).throw(OptionsError("sm", "no CUDA device could be queried")))
-    with pytest.raises(OptionsError, match=r"^target: no CUDA device"):
+    monkeypatch.setattr(target, "_current_device_capability", lambda: (_ for _ in ()).throw(RuntimeError("no driver")))
+    with pytest.raises(OptionsError, match=r"^target: no CUDA device could be queried \(RuntimeError: no driver\); "
+                                           r"pass the target architecture explicitly, e\.g\. target=\(9, 0\)$"):
         nfft.compile_prolog(windowed, element_dtype="float32")
 
 

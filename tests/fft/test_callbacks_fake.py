@@ -9,9 +9,11 @@ import pytest
 import nvmathx.fft as nfft
 from helpers.requirements import needs_nvrtc
 from nvmathx import OperandError, OptionsError
+from nvmathx._codegen import elementwise as _kernels
+from nvmathx._fftcore import callbacks as _callbacks
+from nvmathx._fftcore import plan as _cufft_plan
+from nvmathx._fftcore.scale_callback import scale_callback
 from nvmathx.device_api import set_cache_dir
-from nvmathx.fft import _callbacks, _cufft_plan, _kernels
-from nvmathx.fft._scale_callback import scale_callback
 
 from ._fake_device import install, to_device, to_host, view_at
 

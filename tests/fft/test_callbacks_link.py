@@ -10,8 +10,9 @@ than the compilers (ERROR_OUTDATED_LIBRARY).
 import pytest
 
 import nvmathx.fft as nfft
+from nvmathx._fftcore import callbacks as _callbacks
+from nvmathx._fftcore import scale_callback as _scale_callback
 from nvmathx.device_api import set_cache_dir
-from nvmathx.fft import _callbacks, _scale_callback
 
 pytest.importorskip("numba.cuda")
 

@@ -211,7 +211,7 @@ def test_empty_batch_and_zero_padding(fake):
 
 
 def test_copy_kernel_arguments_for_many_dimensions(rng, fake):
-    from nvmathx.fft import _kernels
+    from nvmathx._codegen import elementwise as _kernels
 
     x = rng.standard_normal((2, 3) * 5)
     view = x.transpose(9, 0, 8, 1, 7, 2, 6, 3, 5, 4)[::-1]

@@ -396,8 +396,8 @@ def test_hypothesis_layouts():
 
 def test_kernels_copy_convert_and_scale(rng):
     cp = _cupy()
+    from nvmathx._codegen import elementwise as _kernels
     from nvmathx._core.streams import resolve_stream
-    from nvmathx.fft import _kernels
 
     stream = resolve_stream(None, 0)
     x = rng.standard_normal((2, 3) * 5).astype(np.float16)
@@ -414,8 +414,8 @@ def test_kernels_copy_convert_and_scale(rng):
 
 def test_scale_kernel_vector_and_scalar_paths(rng):
     cp = _cupy()
+    from nvmathx._codegen import elementwise as _kernels
     from nvmathx._core.streams import resolve_stream
-    from nvmathx.fft import _kernels
 
     stream = resolve_stream(None, 0)
     for count in (1024, 1023):  # even counts of complex64 take 16-byte vectors

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from nvmathx.fft._layout import (
+from nvmathx._fftcore.layout import (
     C2C,
     C2R,
     R2C,

@@ -119,7 +119,7 @@ def test_unsupported_dtypes_are_refused_as_on_any_call():
 
 def test_callbacks_with_no_axis_name_the_callback(monkeypatch):
     install(monkeypatch)
-    from nvmathx.fft import _callbacks
+    from nvmathx._fftcore import callbacks as _callbacks
 
     x = to_device(np.ones((3, 5), complex))
     symbol = _callbacks.cufft_symbol("prolog", "complex128")

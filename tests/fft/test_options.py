@@ -6,10 +6,9 @@ import math
 import pytest
 
 from nvmathx import OptionsError
+from nvmathx._fftcore.normalize import check_norm, normalize_direction, scale_factor, swap_direction
 from nvmathx.fft import FFTOptions
 from nvmathx.fft._arguments import normalize_axes, one_axis, shape_and_axes
-from nvmathx.fft._normalize import check_norm, scale_factor, swap_direction
-from nvmathx.fft._options import normalize_direction
 
 
 def test_options_defaults_and_validation():

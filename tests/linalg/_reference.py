@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from nvmathx.linalg._epilogs import gelu, gelu_derivative, pack_relu_mask, relu_mask
+from nvmathx._matmulcore.epilogs import gelu, gelu_derivative, pack_relu_mask, relu_mask
 
 __all__ = ["random", "reference", "tolerance", "epilog_operands", "gelu", "gelu_derivative", "pack_relu_mask",
            "relu_mask", "FORWARD", "BACKWARD"]

@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nvmathx import OperandError
+from nvmathx._matmulcore.epilogs import epilog_spec
 from nvmathx.linalg import matmul
 from nvmathx.linalg._batching import LAUNCH_BYTES, BatchOperand, dense_batch_strides, plan_batches
-from nvmathx.linalg._epilogs import epilog_spec
 from nvmathx.linalg._options import MatmulOptions
 from nvmathx.linalg._problem import OperandInfo, describe_problem
 from nvmathx.linalg._traits import EXPANDABLE_DTYPES, lt_traits
@@ -138,7 +138,7 @@ def test_a_negative_stride_is_never_the_cublaslt_batch():
 
 
 def test_expandable_dtypes_are_those_the_device_copy_keeps():
-    from nvmathx.fft._kernels import can_copy
+    from nvmathx._codegen.elementwise import can_copy
 
     assert all(can_copy(dtype, dtype) for dtype in EXPANDABLE_DTYPES)
     assert not any(can_copy(dtype, dtype) for dtype in ("float16", "bfloat16", "uint8"))

@@ -31,14 +31,14 @@ def _strided(pointer, shape, strides, dtype):
 
 def _host_copy_nd(source, target, shape, source_strides, target_strides, source_dtype, target_dtype, factor, conj,
                   stream, device_id):
-    """What nvmathx.fft._kernels.copy_nd does on the GPU, on host memory."""
+    """What nvmathx._codegen.elementwise.copy_nd does on the GPU, on host memory."""
     values = _strided(source, shape, source_strides, source_dtype) * factor
     _strided(target, shape, target_strides, target_dtype)[...] = np.conj(values) if conj else values
 
 
 @pytest.fixture
 def fake(monkeypatch):
-    from nvmathx.fft import _kernels
+    from nvmathx._codegen import elementwise as _kernels
 
     fake_lt, _ = install(monkeypatch)
     copies = []

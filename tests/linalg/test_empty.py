@@ -10,8 +10,8 @@ import pytest
 
 from nvmathx import OperandError
 from nvmathx._core.dtypes import numpy_dtype
+from nvmathx._matmulcore.epilogs import gelu_aux_ld, relu_aux_width
 from nvmathx.linalg import Matmul, MatmulAlgorithm, matmul, plan_cache
-from nvmathx.linalg._epilogs import gelu_aux_ld, relu_aux_width
 
 from ._fake_cublaslt import install, to_device, to_host
 from ._gpu import to_numpy, to_torch

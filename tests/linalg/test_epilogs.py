@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from nvmathx import OptionsError
-from nvmathx.linalg import Matmul, MatmulEpilog, matmul
-from nvmathx.linalg._epilogs import (
+from nvmathx._matmulcore.epilogs import (
     EPILOGS,
     epilog_spec,
     gelu,
@@ -18,6 +17,7 @@ from nvmathx.linalg._epilogs import (
     relu_aux_width,
     relu_mask,
 )
+from nvmathx.linalg import Matmul, MatmulEpilog, matmul
 
 
 def test_table_covers_every_epilog_once():

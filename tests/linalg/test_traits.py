@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from nvmathx import OperandError, OptionsError, UnsupportedLayoutError
+from nvmathx._matmulcore.epilogs import epilog_spec
 from nvmathx.linalg import MatmulOptions
-from nvmathx.linalg._epilogs import epilog_spec
 from nvmathx.linalg._layout import OP_N, OP_T
 from nvmathx.linalg._problem import OperandInfo, describe_problem
 from nvmathx.linalg._traits import lt_traits

@@ -84,12 +84,6 @@ class Adapter:
         torch's conjugate and negative views), or None for an ordinary array."""
         return None
 
-    @staticmethod
-    def stream_handle(stream) -> int | None:
-        """The raw handle of one of this library's stream objects that lacks ``__cuda_stream__``
-        (older releases), or None."""
-        return None
-
     def current_stream(self, device_id: int):
         """The library's current stream handle on a device, or None when it has no such notion."""
         return None

@@ -18,11 +18,6 @@ class CupyAdapter(Adapter):
 
         self.cupy = cupy
 
-    @staticmethod
-    def stream_handle(stream):
-        handle = getattr(stream, "ptr", None)  # cupy.cuda.Stream before __cuda_stream__
-        return handle if isinstance(handle, int) else None
-
     def view(self, obj, argument, *, keep_conj=False):
         dtype = obj.dtype
         itemsize = dtype.itemsize

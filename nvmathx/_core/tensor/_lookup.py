@@ -15,7 +15,7 @@ from ._nvmathx import NvmathxAdapter
 from ._operand import Operand
 from ._torch import TorchAdapter
 
-__all__ = ["adapter_for", "adapter_named", "as_array", "key_function", "legacy_stream_handle", "operand_keys",
+__all__ = ["adapter_for", "adapter_named", "as_array", "key_function", "operand_keys",
            "resolve_operand", "wrap_operand"]
 
 ADAPTER_CLASSES = {"numpy": NumpyAdapter, "torch": TorchAdapter, "cupy": CupyAdapter, "nvmathx": NvmathxAdapter}
@@ -118,9 +118,3 @@ def resolve_operand(operand: Operand, argument: str) -> Operand:
     adapter = operand.adapter
     return adapter.view(adapter.resolve(operand.obj), argument)
 
-
-def legacy_stream_handle(stream) -> int | None:
-    """The handle of a known library's stream object without ``__cuda_stream__`` (older torch and
-    cupy releases), asked of that library's adapter class (nothing is imported), else None."""
-    cls = ADAPTER_CLASSES.get(type(stream).__module__.partition(".")[0])
-    return None if cls is None else cls.stream_handle(stream)

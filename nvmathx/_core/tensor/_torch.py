@@ -49,11 +49,6 @@ class TorchAdapter(Adapter):
             # torch's C function itself, in place of the method: no Python frame on the hot path.
             self.current_stream = raw
 
-    @staticmethod
-    def stream_handle(stream):
-        handle = getattr(stream, "cuda_stream", None)  # torch.cuda.Stream before __cuda_stream__
-        return handle if isinstance(handle, int) else None
-
     def view(self, obj, argument, *, keep_conj=False):
         dtype = self.to_numpy.get(obj.dtype)
         if dtype is None:

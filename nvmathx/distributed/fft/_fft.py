@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..._core.errors import InvalidStateError, OperandError, OptionsError
 from ..._core.options import check_or_create_options
 from ..._core.tensor import host_array, wrap_operand
-from ...fft._options import normalize_direction
+from ..._fftcore.normalize import normalize_direction
 from .._agree import agree
 from .._context import current, warn_leaked
 from .._distributions import Box, Slab

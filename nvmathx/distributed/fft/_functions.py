@@ -9,7 +9,7 @@ from collections import OrderedDict
 from ..._core.errors import OptionsError
 from ..._core.options import check_or_create_options
 from ..._core.tensor import wrap_operand
-from ...fft._normalize import check_norm, scale_factor
+from ..._fftcore.normalize import check_norm, scale_factor
 from .._agree import agree
 from .._context import current
 from .._distributions import Slab

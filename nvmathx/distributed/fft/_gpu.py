@@ -16,9 +16,8 @@ from ..._core.logs import get_logger
 from ..._core.memory import Workspace
 from ..._core.streams import CallStreams
 from ..._core.tensor import c_strides
-from ...fft._cufft_plan import CufftPlan, precision_dtypes
-from ...fft._gpu import real_input_aligned
-from ...fft._layout import plan_layout
+from ..._fftcore.layout import plan_layout, real_input_aligned
+from ..._fftcore.plan import CufftPlan, precision_dtypes
 from .._device_exchange import DeviceExchange
 from .._distributions import Box, slab_extents
 from .._exchange_plan import plan_exchange

@@ -85,7 +85,7 @@ class CublasMpRunner:
     """
 
     def __init__(self, problem, context, operands, bias, epilog, alpha, beta, options, stream):
-        from ...linalg._epilogs import epilog_spec
+        from ..._matmulcore.epilogs import epilog_spec
 
         self._problem = problem
         self._context = context

@@ -10,16 +10,13 @@ replicated results and block-cyclic ones alike.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
-from ..._core import device
+from ..._codegen.launch import KernelSet, launch
 
 __all__ = ["ACTIVATIONS", "KERNEL_SOURCE", "compile_kernels", "prepare", "bias_activation"]
 
 ACTIVATIONS = {None: 0, "relu": 1, "gelu": 2}
-_BLOCK = 256
 
 KERNEL_SOURCE = r"""
 __device__ inline float  add(float a, float b)   { return a + b; }
@@ -56,31 +53,13 @@ __global__ void bias_activation(T* d, const T* bias, long long rows, long long c
 
 _C_TYPES = {"float32": "float", "float64": "double"}  # epilogs need real operands, as in nvmathx.linalg
 _NAMES = tuple(f"bias_activation<{c_type}>" for c_type in _C_TYPES.values())
-_modules: dict[int, object] = {}
-_kernels: dict[tuple, object] = {}
-_lock = threading.Lock()
-
-
-def compile_kernels(arch: str):
-    """The kernels as a cuda.core ObjectCode for ``arch`` (e.g. "sm_90")."""
-    from cuda.core import Program, ProgramOptions
-
-    program = Program(KERNEL_SOURCE, "c++", ProgramOptions(arch=arch, std="c++17"))
-    return program.compile("cubin", name_expressions=_NAMES)
+KERNELS = KernelSet(KERNEL_SOURCE, _NAMES)
+compile_kernels = KERNELS.compile
 
 
 def prepare(device_id: int, dtype: str):
     """The kernel for ``dtype`` on a device (compiled on first use; called at plan time)."""
-    name = f"bias_activation<{_C_TYPES[dtype]}>"
-    kernel = _kernels.get((device_id, name))
-    if kernel is None:
-        with _lock:
-            module = _modules.get(device_id)
-            if module is None:
-                major, minor = device.ensure_device(device_id).compute_capability
-                module = _modules[device_id] = compile_kernels(f"sm_{major}{minor}")
-            kernel = _kernels[device_id, name] = module.get_kernel(name)
-    return kernel
+    return KERNELS.kernel(device_id, f"bias_activation<{_C_TYPES[dtype]}>")
 
 
 def bias_activation(kernel, stream, pointer: int, bias: int, rows: int, cols: int, ld: int, columns,
@@ -91,22 +70,7 @@ def bias_activation(kernel, stream, pointer: int, bias: int, rows: int, cols: in
     count = rows * cols
     if count == 0:
         return
-    from cuda.core import LaunchConfig, launch
-
     block, procs, coord = columns
-    config = LaunchConfig(grid=max(1, min((count + _BLOCK - 1) // _BLOCK, 65535 * 8)), block=_BLOCK)
-    launch(_core_stream(stream), config, kernel, pointer, bias, np.int64(rows), np.int64(cols), np.int64(ld),
+    launch(stream, kernel, count, pointer, bias, np.int64(rows), np.int64(cols), np.int64(ld),
            np.int64(block), np.int64(procs), np.int64(coord), np.int32(ACTIVATIONS[activation]))
 
-
-def _core_stream(stream):
-    """The cuda.core Stream of a StreamHolder; the special handles map to cuda.core's own objects."""
-    if stream.handle in (0, 1):  # NULL and cudaStreamLegacy
-        from cuda.core import LEGACY_DEFAULT_STREAM
-
-        return LEGACY_DEFAULT_STREAM
-    if stream.handle == 2:  # cudaStreamPerThread
-        from cuda.core import PER_THREAD_DEFAULT_STREAM
-
-        return PER_THREAD_DEFAULT_STREAM
-    return stream.core

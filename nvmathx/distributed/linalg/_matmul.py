@@ -7,7 +7,7 @@ from ..._core.logs import get_logger
 from ..._core.options import check_or_create_options
 from ..._core.streams import CallStreams, resolve_stream
 from ..._core.tensor import wrap_operand
-from ...linalg._problem import check_scalars
+from ..._matmulcore.scalars import check_scalars
 from .._agree import agree, check_same
 from .._context import current, warn_leaked
 from ._cpu import GatherRunner

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._core.errors import OperandError, OptionsError, UnsupportedLayoutError, UnsupportedOperandError
-from ...linalg._epilogs import epilog_spec
-from ...linalg._problem import check_scalars
+from ..._matmulcore.epilogs import epilog_spec
+from ..._matmulcore.scalars import check_scalars
 from .._agree import check_same
 from ._layout import MatmulLayout, MatrixLayout, infer_global_shape, layout_of, normalize_distribution, plan_layout
 

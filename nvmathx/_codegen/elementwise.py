@@ -1,30 +1,29 @@
-"""Two small CUDA kernels the transforms need around cuFFT, compiled once per device with NVRTC.
+"""Two elementwise CUDA kernels that the areas share, compiled once per device with NVRTC.
 
-- ``scale``: multiply a dense buffer by a real factor (optionally conjugating), for ``norm``
-  modes that cuFFT does not apply.
-- ``copy_nd``: a strided copy of up to eight dimensions with the same factor, for operands cuFFT
-  cannot read in place (padding, negative or zero strides, C2R inputs that must survive); it also
-  widens real to complex, float16/bfloat16 to float32 and integers/bool to float64, as scipy.fft
-  promotes them, and takes
-  the real part where a one-point C2R transform needs it.
+- ``scale``: multiply a dense buffer by a real factor (optionally conjugating), for the FFT's
+  ``norm`` modes that cuFFT does not apply.
+- ``copy_nd``: a strided copy of up to eight dimensions with the same factor: operands cuFFT
+  cannot read in place (padding, negative or zero strides, C2R inputs that must survive), matmul
+  operands cuBLASLt cannot broadcast, the pieces of a distributed exchange; it also widens real
+  to complex, float16/bfloat16 to float32 and integers/bool to float64, as scipy.fft promotes
+  them, and takes the real part where a one-point C2R transform needs it.
 
-Both are launched through cuda.core on the caller's stream, so they are captured in CUDA graphs.
+Both are launched through cuda.core on the caller's stream (:mod:`.launch`), so they are captured
+in CUDA graphs.
 """
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
-from .._core import device
+from .launch import KernelSet
+from .launch import launch as launch_kernel
 
 __all__ = [
-    "INTEGER_C_TYPES", "MAX_COPY_DIMS", "KERNEL_SOURCE", "can_copy", "compile_kernels", "scale", "copy_nd", "collapse",
+    "INTEGER_C_TYPES", "MAX_COPY_DIMS", "KERNEL_SOURCE", "KERNELS", "can_copy", "scale", "copy_nd", "collapse",
 ]
 
 MAX_COPY_DIMS = 8
-_BLOCK = 256
 
 KERNEL_SOURCE = r"""
 struct half_t { unsigned short bits; };
@@ -141,56 +140,12 @@ def can_copy(source_dtype, target_dtype) -> bool:
 
 _VECTOR_SCALE = "scale<float4, float>"
 _NAMES = (_VECTOR_SCALE,) + tuple(_scale_name(d) for d in _SCALED) + tuple(_copy_name(s, t) for s, t in _COPIES)
-_modules: dict[int, object] = {}
-_lock = threading.Lock()
-
-
-def compile_kernels(arch: str):
-    """The kernels as a cuda.core ObjectCode for ``arch`` (e.g. "sm_90")."""
-    from cuda.core import Program, ProgramOptions
-
-    program = Program(KERNEL_SOURCE, "c++", ProgramOptions(arch=arch, std="c++17"))
-    return program.compile("cubin", name_expressions=_NAMES)
-
-
-_kernels: dict[tuple, object] = {}  # (device, name) -> Kernel: no driver lookups on later launches
-
-
-def _kernel(device_id: int, name: str):
-    kernel = _kernels.get((device_id, name))
-    if kernel is not None:
-        return kernel
-    with _lock:
-        module = _modules.get(device_id)
-        if module is None:
-            major, minor = device.ensure_device(device_id).compute_capability
-            module = _modules[device_id] = compile_kernels(f"sm_{major}{minor}")
-        kernel = _kernels[device_id, name] = module.get_kernel(name)
-    return kernel
-
-
-def _grid(count: int) -> int:
-    return max(1, min((count + _BLOCK - 1) // _BLOCK, 65535 * 8))
-
-
-def _core_stream(stream):
-    """The cuda.core Stream of a StreamHolder; the special handles map to cuda.core's own objects."""
-    if stream.handle in (0, 1):  # NULL and cudaStreamLegacy
-        from cuda.core import LEGACY_DEFAULT_STREAM
-
-        return LEGACY_DEFAULT_STREAM
-    if stream.handle == 2:  # cudaStreamPerThread
-        from cuda.core import PER_THREAD_DEFAULT_STREAM
-
-        return PER_THREAD_DEFAULT_STREAM
-    return stream.core
+KERNELS = KernelSet(KERNEL_SOURCE, _NAMES)
+_kernel = KERNELS.kernel
 
 
 def _launch(stream, device_id, name, count, *args):
-    from cuda.core import LaunchConfig, launch
-
-    config = LaunchConfig(grid=_grid(count), block=_BLOCK)
-    launch(_core_stream(stream), config, _kernel(device_id, name), *args)
+    launch_kernel(stream, _kernel(device_id, name), count, *args)
 
 
 def _factor(dtype, factor):

@@ -6,7 +6,7 @@ runs the steps on a stream. The common case, one pass with no copies, loops or s
 ctypes call with arguments prepared at plan time.
 
 Callbacks: a user's load callback is attached to the pass that reads the operand and a store
-callback to the pass that writes the result (see :func:`~nvmathx.fft._layout.callback_passes`).
+callback to the pass that writes the result (see :func:`~nvmathx._fftcore.layout.callback_passes`).
 A ``norm`` scale asked to be fused runs, where the layout makes no copy to fold it into, a second
 cuFFT plan of the result's pass that carries the built-in scale store callback (made on first use,
 one per factor); when cuFFT cannot link it, the scale falls back to an elementwise pass.
@@ -20,13 +20,14 @@ from contextlib import ExitStack
 import numpy as np
 
 from .._bindings import cuda_driver, cufft
+from .._codegen import elementwise
 from .._core import device
 from .._core.errors import InvalidStateError, OptionsError
 from .._core.logs import get_logger
 from .._core.memory import Workspace, allocate
-from . import _callbacks, _kernels
-from ._layout import INPUT, OUTPUT, SCRATCH, SCRATCH_REAL, CopyStep, FFTPass, LayoutPlan, callback_passes
-from ._scale_callback import factor_dtype, scale_callback
+from . import callbacks
+from .layout import INPUT, OUTPUT, SCRATCH, SCRATCH_REAL, CopyStep, FFTPass, LayoutPlan, callback_passes
+from .scale_callback import factor_dtype, scale_callback
 
 __all__ = ["CufftPlan", "precision_dtypes"]
 
@@ -93,7 +94,7 @@ class _Pass:
             cufft.destroy(self.handle)
             if not self.attachments:
                 raise
-            raised = _callbacks.link_error(error, self.attachments)
+            raised = callbacks.link_error(error, self.attachments)
             if raised is error:
                 raise
             raise raised from error
@@ -212,7 +213,7 @@ class CufftPlan:
                 raise OptionsError(role, f"the callback was compiled for {callback.target}; GPU {device_id} is "
                                          f"sm_{capability[0]}{capability[1]}")
             attached.setdefault(index, []).append(item)
-        _callbacks.require_lto("prolog" if prolog is not None else "epilog")
+        callbacks.require_lto("prolog" if prolog is not None else "epilog")
         return attached
 
     def _element_dtype(self, step: FFTPass, store: bool) -> np.dtype:
@@ -294,7 +295,7 @@ class CufftPlan:
         return item
 
     def _scaled_pass(self, index: int, factor: float, stream) -> _Pass:
-        _callbacks.require_lto("norm")
+        callbacks.require_lto("norm")
         step = self.layout.steps[index]
         element = self._element_dtype(step, store=True).name
         major, minor = _device_capability(self.device_id) or (0, 0)
@@ -304,7 +305,7 @@ class CufftPlan:
         cuda_driver.memcpy_async(int(buffer.handle), value.ctypes.data, value.nbytes, stream.handle)
         loads = [item for item in self._passes[self._pass_number(index)].attachments if item.callback.role == "prolog"]
         try:
-            item = _Pass(step, self.precision, loads + [_callbacks.Attachment(callback, int(buffer.handle), buffer)])
+            item = _Pass(step, self.precision, loads + [callbacks.Attachment(callback, int(buffer.handle), buffer)])
         except BaseException:
             buffer.close()
             raise
@@ -353,8 +354,8 @@ class CufftPlan:
             nbytes = _span_elements(step.shape, step.source_strides) * source_dtype.itemsize
             cuda_driver.memcpy_async(pointers[step.target], pointers[step.source], nbytes, stream.handle)
             return
-        _kernels.copy_nd(pointers[step.source], pointers[step.target], step.shape, step.source_strides,
-                         step.target_strides, source_dtype, target_dtype, factor, conj, stream, self.device_id)
+        elementwise.copy_nd(pointers[step.source], pointers[step.target], step.shape, step.source_strides,
+                            step.target_strides, source_dtype, target_dtype, factor, conj, stream, self.device_id)
 
     def _buffer_bytes(self, name) -> int:
         if name in (SCRATCH, SCRATCH_REAL):
@@ -377,12 +378,12 @@ class CufftPlan:
     def _scale_result(self, pointers, factor, conj, stream):
         layout = self.layout
         if self._inplace:  # the result is the (strided) operand itself
-            _kernels.copy_nd(pointers[INPUT], pointers[INPUT], layout.output_shape, layout.output_strides,
-                             layout.output_strides, self.output_dtype, self.output_dtype, factor, conj, stream,
-                             self.device_id)
+            elementwise.copy_nd(pointers[INPUT], pointers[INPUT], layout.output_shape, layout.output_strides,
+                                layout.output_strides, self.output_dtype, self.output_dtype, factor, conj, stream,
+                                self.device_id)
             return
-        _kernels.scale(pointers[OUTPUT], self._output_elements, self.output_dtype, factor, conj, stream,
-                       self.device_id)
+        elementwise.scale(pointers[OUTPUT], self._output_elements, self.output_dtype, factor, conj, stream,
+                          self.device_id)
 
     # -- lifetime -------------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ __all__ = [
     "result_strides",
     "output_shape",
     "plan_layout",
+    "real_input_aligned",
     "non_overlapping",
     "loop_count",
     "callback_passes",
@@ -299,6 +300,12 @@ def _c2c_passes(axes, direction, buffer, extents, strides, lengths, first_source
 
 # --------------------------------------------------------------------------------------------------
 # The planner.
+
+
+def real_input_aligned(fft_type, pointer: int, itemsize: int) -> bool:
+    """Whether cuFFT can read an operand at ``pointer`` directly: its R2C reads reals only from an
+    address aligned to the complex element (twice the real size); other types are always fine."""
+    return fft_type != R2C or pointer % (2 * itemsize) == 0
 
 
 def plan_layout(fft_type, axes, lengths, input_shape, input_strides, out_strides, *, inplace=False,

@@ -42,47 +42,49 @@ class Target:
         return f"sm_{self.major}{self.minor}{'a' if self.arch_specific else ''}"
 
 
-def resolve_target(sm) -> Target:
-    """Normalise ``sm`` (``None``, ``(9, 0)``, ``90``, ``900`` or ``"sm_90"``/``"sm_90a"``) to a Target.
+def resolve_target(value, argument: str = "sm", *, needed_by: str = "cuFFTDx and cuBLASDx") -> Target:
+    """Normalise ``value`` (``None``, ``(9, 0)``, ``90``, ``900`` or ``"sm_90"``/``"sm_90a"``) to a Target.
 
-    ``None`` means the current CUDA device.
+    ``None`` means the current CUDA device. Errors name ``argument`` (the caller's parameter) and
+    say that ``needed_by`` (what the code is generated for) needs compute capability 7.0.
 
     Raises
     ------
     OptionsError
-        When ``sm`` has an unknown form, is below 7.0 (the oldest architecture cuFFTDx and
-        cuBLASDx support), or is ``None`` and no CUDA device can be queried.
+        When ``value`` has an unknown form, is below 7.0 (the oldest architecture cuFFTDx,
+        cuBLASDx and cuFFT's LTO callbacks support), or is ``None`` and no CUDA device can be
+        queried.
     """
-    if sm is None:
-        major, minor = _current_device_capability()
-    elif isinstance(sm, str):
-        digits = sm.lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
+    if value is None:
+        try:
+            major, minor = _current_device_capability()
+        except Exception as error:  # no driver, no device, or no cuda.core
+            raise OptionsError(
+                argument,
+                f"no CUDA device could be queried ({type(error).__name__}: {error}); pass the target "
+                f"architecture explicitly, e.g. {argument}=(9, 0)",
+            ) from None
+    elif isinstance(value, str):
+        digits = value.lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
         if not digits.isdigit() or len(digits) < 2:
-            raise OptionsError("sm", f"expected a form like 'sm_90' or (9, 0); got {sm!r}")
+            raise OptionsError(argument, f"expected a form like 'sm_90' or (9, 0); got {value!r}")
         major, minor = int(digits[:-1]), int(digits[-1])
-    elif isinstance(sm, tuple) and len(sm) == 2 and all(isinstance(v, int) for v in sm):
-        major, minor = sm
-    elif isinstance(sm, int) and not isinstance(sm, bool) and sm > 0:
-        major, minor = (sm // 100, (sm // 10) % 10) if sm >= 100 else (sm // 10, sm % 10)
+    elif isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        major, minor = value
+    elif isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        major, minor = (value // 100, (value // 10) % 10) if value >= 100 else (value // 10, value % 10)
     else:
-        raise OptionsError("sm", f"expected None, (major, minor), an int like 90, or 'sm_90'; got {sm!r}")
+        raise OptionsError(argument, f"expected None, (major, minor), an int like 90, or 'sm_90'; got {value!r}")
     if (major, minor) < (7, 0):
-        raise OptionsError("sm", f"cuFFTDx and cuBLASDx need compute capability 7.0 or newer; got {major}.{minor}")
+        raise OptionsError(argument, f"{needed_by} need compute capability 7.0 or newer; got {major}.{minor}")
     return Target(major, minor)
 
 
 def _current_device_capability() -> tuple[int, int]:
-    try:
-        from cuda.core import Device
+    from cuda.core import Device
 
-        capability = Device().compute_capability
-        return int(capability[0]), int(capability[1])
-    except Exception as error:  # no driver, no device, or no cuda.core
-        raise OptionsError(
-            "sm",
-            f"no CUDA device could be queried ({type(error).__name__}: {error}); pass the target "
-            "architecture explicitly, e.g. sm=(9, 0)",
-        ) from None
+    capability = Device().compute_capability
+    return int(capability[0]), int(capability[1])
 
 
 def max_shared_memory_per_block(target: Target) -> int:

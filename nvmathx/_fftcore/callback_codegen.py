@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._callbacks import CallbackCompileError
+from .callback_errors import CallbackCompileError
 
 __all__ = ["lower"]
 

@@ -39,9 +39,11 @@ import numpy as np
 
 from .._bindings import cufft
 from .._bindings._loader import load_library
-from .._core.errors import LibraryNotFoundError, NvmathxError, OperandError, OptionsError, UnsupportedOperandError
+from .._codegen.target import resolve_target
+from .._core.errors import LibraryNotFoundError, OperandError, OptionsError, UnsupportedOperandError
 from .._core.memo import BuildOnce
 from .._core.tensor import wrap_operand
+from .callback_errors import CallbackCompileError, CallbacksUnavailableError
 
 __all__ = [
     "ELEMENT_DTYPES",
@@ -72,20 +74,6 @@ ROLES = ("prolog", "epilog")
 def cufft_symbol(role: str, element: str) -> str:
     """The name a ``role`` callback of ``element`` values defines: the one cuFFT looks up."""
     return cufft.callback_symbol("load" if role == "prolog" else "store", element)
-
-
-class CallbackCompileError(NvmathxError, TypeError):
-    """A callback function does not compile for the signature cuFFT calls it with (the message
-    starts with the argument's name and carries numba's own message)."""
-
-    def __init__(self, argument: str, message: str):
-        self.argument = argument
-        super().__init__(f"{argument}: {message}")
-
-
-class CallbacksUnavailableError(NvmathxError, RuntimeError):
-    """The installed cuFFT or nvJitLink cannot link LTO callbacks (the message names the versions
-    found and what is needed)."""
 
 
 @dataclass(frozen=True)
@@ -244,14 +232,7 @@ def resolve_callback_target(target) -> str:
     OptionsError
         For another form, or None without a CUDA device.
     """
-    from ..device_api._target import resolve_target
-
-    try:
-        resolved = resolve_target(target)
-    except OptionsError as error:
-        detail = str(error).partition(": ")[2].replace("sm=(9, 0)", "target='sm_90'")
-        detail = detail.replace("cuFFTDx and cuBLASDx need", "callbacks are compiled for")
-        raise OptionsError("target", detail) from None
+    resolved = resolve_target(target, "target", needed_by="callbacks")
     return f"sm_{resolved.major}{resolved.minor}"
 
 
@@ -315,13 +296,13 @@ def _compiler_identity() -> dict:
     older nvJitLink refuses), found without importing numba."""
     from importlib import metadata
 
-    from ..device_api._link_cache import _library_file
+    from .._codegen.link import library_file
 
     try:
         numba_cuda = metadata.version("numba-cuda")
     except metadata.PackageNotFoundError:
         numba_cuda = None
-    return {"numba_cuda": numba_cuda, "nvvm_file": _library_file("nvvm")}
+    return {"numba_cuda": numba_cuda, "nvvm_file": library_file("nvvm")}
 
 
 def callback_cache_key(role, fn, element_dtype, user_info_dtype, target) -> dict | None:
@@ -374,7 +355,7 @@ def _compile(role, fn, element_dtype, user_info_dtype, target) -> CompiledCallba
 
 
 def _load_or_build(role, fn, element, user_info, arch, key) -> CompiledCallback:
-    from ..device_api import _cache
+    from .._codegen import cache as _cache
 
     digest = _digest(key) if key is not None else hashlib.sha256(repr((id(fn), role, element, user_info, arch))
                                                                   .encode()).hexdigest()
@@ -383,7 +364,7 @@ def _load_or_build(role, fn, element, user_info, arch, key) -> CompiledCallback:
         entry = _cache.load(key)
         if entry is not None and entry.symbol == symbol:
             return CompiledCallback(role, element, user_info, arch, symbol, entry.code, digest)
-    from ._callback_codegen import lower
+    from .callback_codegen import lower
 
     ltoir = lower(role, fn, element, user_info, arch, symbol)
     if key is not None:

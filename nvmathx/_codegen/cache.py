@@ -3,7 +3,7 @@
 libmathdx keeps no cache and spends seconds of CPU per descriptor, so generated LTO-IR is kept on
 disk, one file per entry, named by a SHA-256 of the entry's key (descriptor, target, libmathdx and
 NVRTC versions). Linking a kernel with that LTO-IR (nvJitLink, seconds per kernel) is cached the
-same way, as a second kind of entry holding the linked cubin (see ``_link_cache``). A file holds a
+same way, as a second kind of entry holding the linked cubin (see :mod:`.link`). A file holds a
 small header (magic, a JSON record with the key, the payload's size and SHA-256, and the kind's own
 fields) and then the payload. Writers write a temporary file in the same folder and
 ``os.replace`` it into place, so a reader sees a whole entry or none, and two processes writing the

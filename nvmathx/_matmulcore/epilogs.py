@@ -54,9 +54,10 @@ import numpy as np
 
 from .._bindings import cublaslt as lt
 from .._core.errors import OptionsError
-from ._layout import round_up
 
 __all__ = [
+    "RELU_AUX_KEY",
+    "GELU_AUX_KEY",
     "MatmulEpilog",
     "EpilogSpec",
     "EPILOGS",
@@ -69,6 +70,11 @@ __all__ = [
     "gelu_aux_ld",
     "reference_epilog",
 ]
+
+# The names of the auxiliary outputs (and the backward epilogs' inputs): keys of the aux dict and of
+# epilog_inputs, defined here only.
+RELU_AUX_KEY = "relu_aux"
+GELU_AUX_KEY = "gelu_aux"
 
 
 MatmulEpilog = enum.IntEnum(
@@ -91,8 +97,8 @@ class EpilogSpec:
     lt_code: int
     activation: str | None = None  # "relu" or "gelu" applied to the result (forward)
     bias: bool = False  # consumes epilog_inputs["bias"]
-    aux_output: str | None = None  # "relu_aux" or "gelu_aux"
-    aux_input: str | None = None  # "relu_aux" or "gelu_aux" (backward)
+    aux_output: str | None = None  # RELU_AUX_KEY or GELU_AUX_KEY
+    aux_input: str | None = None  # RELU_AUX_KEY or GELU_AUX_KEY (backward)
     bgrad: str | None = None  # name of the bias-gradient output
     bgrad_of: str | None = None  # "result", "a" or "b"
 
@@ -116,14 +122,14 @@ EPILOGS = {
         EpilogSpec(_E.BIAS, 4, bias=True),
         EpilogSpec(_E.RELU_BIAS, 6, activation="relu", bias=True),
         EpilogSpec(_E.GELU_BIAS, 36, activation="gelu", bias=True),
-        EpilogSpec(_E.RELU_AUX, 130, activation="relu", aux_output="relu_aux"),
-        EpilogSpec(_E.RELU_AUX_BIAS, 134, activation="relu", bias=True, aux_output="relu_aux"),
-        EpilogSpec(_E.GELU_AUX, 160, activation="gelu", aux_output="gelu_aux"),
-        EpilogSpec(_E.GELU_AUX_BIAS, 164, activation="gelu", bias=True, aux_output="gelu_aux"),
-        EpilogSpec(_E.DRELU, 136, aux_input="relu_aux"),
-        EpilogSpec(_E.DRELU_BGRAD, 152, aux_input="relu_aux", bgrad="drelu_bgrad", bgrad_of="result"),
-        EpilogSpec(_E.DGELU, 192, aux_input="gelu_aux"),
-        EpilogSpec(_E.DGELU_BGRAD, 208, aux_input="gelu_aux", bgrad="dgelu_bgrad", bgrad_of="result"),
+        EpilogSpec(_E.RELU_AUX, 130, activation="relu", aux_output=RELU_AUX_KEY),
+        EpilogSpec(_E.RELU_AUX_BIAS, 134, activation="relu", bias=True, aux_output=RELU_AUX_KEY),
+        EpilogSpec(_E.GELU_AUX, 160, activation="gelu", aux_output=GELU_AUX_KEY),
+        EpilogSpec(_E.GELU_AUX_BIAS, 164, activation="gelu", bias=True, aux_output=GELU_AUX_KEY),
+        EpilogSpec(_E.DRELU, 136, aux_input=RELU_AUX_KEY),
+        EpilogSpec(_E.DRELU_BGRAD, 152, aux_input=RELU_AUX_KEY, bgrad="drelu_bgrad", bgrad_of="result"),
+        EpilogSpec(_E.DGELU, 192, aux_input=GELU_AUX_KEY),
+        EpilogSpec(_E.DGELU_BGRAD, 208, aux_input=GELU_AUX_KEY, bgrad="dgelu_bgrad", bgrad_of="result"),
         EpilogSpec(_E.BGRADA, 512, bgrad="bgrada", bgrad_of="a"),
         EpilogSpec(_E.BGRADB, 256, bgrad="bgradb", bgrad_of="b"),
     )
@@ -177,21 +183,25 @@ def gelu_derivative(x):
     return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_CUBIC * x * x)
 
 
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
 def relu_aux_width(n: int) -> int:
     """Bytes per row of the ReLU bitmask: N bits rounded up to a multiple of 128 bits."""
-    return round_up(n, 128) // 8
+    return _round_up(n, 128) // 8
 
 
 def gelu_aux_ld(n: int) -> int:
     """Leading dimension, in elements, of the GELU auxiliary buffer (a multiple of 8)."""
-    return round_up(n, 8)
+    return _round_up(n, 8)
 
 
 def pack_relu_mask(positive) -> np.ndarray:
     """Pack a boolean ``(..., M, N)`` array into the ``relu_aux`` bitmask format."""
     positive = np.asarray(positive, dtype=bool)
     n = positive.shape[-1]
-    padded = np.zeros(positive.shape[:-1] + (round_up(n, 128),), dtype=bool)
+    padded = np.zeros(positive.shape[:-1] + (_round_up(n, 128),), dtype=bool)
     padded[..., :n] = positive
     return np.packbits(padded, axis=-1, bitorder="little")
 
@@ -213,17 +223,17 @@ def reference_epilog(spec: EpilogSpec | None, d, *, bias=None, aux_input=None, a
         return d, outputs
     if spec.bias:
         d = d + bias
-    if spec.aux_output == "gelu_aux":
-        outputs["gelu_aux"] = d
-    elif spec.aux_output == "relu_aux":
-        outputs["relu_aux"] = pack_relu_mask(d > 0)
+    if spec.aux_output == GELU_AUX_KEY:
+        outputs[GELU_AUX_KEY] = d
+    elif spec.aux_output == RELU_AUX_KEY:
+        outputs[RELU_AUX_KEY] = pack_relu_mask(d > 0)
     if spec.activation == "relu":
         d = np.maximum(d, 0)
     elif spec.activation == "gelu":
         d = gelu(d)
-    if spec.aux_input == "relu_aux":
+    if spec.aux_input == RELU_AUX_KEY:
         d = d * relu_mask(aux_input, d.shape[-1])
-    elif spec.aux_input == "gelu_aux":
+    elif spec.aux_input == GELU_AUX_KEY:
         d = d * gelu_derivative(aux_input)
     if spec.bgrad_of == "result":
         outputs[spec.bgrad] = d.sum(axis=-2)

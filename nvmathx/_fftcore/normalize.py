@@ -1,14 +1,17 @@
-"""The ``norm`` argument: which scale a transform's result gets (pure)."""
+"""The ``norm`` and ``direction`` arguments: which scale a transform's result gets, which way it runs
+(pure)."""
 
 from __future__ import annotations
 
 import math
 
 from .._core.errors import OptionsError
+from .._core.options import as_index
 
-__all__ = ["NORMS", "check_norm", "scale_factor", "swap_direction"]
+__all__ = ["NORMS", "DIRECTIONS", "check_norm", "scale_factor", "swap_direction", "normalize_direction"]
 
 NORMS = ("backward", "ortho", "forward")
+DIRECTIONS = {"forward": -1, "inverse": +1, -1: -1, +1: +1}
 
 
 def check_norm(norm) -> str:
@@ -36,3 +39,19 @@ def scale_factor(norm: str, direction: int, lengths) -> float:
 def swap_direction(norm: str) -> str:
     """The norm that scales the opposite direction alike (used by hfft/ihfft, as in scipy)."""
     return {"backward": "forward", "forward": "backward", "ortho": "ortho"}[norm]
+
+
+def normalize_direction(direction, fft_type: str, argument: str = "direction") -> int:
+    """-1 (forward) or +1 (inverse); None picks the transform's natural direction. Integers of any
+    kind (numpy's, 0-d arrays) count; bools and floats do not."""
+    if direction is None:
+        return +1 if fft_type == "C2R" else -1
+    key = direction.lower() if isinstance(direction, str) else as_index(direction)
+    if key not in DIRECTIONS:
+        raise OptionsError(argument, f"expected 'forward', 'inverse', -1 or +1 (got {direction!r})")
+    value = DIRECTIONS[key]
+    if fft_type == "R2C" and value != -1 or fft_type == "C2R" and value != +1:
+        raise OptionsError(
+            argument, f"a {fft_type} transform runs only {'forward' if fft_type == 'R2C' else 'inverse'}"
+        )
+    return value

@@ -1,4 +1,5 @@
-"""Descriptors as plain data, and their generated code through the on-disk cache.
+"""libmathdx descriptors (cuFFTDx, cuBLASDx) as plain data, and their generated code through the
+on-disk cache.
 
 A descriptor is ``(library, operators)`` where ``library`` is ``"cufftdx"`` or ``"cublasdx"`` and
 ``operators`` is a tuple of ``(operator name, int or tuple of ints)``. Being plain data, it keys
@@ -13,8 +14,8 @@ import json
 import threading
 
 from .._bindings import mathdx
-from . import _cache
-from ._target import Target
+from . import cache
+from .target import Target
 
 __all__ = [
     "Descriptor",
@@ -73,28 +74,28 @@ def _symbol_name(key: dict) -> str:
     return f"nvmathx_{key['library']}_{digest}"
 
 
-def get_code(descriptor: Descriptor, target: Target) -> _cache.CodeEntry:
+def get_code(descriptor: Descriptor, target: Target) -> cache.CodeEntry:
     """The LTO-IR and symbol for ``descriptor`` on ``target``: from the disk cache or libmathdx.
 
     Callers keep what they get (a descriptor object holds its code), so there is no in-memory
     layer here. Generation is serialised in-process (libmathdx's thread safety is not documented).
     """
     key = cache_key(descriptor, target)
-    entry = _cache.load(key)
+    entry = cache.load(key)
     if entry is not None:
         return entry
     with _generation_lock:
         entry = _generate(descriptor, target, _symbol_name(key))
-        _cache.store(key, entry)
+        cache.store(key, entry)
     return entry
 
 
-def _generate(descriptor: Descriptor, target: Target, symbol: str) -> _cache.CodeEntry:
+def _generate(descriptor: Descriptor, target: Target, symbol: str) -> cache.CodeEntry:
     with open_descriptor(descriptor) as handle:
         handle.set_symbol_name(symbol)
         code = mathdx.generate_ltoir(handle, target.sm, target.arch_specific)
         trait = mathdx.FftTrait.SYMBOL_NAME if descriptor[0] == "cufftdx" else mathdx.BlasTrait.SYMBOL_NAME
-        return _cache.CodeEntry(handle.trait_str(trait), code)
+        return cache.CodeEntry(handle.trait_str(trait), code)
 
 
 def cached_query(descriptor: Descriptor, target: Target, query) -> dict:
@@ -104,7 +105,7 @@ def cached_query(descriptor: Descriptor, target: Target, query) -> dict:
     MathdxError becomes ``{"error": status name}`` so that refusals are cached too.
     """
     key = dict(cache_key(descriptor, target), purpose="traits")
-    entry = _cache.load(key)
+    entry = cache.load(key)
     if entry is not None:
         return json.loads(entry.code)
     try:
@@ -112,7 +113,7 @@ def cached_query(descriptor: Descriptor, target: Target, query) -> dict:
             result = query(handle)
     except mathdx.MathdxError as error:
         result = {"error": error.status_name}
-    _cache.store(key, _cache.CodeEntry("", json.dumps(result).encode()))
+    cache.store(key, cache.CodeEntry("", json.dumps(result).encode()))
     return result
 
 
@@ -121,5 +122,5 @@ def generate_into(cache_root: str, descriptor: Descriptor, target: Target) -> st
 
     A module-level function so that worker processes can generate many descriptors in parallel.
     """
-    _cache.set_cache_dir(cache_root)
+    cache.set_cache_dir(cache_root)
     return get_code(descriptor, target).symbol

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from .._core.memo import BuildOnce
-from ._callbacks import FORMAT, CompiledCallback, cufft_symbol
+from .callbacks import FORMAT, CompiledCallback, cufft_symbol
 
 __all__ = ["SCALE_SOURCE", "factor_dtype", "scale_callback"]
 
@@ -51,7 +51,7 @@ def scale_callback(element: str, target: str) -> CompiledCallback:
 
 
 def _load_or_compile(element: str, target: str) -> CompiledCallback:
-    from ..device_api import _cache
+    from .._codegen import cache as _cache
 
     c_element, c_factor, scaled = _TYPES[element]
     key = {"kind": "fft-scale-callback", "format": FORMAT, "element": element, "target": target,

@@ -1,0 +1,75 @@
+"""CUDA C++ kernels compiled with NVRTC once per device, and launched through cuda.core on the
+caller's stream (so CUDA graphs capture them).
+
+A :class:`KernelSet` is one source and the names of the template instances it exports; its module
+for a device is compiled on first use and its kernels are kept per ``(device, name)``, so a later
+launch does no driver lookup.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .._core import device
+
+__all__ = ["BLOCK", "KernelSet", "core_stream", "grid", "launch"]
+
+BLOCK = 256  # threads per block of every kernel here: each is a grid-stride loop
+
+
+class KernelSet:
+    """The kernels ``names`` (name expressions, e.g. ``"scale<float2, float>"``) of ``source``."""
+
+    def __init__(self, source: str, names: tuple):
+        self.source = source
+        self.names = tuple(names)
+        self._modules: dict[int, object] = {}
+        self._kernels: dict[tuple, object] = {}
+        self._lock = threading.Lock()
+
+    def compile(self, arch: str):
+        """The kernels as a cuda.core ObjectCode for ``arch`` (e.g. "sm_90")."""
+        from cuda.core import Program, ProgramOptions
+
+        program = Program(self.source, "c++", ProgramOptions(arch=arch, std="c++17"))
+        return program.compile("cubin", name_expressions=self.names)
+
+    def kernel(self, device_id: int, name: str):
+        """The cuda.core Kernel ``name`` on a device (its module compiled on first use)."""
+        kernel = self._kernels.get((device_id, name))
+        if kernel is not None:
+            return kernel
+        with self._lock:
+            module = self._modules.get(device_id)
+            if module is None:
+                major, minor = device.ensure_device(device_id).compute_capability
+                module = self._modules[device_id] = self.compile(f"sm_{major}{minor}")
+            kernel = self._kernels[device_id, name] = module.get_kernel(name)
+        return kernel
+
+
+def grid(count: int) -> int:
+    """Blocks for ``count`` elements of grid-stride work (capped: each thread loops over the rest)."""
+    return max(1, min((count + BLOCK - 1) // BLOCK, 65535 * 8))
+
+
+def core_stream(stream):
+    """The cuda.core Stream of a StreamHolder; the special handles map to cuda.core's own objects."""
+    if stream.handle in (0, 1):  # NULL and cudaStreamLegacy
+        from cuda.core import LEGACY_DEFAULT_STREAM
+
+        return LEGACY_DEFAULT_STREAM
+    if stream.handle == 2:  # cudaStreamPerThread
+        from cuda.core import PER_THREAD_DEFAULT_STREAM
+
+        return PER_THREAD_DEFAULT_STREAM
+    return stream.core
+
+
+def launch(stream, kernel, count: int, *args) -> None:
+    """Launch ``kernel`` over ``count`` elements on ``stream`` (a StreamHolder); pointers are Python
+    ints, every other argument a numpy scalar of the parameter's type."""
+    from cuda.core import LaunchConfig
+    from cuda.core import launch as core_launch
+
+    core_launch(core_stream(stream), LaunchConfig(grid=grid(count), block=BLOCK), kernel, *args)

@@ -1,0 +1,27 @@
+"""The errors of cuFFT callbacks: raised where callbacks are compiled and where plans link them.
+
+A module of their own, so that the compiler (:mod:`.callback_codegen`) and the callbacks' front
+(:mod:`.callbacks`, which imports the compiler when a callback is compiled) share them without
+importing each other.
+"""
+
+from __future__ import annotations
+
+from .._core.errors import NvmathxError
+
+__all__ = ["CallbackCompileError", "CallbacksUnavailableError"]
+
+
+class CallbackCompileError(NvmathxError, TypeError):
+    """A callback function does not compile for the signature cuFFT calls it with (the message
+    starts with the argument's name and carries numba's own message)."""
+
+    def __init__(self, argument: str, message: str):
+        self.argument = argument
+        super().__init__(f"{argument}: {message}")
+
+
+class CallbacksUnavailableError(NvmathxError, RuntimeError):
+    """The installed cuFFT or nvJitLink cannot link LTO callbacks (the message names the versions
+    found and what is needed)."""
+
