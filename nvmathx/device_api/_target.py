@@ -58,16 +58,16 @@ def resolve_target(sm) -> Target:
     elif isinstance(sm, str):
         digits = sm.lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
         if not digits.isdigit() or len(digits) < 2:
-            raise OptionsError("sm", f"expected a form like 'sm_90' or (9, 0); got {sm!r}")
+            raise OptionsError("sm", f"expected a form like 'sm_90' or (9, 0) (got {sm!r})")
         major, minor = int(digits[:-1]), int(digits[-1])
     elif isinstance(sm, tuple) and len(sm) == 2 and all(isinstance(v, int) for v in sm):
         major, minor = sm
     elif isinstance(sm, int) and not isinstance(sm, bool) and sm > 0:
         major, minor = (sm // 100, (sm // 10) % 10) if sm >= 100 else (sm // 10, sm % 10)
     else:
-        raise OptionsError("sm", f"expected None, (major, minor), an int like 90, or 'sm_90'; got {sm!r}")
+        raise OptionsError("sm", f"expected None, (major, minor), an int like 90, or 'sm_90' (got {sm!r})")
     if (major, minor) < (7, 0):
-        raise OptionsError("sm", f"cuFFTDx and cuBLASDx need compute capability 7.0 or newer; got {major}.{minor}")
+        raise OptionsError("sm", f"cuFFTDx and cuBLASDx need compute capability 7.0 or newer (got {major}.{minor})")
     return Target(major, minor)
 
 
