@@ -19,12 +19,12 @@ grad_activation           ``grad @ weight``                           DGELU / DR
 from __future__ import annotations
 
 from .._core.errors import OptionsError
-from ..linalg import MatmulPlanPreferences, matmul
+from ..linalg import MatmulEpilog, MatmulPlanPreferences, matmul
 
 __all__ = ["backward_epilog", "forward", "forward_epilog", "grad_activation", "grad_input", "grad_weight",
            "set_autotune"]
 
-_AUX_NAMES = {"relu": "relu_aux", "gelu": "gelu_aux"}
+_AUX_NAMES = {activation: MatmulEpilog[f"{activation.upper()}_AUX"].aux_output for activation in ("relu", "gelu")}
 _AUTOTUNED = MatmulPlanPreferences(autotune=True)
 _preferences = None  # every GEMM's plan preferences: None takes the heuristic's first pick
 
