@@ -11,6 +11,15 @@ device_api
 distributed
     FFT, reshape and matmul of arrays spread over many GPUs and processes (NCCL, cuBLASMp).
 
+The code cache
+--------------
+Generated device code (``device_api`` functions, compiled ``fft`` callbacks and scale kernels) and
+linked kernel images are cached on disk, in one folder for the whole library:
+:func:`cache_dir`, :func:`set_cache_dir`, :func:`cache_info` (a :class:`CacheInfo`) and
+:func:`clear_cache` manage it. They are the functions of the same names in ``nvmathx.device_api``.
+The plan caches of the function forms are another thing: in memory, one per area
+(``nvmathx.linalg.plan_cache``, ``nvmathx.fft.plan_cache``), each with its own ``clear()``.
+
 ``import nvmathx`` loads no CUDA library and imports no optional array library; subpackages load on
 first attribute access and C libraries on first use.
 """
@@ -34,6 +43,8 @@ from ._core.execution import ExecutionCPU, ExecutionCUDA
 from ._version import __version__
 
 _SUBPACKAGES = ("linalg", "fft", "device_api", "distributed", "typing")
+# The on-disk code cache serves every area; its functions load with the first use.
+_CODE_CACHE = ("CacheInfo", "cache_dir", "cache_info", "clear_cache", "set_cache_dir")
 
 __all__ = [
     "__version__",
@@ -48,6 +59,7 @@ __all__ = [
     "OptionsError",
     "InvalidStateError",
     "DeviceUnavailableError",
+    *_CODE_CACHE,
     *_SUBPACKAGES,
 ]
 
@@ -57,8 +69,12 @@ def __getattr__(name):
         module = importlib.import_module(f"{__name__}.{name}")
         globals()[name] = module
         return module
+    if name in _CODE_CACHE:
+        value = getattr(importlib.import_module(f"{__name__}.device_api"), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_SUBPACKAGES))
+    return sorted(set(globals()) | set(_SUBPACKAGES) | set(_CODE_CACHE))

@@ -11,6 +11,7 @@ TOP_LEVEL = {
     "__version__", "ExecutionCUDA", "ExecutionCPU", "NvmathxError", "LibraryNotFoundError", "CudaLibraryError",
     "OperandError", "UnsupportedOperandError", "UnsupportedLayoutError", "OptionsError", "InvalidStateError",
     "DeviceUnavailableError", "linalg", "fft", "device_api", "distributed", "typing",
+    "CacheInfo", "cache_dir", "cache_info", "clear_cache", "set_cache_dir",
 }
 
 # Public (non-underscore) modules allowed anywhere in the package.
@@ -69,3 +70,30 @@ def test_torch_names():
     for name in nvmathx_torch.__all__:
         assert (getattr(nvmathx_torch, name).__doc__ or "").strip(), name
 
+
+
+def test_the_code_cache_is_one_library_wide_service(tmp_path):
+    """fft's compiled callbacks and device_api's code share one on-disk cache: nvmathx.clear_cache and the
+    rest are device_api's functions, reachable without naming device_api."""
+    import nvmathx.device_api
+    from nvmathx.device_api import _cache
+
+    for name in ("CacheInfo", "cache_dir", "cache_info", "clear_cache", "set_cache_dir"):
+        assert getattr(nvmathx, name) is getattr(nvmathx.device_api, name), name
+        assert name in dir(nvmathx)
+    nvmathx.set_cache_dir(tmp_path)
+    try:
+        _cache.store({"kind": "fft-callback", "function": "f"}, _cache.CodeEntry("symbol", b"ltoir"))
+        assert nvmathx.cache_info().entries == 1
+        assert nvmathx.clear_cache() == 1
+        assert nvmathx.cache_info().entries == 0
+    finally:
+        nvmathx.set_cache_dir(None)
+
+
+def test_import_leaves_the_code_cache_unloaded():
+    import subprocess
+    import sys
+
+    code = "import sys, nvmathx; assert 'nvmathx.device_api' not in sys.modules; nvmathx.cache_dir()"
+    subprocess.run([sys.executable, "-c", code], check=True)

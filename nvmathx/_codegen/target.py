@@ -67,16 +67,16 @@ def resolve_target(value, argument: str = "sm", *, needed_by: str = "cuFFTDx and
     elif isinstance(value, str):
         digits = value.lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
         if not digits.isdigit() or len(digits) < 2:
-            raise OptionsError(argument, f"expected a form like 'sm_90' or (9, 0); got {value!r}")
+            raise OptionsError(argument, f"expected a form like 'sm_90' or (9, 0) (got {value!r})")
         major, minor = int(digits[:-1]), int(digits[-1])
     elif isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
         major, minor = value
     elif isinstance(value, int) and not isinstance(value, bool) and value > 0:
         major, minor = (value // 100, (value // 10) % 10) if value >= 100 else (value // 10, value % 10)
     else:
-        raise OptionsError(argument, f"expected None, (major, minor), an int like 90, or 'sm_90'; got {value!r}")
+        raise OptionsError(argument, f"expected None, (major, minor), an int like 90, or 'sm_90' (got {value!r})")
     if (major, minor) < (7, 0):
-        raise OptionsError(argument, f"{needed_by} need compute capability 7.0 or newer; got {major}.{minor}")
+        raise OptionsError(argument, f"{needed_by} need compute capability 7.0 or newer (got {major}.{minor})")
     return Target(major, minor)
 
 

@@ -1,4 +1,21 @@
-"""Options objects: dataclasses validated in ``__post_init__``, accepted as instance, dict or None."""
+"""Options objects: dataclasses validated in ``__post_init__``, accepted as instance, dict or None.
+
+The rule for every options class of nvmathx (``MatmulOptions``, ``MatmulPlanPreferences``,
+``FFTOptions``, ``ExecutionCUDA`` / ``ExecutionCPU``, the distributed ``FFTOptions``,
+``MatmulOptions`` and ``ReshapeOptions``):
+
+- a ``@dataclass(frozen=True)``: an object that holds options cannot be changed behind the plans
+  made from it; ``dataclasses.replace`` makes a changed copy;
+- validated in ``__post_init__``, so every way of making one (the constructor, a dict through
+  :func:`check_or_create_options`, ``dataclasses.replace``) checks it, before any GPU work; a bad
+  field raises :class:`~nvmathx.OptionsError` naming ``options.<field>``;
+- every API that takes one accepts the instance, a dict of its fields or None.
+
+And the rule for the stateful objects that take them (``Matmul``, ``FFT`` and their distributed
+forms): what the plans are made for is exposed as read-only properties (``options``, the
+operands' shapes and dtypes, the transform's or product's parameters, the plan key where the
+function form has one); the working state (operands, handles, workspaces) is not exposed.
+"""
 
 from __future__ import annotations
 

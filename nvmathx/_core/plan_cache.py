@@ -4,6 +4,9 @@ Keys are hashable problem descriptions computed by public pure functions (shapes
 dtypes, options, device); values are plan objects with a ``free()`` method and, optionally, a
 ``workspace_bytes`` or ``memory_bytes`` attribute counted against the memory limit. Evicted plans are
 freed. Each thread has its own entries, so two threads never share a plan's handle or workspace.
+
+One naming rule across the areas: an area's function forms share ``nvmathx.<area>.plan_cache``, a
+PlanCache named ``"nvmathx.<area>"``, whose keys come from the area's ``nvmathx.<area>.plan_key``.
 """
 
 from __future__ import annotations

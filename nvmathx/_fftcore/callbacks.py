@@ -22,10 +22,11 @@ The user's function is compiled as a numba device function and called as
 when no ``user_info_dtype`` is given); ``smem`` is cuFFT's shared-memory pointer, of no use here
 (nvmathx asks cuFFT for no callback shared memory).
 
-Compiled callbacks live in the device code cache (:func:`nvmathx.device_api.cache_info`), keyed by
-the function's code (bytecode, constants, names, and the values of the numbers, strings, arrays and
-functions it refers to), the types, the role, the target architecture and the compiler's identity,
-so a later process loads the LTO-IR without importing numba.
+Compiled callbacks live in the library's on-disk code cache (:func:`nvmathx.cache_info`; emptied by
+:func:`nvmathx.clear_cache`), keyed by the function's code (bytecode, constants, names, and the
+values of the numbers, strings, arrays and functions it refers to), the types, the role, the target
+architecture and the compiler's identity, so a later process loads the LTO-IR without importing
+numba.
 """
 
 from __future__ import annotations
@@ -156,6 +157,12 @@ def compile_prolog(fn, *, element_dtype, user_info_dtype=None, target=None) -> C
         When ``fn`` does not compile for the signature (numba's message included).
     OptionsError
         For an unknown ``target``, or no ``target`` and no CUDA device.
+
+    Notes
+    -----
+    The LTO-IR is kept in the library's on-disk code cache, so a later process loads it without
+    compiling; :func:`nvmathx.clear_cache` empties that cache (:func:`nvmathx.cache_info` says where
+    it is and what it holds).
 
     Examples
     --------

@@ -56,11 +56,11 @@ from .._bindings import cublaslt as lt
 from .._core.errors import OptionsError
 
 __all__ = [
-    "RELU_AUX_KEY",
-    "GELU_AUX_KEY",
     "MatmulEpilog",
     "EpilogSpec",
     "EPILOGS",
+    "GELU_AUX_NAME",
+    "RELU_AUX_NAME",
     "epilog_spec",
     "gelu",
     "gelu_derivative",
@@ -71,22 +71,51 @@ __all__ = [
     "reference_epilog",
 ]
 
-# The names of the auxiliary outputs (and the backward epilogs' inputs): keys of the aux dict and of
-# epilog_inputs, defined here only.
-RELU_AUX_KEY = "relu_aux"
-GELU_AUX_KEY = "gelu_aux"
+# The auxiliary arrays' names: the keys of the outputs dict an *_AUX epilog returns and of the
+# epilog_inputs a DRELU / DGELU epilog takes.
+RELU_AUX_NAME = "relu_aux"
+GELU_AUX_NAME = "gelu_aux"
 
 
-MatmulEpilog = enum.IntEnum(
-    "MatmulEpilog", {e.name: e.value for e in lt.Epilogue if e.name != "DEFAULT"}, module=__name__
-)
-MatmulEpilog.__doc__ = """Operations fused after the product (RELU, GELU, BIAS, ..., BGRADB).
+class MatmulEpilog(enum.IntEnum):
+    """Operations fused after the product (RELU, GELU, BIAS, ..., BGRADB).
 
-What each computes, consumes and returns is in the table of :mod:`nvmathx.linalg`; the values
-are cuBLASLt's ``cublasLtEpilogue_t`` codes of the same name. ``epilog=`` also accepts the name as
-a string, in any case, or the code as a plain integer; a member of any other enum is refused with
-an OptionsError naming ``epilog``, whatever its value.
-"""
+    What each computes, consumes and returns is in the table of :mod:`nvmathx.linalg`; the values
+    are cuBLASLt's ``cublasLtEpilogue_t`` codes of the same name. ``epilog=`` also accepts the name as
+    a string, in any case, or the code as a plain integer; a member of any other enum is refused with
+    an OptionsError naming ``epilog``, whatever its value.
+
+    Each member also names the auxiliary array it returns (:attr:`aux_output`, ``"relu_aux"`` or
+    ``"gelu_aux"``) and the one it consumes (:attr:`aux_input`), or None.
+    """
+
+    # Written out so that IDEs and type checkers see the members; the codes come from the bindings'
+    # table, and a test checks that the names are that table's (DEFAULT aside).
+    RELU = lt.Epilogue.RELU.value
+    RELU_AUX = lt.Epilogue.RELU_AUX.value
+    BIAS = lt.Epilogue.BIAS.value
+    RELU_BIAS = lt.Epilogue.RELU_BIAS.value
+    RELU_AUX_BIAS = lt.Epilogue.RELU_AUX_BIAS.value
+    DRELU = lt.Epilogue.DRELU.value
+    DRELU_BGRAD = lt.Epilogue.DRELU_BGRAD.value
+    GELU = lt.Epilogue.GELU.value
+    GELU_AUX = lt.Epilogue.GELU_AUX.value
+    GELU_BIAS = lt.Epilogue.GELU_BIAS.value
+    GELU_AUX_BIAS = lt.Epilogue.GELU_AUX_BIAS.value
+    DGELU = lt.Epilogue.DGELU.value
+    DGELU_BGRAD = lt.Epilogue.DGELU_BGRAD.value
+    BGRADA = lt.Epilogue.BGRADA.value
+    BGRADB = lt.Epilogue.BGRADB.value
+
+    @property
+    def aux_output(self) -> str | None:
+        """The auxiliary output's key in the returned dict: ``"relu_aux"``, ``"gelu_aux"`` or None."""
+        return EPILOGS[self].aux_output
+
+    @property
+    def aux_input(self) -> str | None:
+        """The auxiliary input's key in ``epilog_inputs``: ``"relu_aux"``, ``"gelu_aux"`` or None."""
+        return EPILOGS[self].aux_input
 
 
 @dataclass(frozen=True)
@@ -97,8 +126,8 @@ class EpilogSpec:
     lt_code: int
     activation: str | None = None  # "relu" or "gelu" applied to the result (forward)
     bias: bool = False  # consumes epilog_inputs["bias"]
-    aux_output: str | None = None  # RELU_AUX_KEY or GELU_AUX_KEY
-    aux_input: str | None = None  # RELU_AUX_KEY or GELU_AUX_KEY (backward)
+    aux_output: str | None = None  # RELU_AUX_NAME or GELU_AUX_NAME
+    aux_input: str | None = None  # RELU_AUX_NAME or GELU_AUX_NAME (backward)
     bgrad: str | None = None  # name of the bias-gradient output
     bgrad_of: str | None = None  # "result", "a" or "b"
 
@@ -122,14 +151,14 @@ EPILOGS = {
         EpilogSpec(_E.BIAS, 4, bias=True),
         EpilogSpec(_E.RELU_BIAS, 6, activation="relu", bias=True),
         EpilogSpec(_E.GELU_BIAS, 36, activation="gelu", bias=True),
-        EpilogSpec(_E.RELU_AUX, 130, activation="relu", aux_output=RELU_AUX_KEY),
-        EpilogSpec(_E.RELU_AUX_BIAS, 134, activation="relu", bias=True, aux_output=RELU_AUX_KEY),
-        EpilogSpec(_E.GELU_AUX, 160, activation="gelu", aux_output=GELU_AUX_KEY),
-        EpilogSpec(_E.GELU_AUX_BIAS, 164, activation="gelu", bias=True, aux_output=GELU_AUX_KEY),
-        EpilogSpec(_E.DRELU, 136, aux_input=RELU_AUX_KEY),
-        EpilogSpec(_E.DRELU_BGRAD, 152, aux_input=RELU_AUX_KEY, bgrad="drelu_bgrad", bgrad_of="result"),
-        EpilogSpec(_E.DGELU, 192, aux_input=GELU_AUX_KEY),
-        EpilogSpec(_E.DGELU_BGRAD, 208, aux_input=GELU_AUX_KEY, bgrad="dgelu_bgrad", bgrad_of="result"),
+        EpilogSpec(_E.RELU_AUX, 130, activation="relu", aux_output=RELU_AUX_NAME),
+        EpilogSpec(_E.RELU_AUX_BIAS, 134, activation="relu", bias=True, aux_output=RELU_AUX_NAME),
+        EpilogSpec(_E.GELU_AUX, 160, activation="gelu", aux_output=GELU_AUX_NAME),
+        EpilogSpec(_E.GELU_AUX_BIAS, 164, activation="gelu", bias=True, aux_output=GELU_AUX_NAME),
+        EpilogSpec(_E.DRELU, 136, aux_input=RELU_AUX_NAME),
+        EpilogSpec(_E.DRELU_BGRAD, 152, aux_input=RELU_AUX_NAME, bgrad="drelu_bgrad", bgrad_of="result"),
+        EpilogSpec(_E.DGELU, 192, aux_input=GELU_AUX_NAME),
+        EpilogSpec(_E.DGELU_BGRAD, 208, aux_input=GELU_AUX_NAME, bgrad="dgelu_bgrad", bgrad_of="result"),
         EpilogSpec(_E.BGRADA, 512, bgrad="bgrada", bgrad_of="a"),
         EpilogSpec(_E.BGRADB, 256, bgrad="bgradb", bgrad_of="b"),
     )
@@ -223,17 +252,17 @@ def reference_epilog(spec: EpilogSpec | None, d, *, bias=None, aux_input=None, a
         return d, outputs
     if spec.bias:
         d = d + bias
-    if spec.aux_output == GELU_AUX_KEY:
-        outputs[GELU_AUX_KEY] = d
-    elif spec.aux_output == RELU_AUX_KEY:
-        outputs[RELU_AUX_KEY] = pack_relu_mask(d > 0)
+    if spec.aux_output == GELU_AUX_NAME:
+        outputs[GELU_AUX_NAME] = d
+    elif spec.aux_output == RELU_AUX_NAME:
+        outputs[RELU_AUX_NAME] = pack_relu_mask(d > 0)
     if spec.activation == "relu":
         d = np.maximum(d, 0)
     elif spec.activation == "gelu":
         d = gelu(d)
-    if spec.aux_input == RELU_AUX_KEY:
+    if spec.aux_input == RELU_AUX_NAME:
         d = d * relu_mask(aux_input, d.shape[-1])
-    elif spec.aux_input == GELU_AUX_KEY:
+    elif spec.aux_input == GELU_AUX_NAME:
         d = d * gelu_derivative(aux_input)
     if spec.bgrad_of == "result":
         outputs[spec.bgrad] = d.sum(axis=-2)

@@ -38,18 +38,18 @@ def normalize_precision(precision) -> np.dtype:
     try:
         dtype = np.dtype(precision)
     except TypeError:
-        raise OptionsError("precision", f"expected np.float32 or np.float64; got {precision!r}") from None
+        raise OptionsError("precision", f"expected np.float32 or np.float64 (got {precision!r})") from None
     if dtype.kind == "c":
         real = np.dtype(dtype.char.lower())
         raise OptionsError(
-            "precision", f"give the real precision ({real.name} for {dtype.name} data); got {dtype.name}"
+            "precision", f"expected the real precision, {real.name} for {dtype.name} data (got {dtype.name})"
         )
     if dtype not in _PRECISIONS:
-        raise OptionsError("precision", f"expected float32 or float64 (half precision is not supported); got {dtype}")
+        raise OptionsError("precision", f"expected float32 or float64, half precision is not supported (got {dtype})")
     return dtype
 
 
-def normalize_direction(fft_type: str, direction) -> str:
+def normalize_direction(direction, fft_type: str) -> str:
     """The direction a transform type allows: r2c is forward, c2r inverse, c2c must say."""
     implied = {"r2c": "forward", "c2r": "inverse"}.get(fft_type)
     if direction is None:
@@ -57,10 +57,10 @@ def normalize_direction(fft_type: str, direction) -> str:
             raise OptionsError("direction", "a c2c FFT needs direction='forward' or 'inverse'")
         return implied
     if not isinstance(direction, str) or direction.lower() not in _DIRECTIONS:
-        raise OptionsError("direction", f"expected 'forward' or 'inverse'; got {direction!r}")
+        raise OptionsError("direction", f"expected 'forward' or 'inverse' (got {direction!r})")
     direction = direction.lower()
     if implied is not None and direction != implied:
-        raise OptionsError("direction", f"an {fft_type} FFT is always {implied!r}; got {direction!r}")
+        raise OptionsError("direction", f"an {fft_type} FFT is always {implied!r} (got {direction!r})")
     return direction
 
 
@@ -70,14 +70,14 @@ def _knob(value, argument: str):
     if value is None:
         return None
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-        raise OptionsError(argument, f"expected a positive int or 'suggested'; got {value!r}")
+        raise OptionsError(argument, f"expected a positive int or 'suggested' (got {value!r})")
     return int(value)
 
 
 def _choice(value, argument: str, table: dict) -> str:
     key = value.lower() if isinstance(value, str) else value
     if key not in table:
-        raise OptionsError(argument, f"expected one of {sorted(table)}; got {value!r}")
+        raise OptionsError(argument, f"expected one of {sorted(table)} (got {value!r})")
     return key
 
 
@@ -151,11 +151,11 @@ class FFT:
     def __init__(self, size, precision, fft_type="c2c", direction=None, execution="Block",
                  elements_per_thread="suggested", ffts_per_block="suggested", sm=None):  # fmt: skip
         if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 2:
-            raise OptionsError("size", f"expected an int >= 2; got {size!r}")
+            raise OptionsError("size", f"expected an int >= 2 (got {size!r})")
         self.size = int(size)
         self.precision = normalize_precision(precision)
         self.fft_type = _choice(fft_type, "fft_type", _FFT_TYPES)
-        self.direction = normalize_direction(self.fft_type, direction)
+        self.direction = normalize_direction(direction, self.fft_type)
         self.execution = _EXECUTIONS[_choice(execution, "execution", _EXECUTIONS)]
         self.target: Target = resolve_target(sm)
         ept = _knob(elements_per_thread, "elements_per_thread")
@@ -198,10 +198,10 @@ class FFT:
     def _thread_operators(self, ept, fpb) -> tuple:
         if ept not in (None, self.size):
             raise OptionsError(
-                "elements_per_thread", f"Thread execution computes all {self.size} elements in one thread; got {ept}"
+                "elements_per_thread", f"Thread execution computes all {self.size} elements in one thread (got {ept})"
             )
         if fpb not in (None, 1):
-            raise OptionsError("ffts_per_block", f"Thread execution computes one transform per thread; got {fpb}")
+            raise OptionsError("ffts_per_block", f"Thread execution computes one transform per thread (got {fpb})")
         return self._base
 
     def _block_operators(self, ept, fpb) -> tuple:
@@ -317,7 +317,7 @@ class FFT:
     def descriptor(self, api: str = "registers") -> descriptors.Descriptor:
         """The descriptor (plain data) for one call form: ``"registers"`` or ``"shared"``."""
         if api not in ("registers", "shared"):
-            raise OptionsError("api", f"expected 'registers' or 'shared'; got {api!r}")
+            raise OptionsError("api", f"expected 'registers' or 'shared' (got {api!r})")
         value = int(mathdx.FftApi.SMEM if api == "shared" else mathdx.FftApi.LMEM)
         return ("cufftdx", tuple((name, value if name == "API" else v) for name, v in self._operators))
 

@@ -58,7 +58,7 @@ def call_form(fft, args) -> str:
         return "shared"
     usage = "execute(thread_data)" if fft.execution == "Thread" else "execute(thread_data, shared) or execute(shared)"
     got = ", ".join(str(a) for a in args)
-    raise TypingError(f"{fft!r}: expected {usage} with arrays of {value_type}; got ({got})")
+    raise TypingError(f"{fft!r}: expected {usage} with arrays of {value_type} (got {got})")
 
 
 def _lower_execute(context, builder, fft, arg_types, args):

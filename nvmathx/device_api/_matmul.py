@@ -21,16 +21,16 @@ def _arrangement(value) -> tuple[str, str, str]:
     values = (value,) * 3 if isinstance(value, str) else tuple(value) if isinstance(value, (tuple, list)) else None
     if values is None or len(values) != 3 or any(v not in _ARRANGEMENTS for v in values):
         raise OptionsError(
-            "arrangement", f"expected 'row_major', 'col_major' or a 3-tuple of them for (A, B, C); got {value!r}"
+            "arrangement", f"expected 'row_major', 'col_major' or a 3-tuple of them for (A, B, C) (got {value!r})"
         )
     return values
 
 
 def _dims(value, argument: str, count: int = 3) -> tuple[int, ...]:
     if not isinstance(value, (tuple, list)) or len(value) != count:
-        raise OptionsError(argument, f"expected {count} positive ints; got {value!r}")
+        raise OptionsError(argument, f"expected {count} positive ints (got {value!r})")
     if any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1 for v in value):
-        raise OptionsError(argument, f"expected {count} positive ints; got {value!r}")
+        raise OptionsError(argument, f"expected {count} positive ints (got {value!r})")
     return tuple(int(v) for v in value)
 
 
@@ -94,7 +94,7 @@ class Matmul:
         self.size = _dims(size, "size")
         self.precision = normalize_precision(precision)
         if data_type not in _DATA_TYPES:
-            raise OptionsError("data_type", f"expected 'real' or 'complex'; got {data_type!r}")
+            raise OptionsError("data_type", f"expected 'real' or 'complex' (got {data_type!r})")
         self.data_type = data_type
         self.arrangement = _arrangement(arrangement)
         self.target: Target = resolve_target(sm)
@@ -231,7 +231,7 @@ def _block_dims(block_dim):
         block_dim = tuple(block_dim) + (1,) * (3 - len(block_dim))
     dims = _dims(block_dim, "block_dim")
     if int(np.prod(dims)) > 1024:
-        raise OptionsError("block_dim", f"a block has at most 1024 threads; got {dims}")
+        raise OptionsError("block_dim", f"a block has at most 1024 threads (got {dims})")
     return dims
 
 

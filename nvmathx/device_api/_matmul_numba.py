@@ -45,7 +45,7 @@ def check_arguments(gemm, args) -> None:
     got = ", ".join(str(a) for a in args)
     raise TypingError(
         f"{gemm!r}: expected execute(alpha, a, b, beta, c) with numbers alpha, beta and shared-memory "
-        f"arrays of {value_type}; got ({got})"
+        f"arrays of {value_type} (got {got})"
     )
 
 

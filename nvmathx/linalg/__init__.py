@@ -10,10 +10,11 @@ operands run on the CPU with numpy unless ``execution="cuda"``. What each epilog
 consumes and returns follows.
 """
 
+from .._core.deprecation import deprecated_names
 from .._matmulcore.epilogs import MatmulEpilog, relu_mask
 from .._matmulcore.epilogs import __doc__ as _EPILOG_DOC
 from ._cublaslt_plan import MatmulAlgorithm
-from ._function import matmul, matmul_plan_key, plan_cache
+from ._function import matmul, plan_cache, plan_key
 from ._matmul import Matmul
 from ._options import MatmulOptions, MatmulPlanPreferences
 
@@ -27,7 +28,10 @@ __all__ = [
     "MatmulPlanPreferences",
     "MatmulEpilog",
     "MatmulAlgorithm",
-    "matmul_plan_key",
     "plan_cache",
+    "plan_key",
     "relu_mask",
 ]
+
+# Spellings of earlier releases (one rule across the areas: nvmathx.<area>.plan_key).
+__getattr__ = deprecated_names(__name__, {"matmul_plan_key": "plan_key"})

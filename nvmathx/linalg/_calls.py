@@ -12,7 +12,7 @@ import numpy as np
 from .._codegen import elementwise
 from .._core.dtypes import numpy_dtype
 from .._core.memory import allocate
-from .._matmulcore.epilogs import RELU_AUX_KEY
+from .._matmulcore.epilogs import RELU_AUX_NAME
 from ._batching import aligned_strides
 from ._runner import LAUNCH_OPERANDS
 
@@ -21,7 +21,7 @@ __all__ = ["BatchCopies", "launch_offsets", "set_up_calls"]
 
 def _itemsizes(problem) -> dict:
     result = numpy_dtype(problem.result_dtype).itemsize
-    relu = problem.epilog is not None and RELU_AUX_KEY in (problem.epilog.aux_input, problem.epilog.aux_output)
+    relu = problem.epilog is not None and RELU_AUX_NAME in (problem.epilog.aux_input, problem.epilog.aux_output)
     return {"a": numpy_dtype(problem.a_dtype).itemsize, "b": numpy_dtype(problem.b_dtype).itemsize,
             "c": numpy_dtype(problem.lt_c_dtype).itemsize, "d": result, "bias": result, "bgrad": result,
             "aux": 1 if relu else result}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.dtypes import numpy_dtype
-from .._matmulcore.epilogs import GELU_AUX_KEY, RELU_AUX_KEY, reference_epilog
+from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME, reference_epilog
 from ._problem import MatmulProblem, cpu_compute_dtype
 
 __all__ = ["cpu_matmul", "to_dtype", "FLOAT8_MAX"]
@@ -71,14 +71,14 @@ def cpu_matmul(problem: MatmulProblem, a, b, c, alpha, beta, epilog_inputs: dict
     aux_input = None
     if epilog is not None and epilog.aux_input:
         aux_input = np.asarray(epilog_inputs[epilog.aux_input])
-        aux_input = aux_input if epilog.aux_input == RELU_AUX_KEY else aux_input.astype(compute, copy=False)
+        aux_input = aux_input if epilog.aux_input == RELU_AUX_NAME else aux_input.astype(compute, copy=False)
     d, outputs = reference_epilog(epilog, d, bias=bias, aux_input=aux_input, a=a2, b=b2)
     if problem.is_fp8 and problem.result_dtype.startswith("float8"):
         if problem.result_amax:
             outputs["result_amax"] = np.array(np.abs(d).max(initial=0.0), dtype=np.float32)  # 0 when empty
         d = d * _scale(scales, "d")
     result = to_dtype(_drop_promoted(d, problem), problem.result_dtype)
-    for name in (GELU_AUX_KEY, "drelu_bgrad", "dgelu_bgrad", "bgrada", "bgradb"):
+    for name in (GELU_AUX_NAME, "drelu_bgrad", "dgelu_bgrad", "bgrada", "bgradb"):
         if name in outputs:
             outputs[name] = to_dtype(outputs[name], problem.result_dtype)
     return (result, outputs) if outputs else result

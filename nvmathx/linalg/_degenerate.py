@@ -18,7 +18,7 @@ import numpy as np
 from .._bindings import cuda_driver
 from .._core.dtypes import numpy_dtype
 from .._core.tensor import copy_to_host, wrap_operand
-from .._matmulcore.epilogs import GELU_AUX_KEY, RELU_AUX_KEY, gelu_aux_ld, relu_aux_width
+from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME, gelu_aux_ld, relu_aux_width
 from . import _kernels as K
 from ._batching import _merge, aligned_strides
 from ._problem import MatmulProblem, OperandInfo, cpu_compute_dtype, full_matrix
@@ -123,8 +123,8 @@ def _flags(problem: MatmulProblem) -> int:
     if epilog is None:
         return flags
     flags |= {"relu": K.ACT_RELU, "gelu": K.ACT_GELU, None: 0}[epilog.activation]
-    flags |= {RELU_AUX_KEY: K.AUX_OUT_RELU, GELU_AUX_KEY: K.AUX_OUT_GELU, None: 0}[epilog.aux_output]
-    flags |= {RELU_AUX_KEY: K.AUX_IN_RELU, GELU_AUX_KEY: K.AUX_IN_GELU, None: 0}[epilog.aux_input]
+    flags |= {RELU_AUX_NAME: K.AUX_OUT_RELU, GELU_AUX_NAME: K.AUX_OUT_GELU, None: 0}[epilog.aux_output]
+    flags |= {RELU_AUX_NAME: K.AUX_IN_RELU, GELU_AUX_NAME: K.AUX_IN_GELU, None: 0}[epilog.aux_input]
     return flags | (K.BGRAD if epilog.bgrad_of == "result" else 0)
 
 
@@ -176,7 +176,7 @@ def _product_launches(problem: MatmulProblem, infos: dict) -> list[Launch]:
 def _input_itemsize(problem: MatmulProblem, name: str) -> int:
     if name == "c":
         return numpy_dtype(problem.c_dtype).itemsize
-    if name == "aux_in" and problem.epilog.aux_input == RELU_AUX_KEY:
+    if name == "aux_in" and problem.epilog.aux_input == RELU_AUX_NAME:
         return 1
     return numpy_dtype(problem.result_dtype).itemsize
 
@@ -262,13 +262,13 @@ class DegenerateRunner:
         dtype = problem.result_dtype
         self._allocate = allocator(shape.result_shape, dtype, device_id, memory_resource=memory_resource)
         self.outputs = []  # (name, allocator, slot, columns to keep or None)
-        if epilog is not None and epilog.aux_output == RELU_AUX_KEY:
+        if epilog is not None and epilog.aux_output == RELU_AUX_NAME:
             mask_shape = shape.batch_shape + (shape.m, relu_aux_width(shape.n))
             mask = allocator(mask_shape, "uint8", device_id, memory_resource=memory_resource)
-            self.outputs.append((RELU_AUX_KEY, mask, "aux_out", None))
-        elif epilog is not None and epilog.aux_output == GELU_AUX_KEY:
+            self.outputs.append((RELU_AUX_NAME, mask, "aux_out", None))
+        elif epilog is not None and epilog.aux_output == GELU_AUX_NAME:
             padded = gelu_aux_ld(shape.n)
-            self.outputs.append((GELU_AUX_KEY, allocator(shape.batch_shape + (shape.m, padded), dtype, device_id,
+            self.outputs.append((GELU_AUX_NAME, allocator(shape.batch_shape + (shape.m, padded), dtype, device_id,
                                                        memory_resource=memory_resource), "aux_out",
                                  shape.n if padded != shape.n else None))
         if epilog is not None and epilog.bgrad:

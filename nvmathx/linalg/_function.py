@@ -17,9 +17,9 @@ from ._operands import copied, has_array_likes, wrap_all
 from ._options import MatmulOptions, MatmulPlanPreferences
 from ._problem import check_quantization_scales
 
-__all__ = ["matmul", "matmul_plan_key", "plan_cache"]
+__all__ = ["matmul", "plan_key", "plan_cache"]
 
-plan_cache = PlanCache("matmul", max_size=128, max_memory_bytes=1 << 30)
+plan_cache = PlanCache("nvmathx.linalg", max_size=128, max_memory_bytes=1 << 30)
 
 # Epilogs that go into a key as they are (planning checks them): names, codes and MatmulEpilogs.
 _EPILOG_KEY_TYPES = (str, int, MatmulEpilog)
@@ -33,8 +33,8 @@ def _alignment(ptr: int) -> int:
     return ptr & 255 and ptr & -ptr or 256
 
 
-def matmul_plan_key(a, b, c=None, *, epilog=None, epilog_inputs=None, quantization_scales=None, options=None,
-                    preferences=None, execution=None):
+def plan_key(a, b, c=None, *, epilog=None, epilog_inputs=None, quantization_scales=None, options=None,
+             preferences=None, execution=None):
     """The plan-cache key of a :func:`matmul` call: everything that changes the plan.
 
     The key is a hashable tuple built only from the arguments: each array's library, shape,
@@ -179,7 +179,7 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, qu
     The semantics, arguments and errors are those of :class:`Matmul` (construction, ``plan()``
     and ``execute()`` in one call): numpy.matmul's 1-D promotion and batch broadcasting (e.g.
     ``(2, 1, M, K) @ (3, K, N)`` gives ``(2, 3, M, N)``), and ``c`` unread when ``beta`` is 0.
-    GPU plans are kept in :data:`plan_cache`, keyed by :func:`matmul_plan_key`, so a repeated
+    GPU plans are kept in :data:`plan_cache`, keyed by :func:`plan_key`, so a repeated
     call costs a key computation, a lookup and the library call. Host (numpy) operands run on the
     CPU unless ``execution="cuda"``, which copies them to the GPU and back (that path is not
     cached). Lists, tuples and Python or numpy scalars are taken as ``numpy.matmul`` takes them:

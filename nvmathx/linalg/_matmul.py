@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
@@ -10,7 +12,7 @@ from .._core.logs import get_logger
 from .._core.options import check_or_create_options, check_positive_int
 from .._core.streams import CallStreams, order_after, resolve_stream
 from .._core.tensor import host_array, wrap_operand
-from .._matmulcore.epilogs import epilog_spec
+from .._matmulcore.epilogs import MatmulEpilog, epilog_spec
 from .._matmulcore.scalars import check_scalars
 from ._autotune import autotune_algorithms
 from ._cpu import cpu_matmul
@@ -97,6 +99,11 @@ class Matmul:
     CUDA graph captures it as it captures a product); ``plan()`` finds no algorithms (``algorithms``
     and ``preferences`` have nothing to choose) and ``autotune()`` returns ``[]``.
 
+    What the plans are made for is exposed read-only: :attr:`options`, :attr:`operand_shapes`,
+    :attr:`operand_dtypes`, :attr:`result_shape`, :attr:`result_dtype` and the planned
+    :attr:`epilog` (as :class:`nvmathx.fft.FFT` exposes its options, axes and key); the working
+    state (operands, handles, workspaces) is not.
+
     cuBLASLt takes one batch stride per operand. A batch whose operands are partly broadcast
     (or whose batch strides do not chain) runs as several cuBLASLt calls of one plan, or with
     the smaller inputs first copied to the full batch (float32, float64, complex64 and
@@ -137,7 +144,7 @@ class Matmul:
         self._host = a_op
         self._operands = {"a": a_op, "b": b_op, "c": c_op}
         self._inputs = {}
-        self._runner = self._problem = None
+        self._runner = self._problem = self._epilog = None
         if not self._cpu:
             device_id = self._execution.device_id
             # Without stream=, execute() follows the operand library's current stream (torch, cupy),
@@ -154,6 +161,38 @@ class Matmul:
         elif stream is not None:
             raise OptionsError("stream", "CPU execution takes no stream")
         self._state = _CONSTRUCTED
+
+    # -- what was planned (read-only: the plans are made for them) -------------------------------
+
+    @property
+    def options(self) -> MatmulOptions:
+        """The :class:`MatmulOptions` this Matmul was made with (frozen)."""
+        return self._options
+
+    @property
+    def operand_shapes(self) -> Mapping[str, tuple | None]:
+        """``{"a": shape, "b": shape, "c": shape or None}``, as given (a read-only mapping)."""
+        return MappingProxyType({name: None if op is None else op.shape for name, op in self._infos.items()})
+
+    @property
+    def operand_dtypes(self) -> Mapping[str, str | None]:
+        """``{"a": dtype, "b": dtype, "c": dtype or None}`` by name ("float32", ...; read-only mapping)."""
+        return MappingProxyType({name: None if op is None else op.dtype for name, op in self._infos.items()})
+
+    @property
+    def result_shape(self) -> tuple:
+        """The result's shape (``numpy.matmul``'s)."""
+        return self._base.shape.result_shape
+
+    @property
+    def result_dtype(self) -> str:
+        """The result's dtype by name."""
+        return self._base.result_dtype
+
+    @property
+    def epilog(self) -> MatmulEpilog | None:
+        """The planned epilog (None before :meth:`plan`, or when planned without one)."""
+        return None if self._epilog is None else self._epilog.epilog
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -233,7 +272,7 @@ class Matmul:
         self._logger.info("matmul plan: %s", problem)
         self._input_infos = {name: info(op) for name, op in inputs.items()}
         if self._cpu:
-            self._problem, self._inputs, self._state = problem, inputs, _PLANNED
+            self._problem, self._inputs, self._state, self._epilog = problem, inputs, _PLANNED, spec
             return []
         stream = self._streams()
         self._after_copies(stream, *((inputs[name], value) for name, value in _input_dict(epilog_inputs).items()))
@@ -247,7 +286,7 @@ class Matmul:
             old, self._runner = self._runner, None
             old.free()
         self._runner, self._problem, self._inputs, self._state = runner, problem, inputs, _PLANNED
-        self._ready = True
+        self._epilog, self._ready = spec, True
         if preferences.autotune:
             self.autotune()
             if keep is not None and runner.algorithms:  # the fastest only, with no more workspace than they need

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.errors import OperandError, OptionsError, UnsupportedOperandError
-from .._matmulcore.epilogs import EPILOGS, RELU_AUX_KEY, WITHOUT_BIAS, EpilogSpec, relu_aux_width
+from .._matmulcore.epilogs import EPILOGS, RELU_AUX_NAME, WITHOUT_BIAS, EpilogSpec, relu_aux_width
 from .._matmulcore.scalars import check_beta
 from ._layout import MatmulShape, broadcasts_to, matmul_shape
 from ._options import (
@@ -178,7 +178,7 @@ def _bias_mode(bias: OperandInfo, shape: MatmulShape, c_given: bool, result_dtyp
 
 def _check_aux_input(spec: EpilogSpec, aux: OperandInfo, shape: MatmulShape, result_dtype: str):
     argument = f"epilog_inputs[{spec.aux_input!r}]"
-    if spec.aux_input == RELU_AUX_KEY:
+    if spec.aux_input == RELU_AUX_NAME:
         want_dtype, width = "uint8", relu_aux_width(shape.n)
     else:
         want_dtype, width = result_dtype, shape.n

@@ -15,7 +15,7 @@ from .._core.errors import OperandError
 from .._core.memory import Workspace, allocate
 from .._core.streams import StreamHolder
 from .._core.tensor import Operand, copy_to_host, wrap_operand
-from .._matmulcore.epilogs import GELU_AUX_KEY, RELU_AUX_KEY
+from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME
 from ._cublaslt_plan import LtPlan, MatmulAlgorithm, workspace_bytes_for
 from ._options import FP8_DTYPES
 
@@ -65,8 +65,8 @@ class GpuRunner:
         self.outputs = []  # (name, allocator, descriptor attribute, columns to keep or None)
         epilog = problem.epilog
         if epilog is not None and epilog.aux_output:
-            dtype = "uint8" if epilog.aux_output == RELU_AUX_KEY else problem.result_dtype
-            padded = epilog.aux_output == GELU_AUX_KEY and traits.aux_shape[-1] != problem.shape.n
+            dtype = "uint8" if epilog.aux_output == RELU_AUX_NAME else problem.result_dtype
+            padded = epilog.aux_output == GELU_AUX_NAME and traits.aux_shape[-1] != problem.shape.n
             keep = problem.shape.n if padded else None
             self.outputs.append((epilog.aux_output, allocator(traits.aux_shape, dtype, device_id, memory_resource=mr),
                                  _D.EPILOGUE_AUX_POINTER, keep))

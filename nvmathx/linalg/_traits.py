@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .._core.dtypes import numpy_dtype
 from .._core.errors import OperandError, OptionsError, UnsupportedLayoutError
 from .._core.tensor import c_strides, f_strides
-from .._matmulcore.epilogs import GELU_AUX_KEY, RELU_AUX_KEY, gelu_aux_ld, relu_aux_width
+from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME, gelu_aux_ld, relu_aux_width
 from ._batching import BatchOperand, BatchPlan, aligned_strides, dense_batch_strides, plan_batches
 from ._layout import OP_C, OP_N, OP_T, LtMatrix, MatrixLayout, lt_operands, matrix_layout, pointer_alignment, promote
 from ._problem import MatmulProblem, OperandInfo, full_matrix
@@ -107,7 +107,7 @@ def _aux_input(info: OperandInfo, problem: MatmulProblem, kind: str) -> int:
         raise UnsupportedLayoutError(
             argument, "must be contiguous along its last axis", remedy="pass it as returned by the forward pass"
         )
-    if kind == RELU_AUX_KEY:
+    if kind == RELU_AUX_NAME:
         unit, multiple, row = 8, 128, info.strides[-2] if m > 1 else relu_aux_width(n)
     else:
         unit, multiple, row = 1, 8, info.strides[-2] if m > 1 else gelu_aux_ld(n)
@@ -152,7 +152,7 @@ def _batch_operands(problem: MatmulProblem, infos: dict, aux_shape, bgrad_shape,
         aux = infos["aux"]
         operands["aux"] = BatchOperand(aux.shape[:-2], aux.strides[:-2], m * aux.shape[-1], _itemsize(aux.dtype))
     elif aux_shape is not None:
-        size = 1 if problem.epilog.aux_output == RELU_AUX_KEY else result_size
+        size = 1 if problem.epilog.aux_output == RELU_AUX_NAME else result_size
         operands["aux"] = BatchOperand(batch, dense_batch_strides(batch, m * aux_shape[-1]), m * aux_shape[-1], size)
     if bgrad_shape is not None:
         length = bgrad_shape[-1]
@@ -218,10 +218,10 @@ def lt_traits(problem: MatmulProblem, a: OperandInfo, b: OperandInfo, c: Operand
         if problem.bias_mode == "fused":
             _check_bias(inputs["bias"], problem)
             infos["bias"] = inputs["bias"]
-        if epilog.aux_output == RELU_AUX_KEY:
+        if epilog.aux_output == RELU_AUX_NAME:
             aux_shape = batch + (shape.m, relu_aux_width(shape.n))
             fields["aux_ld"] = relu_aux_width(shape.n) * 8
-        elif epilog.aux_output == GELU_AUX_KEY:
+        elif epilog.aux_output == GELU_AUX_NAME:
             aux_shape = batch + (shape.m, gelu_aux_ld(shape.n))
             fields["aux_ld"] = gelu_aux_ld(shape.n)
         if epilog.aux_input:
@@ -253,7 +253,7 @@ def lt_traits(problem: MatmulProblem, a: OperandInfo, b: OperandInfo, c: Operand
     if "bias" in strides:
         fields["bias_batch_stride"] = strides["bias"]
     if "aux" in strides:
-        bits = RELU_AUX_KEY in (epilog.aux_input, epilog.aux_output)  # the ReLU mask's stride counts bits
+        bits = RELU_AUX_NAME in (epilog.aux_input, epilog.aux_output)  # the ReLU mask's stride counts bits
         fields["aux_batch_stride"] = strides["aux"] * (8 if bits else 1)
     if bgrad_shape is not None:
         fields.update(bgrad_shape=bgrad_shape, bgrad_batch_stride=strides["bgrad"])

@@ -13,15 +13,18 @@ Where the work goes (CUDA float16, bfloat16, float32):
   pre-activation (GELU) or a bitmask (ReLU), then ``out = h @ w2.T + b2`` in one GEMM.
 - ``fused_mlp`` backward: ``dz = (grad @ w2) * act'(z)`` in one GEMM (DGELU / DRELU),
   ``dw2 = grad.T @ h`` with ``db2 = grad.sum(0)`` in one GEMM (BGRADA), ``dw1 = dz.T @ x`` with
-  ``db1 = dz.sum(0)`` in one GEMM (BGRADA), and ``dx = dz @ w1``: six GEMMs in all and no
-  elementwise kernel. (cuBLASLt's DGELU_BGRAD, which would give ``db1`` with ``dz``, ran 3-4x
-  slower than DGELU on the H200.)
+  ``db1 = dz.sum(0)`` in one GEMM (BGRADA), and ``dx = dz @ w1``: four GEMMs (six with the
+  forward's two) and no elementwise kernel. ``db1`` is taken in ``dw1``'s GEMM rather than with
+  ``dz`` (cuBLASLt's DGELU_BGRAD / DRELU_BGRAD), which runs slower.
 - ``fused_linear``: one GEMM forward, two backward (weight and bias gradient together), plus one
   elementwise kernel for the activation's derivative.
 
 Transposed operands are cuBLASLt transpose flags, never copies; plans come from
-:data:`nvmathx.linalg.plan_cache` (:func:`set_autotune` makes each new GEMM time its candidates
-first); results come from torch's caching allocator on torch's current stream.
+:data:`nvmathx.linalg.plan_cache`; results come from torch's caching allocator on torch's current
+stream. Autotuning (each new GEMM times cuBLASLt's candidates first and keeps the fastest) is
+chosen per layer (``FusedLinear(..., autotune=True)``), per call (``fused_linear(...,
+autotune=True)``) or, for those left at ``autotune=None``, process-wide with :func:`set_autotune`.
+Measured times are in ``benchmarks/`` (the ``mlp`` and ``matmul`` suites).
 ``torch.autocast`` casts the operands as it does for ``nn.Linear``.
 
 CPU tensors, float64, and any problem cuBLASLt refuses run the same computation as torch ops

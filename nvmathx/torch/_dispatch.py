@@ -56,8 +56,9 @@ def _is_refusal(error: NvmathxError) -> bool:
     return isinstance(error, (OperandError, UnsupportedOperandError, LibraryNotFoundError))
 
 
-def _run(kind: str, tensors: tuple, flags: tuple):
-    """Run GEMM ``kind`` on ``tensors`` (the first decides the device and dtype) with ``flags``.
+def _run(kind: str, tensors: tuple, flags: tuple, autotune: bool | None):
+    """Run GEMM ``kind`` on ``tensors`` (the first decides the device and dtype) with ``flags``;
+    ``autotune`` reaches the cuBLASLt path only (None: :func:`set_autotune`'s default).
 
     The first two tensors are the GEMM's operands: the problem is empty when either is."""
     fused, reference = getattr(_fused, kind), getattr(_reference, kind)
@@ -68,7 +69,7 @@ def _run(kind: str, tensors: tuple, flags: tuple):
     if refused and _signature(kind, tensors, flags) in refused:
         return reference(*tensors, *flags)
     try:
-        return fused(*tensors, *flags)
+        return fused(*tensors, *flags, autotune)
     except NvmathxError as error:
         if not _is_refusal(error):
             raise
@@ -78,21 +79,21 @@ def _run(kind: str, tensors: tuple, flags: tuple):
         return reference(*tensors, *flags)
 
 
-def forward(x, weight, bias, activation: str, keep_aux: bool):
+def forward(x, weight, bias, activation: str, keep_aux: bool, autotune: bool | None = None):
     """``(act(x @ weight.T + bias), aux or None)``."""
-    return _run("forward", (x, weight, bias), (activation, keep_aux))
+    return _run("forward", (x, weight, bias), (activation, keep_aux), autotune)
 
 
-def grad_input(grad, weight):
+def grad_input(grad, weight, autotune: bool | None = None):
     """``grad @ weight``."""
-    return _run("grad_input", (grad, weight), ())
+    return _run("grad_input", (grad, weight), (), autotune)
 
 
-def grad_weight(grad, x, bias_grad: bool):
+def grad_weight(grad, x, bias_grad: bool, autotune: bool | None = None):
     """``(grad.T @ x, grad.sum(0) or None)``."""
-    return _run("grad_weight", (grad, x), (bias_grad,))
+    return _run("grad_weight", (grad, x), (bias_grad,), autotune)
 
 
-def grad_activation(grad, weight, aux, activation: str, bias_grad: bool):
+def grad_activation(grad, weight, aux, activation: str, bias_grad: bool, autotune: bool | None = None):
     """``(dz, dz.sum(0) or None)`` with ``dz = (grad @ weight) * act'(z)``."""
-    return _run("grad_activation", (grad, weight, aux), (activation, bias_grad))
+    return _run("grad_activation", (grad, weight, aux), (activation, bias_grad), autotune)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from .._core.errors import OperandError, OptionsError, UnsupportedOperandError
+from ._fused import check_autotune
 from ._ops import EagerLinear, EagerLinearAux, EagerMLP, as_matrix, eager
 
 __all__ = ["fused_linear", "fused_mlp"]
@@ -89,7 +90,7 @@ def _grad_needed(*tensors) -> bool:
 
 
 def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
-                 activation: str | None = None) -> torch.Tensor:
+                 activation: str | None = None, *, autotune: bool | None = None) -> torch.Tensor:
     """``act(x @ weight.T + bias)``: ``torch.nn.functional.linear`` followed by an activation, in
     one cuBLASLt GEMM forward and two backward.
 
@@ -105,6 +106,9 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     activation : None, "relu" or "gelu"
         Applied after the bias; "gelu" is the tanh approximation,
         ``F.gelu(z, approximate="tanh")``.
+    autotune : None, True or False
+        Whether this call's GEMMs (forward, and the backward's) time cuBLASLt's candidates on a
+        new problem and keep the fastest; None (default) follows :func:`set_autotune`.
 
     Returns
     -------
@@ -119,7 +123,7 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     UnsupportedOperandError
         Operands that are not tensors, or dtypes other than float16, bfloat16, float32, float64.
     OptionsError
-        An unknown ``activation``.
+        An unknown ``activation``, or an ``autotune`` other than None, True or False.
 
     Notes
     -----
@@ -147,6 +151,7 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
             [0., 0., 1., 2.]])
     """
     op_activation = _activation(activation, allow_none=True)
+    check_autotune(autotune)
     _check_tensor(x, "x")
     _check_tensor(weight, "weight")
     _check_tensor(bias, "bias", optional=True)
@@ -158,18 +163,18 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     direct = eager(x2)
     if op_activation == "gelu" and _grad_needed(x2, weight, bias):
         if direct:
-            y = EagerLinearAux.apply(x2, weight, bias, op_activation)[0]
+            y = EagerLinearAux.apply(x2, weight, bias, op_activation, autotune)[0]
         else:
-            y = torch.ops.nvmathx.linear_aux.default(x2, weight, bias, op_activation)[0]
+            y = torch.ops.nvmathx.linear_aux.default(x2, weight, bias, op_activation, autotune)[0]
     elif direct:
-        y = EagerLinear.apply(x2, weight, bias, op_activation)
+        y = EagerLinear.apply(x2, weight, bias, op_activation, autotune)
     else:
-        y = torch.ops.nvmathx.linear.default(x2, weight, bias, op_activation)
+        y = torch.ops.nvmathx.linear.default(x2, weight, bias, op_activation, autotune)
     return y.view(x.shape[:-1] + (weight.shape[0],))
 
 
 def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: torch.Tensor,
-              b2: torch.Tensor | None, activation: str = "gelu") -> torch.Tensor:
+              b2: torch.Tensor | None, activation: str = "gelu", *, autotune: bool | None = None) -> torch.Tensor:
     """``act(x @ w1.T + b1) @ w2.T + b2``, the transformer feed-forward block, forward and backward
     on cuBLASLt with every elementwise step fused into a GEMM.
 
@@ -183,6 +188,9 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
         Second layer, ``(d_out, hidden)`` and ``(d_out,)``.
     activation : "gelu" or "relu"
         Between the layers; "gelu" is the tanh approximation.
+    autotune : None, True or False
+        As for :func:`fused_linear`: this call's six GEMMs autotune, or not; None (default)
+        follows :func:`set_autotune`.
 
     Returns
     -------
@@ -218,6 +226,7 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
             [4.]])
     """
     op_activation = _activation(activation, allow_none=False)
+    check_autotune(autotune)
     for name, t, optional in (("x", x, False), ("w1", w1, False), ("b1", b1, True), ("w2", w2, False),
                               ("b2", b2, True)):
         _check_tensor(t, name, optional)
@@ -232,8 +241,9 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     x2 = _as_rows(x)
     direct = eager(x2)
     if _grad_needed(x2, w1, b1, w2, b2):
-        out = (EagerMLP.apply if direct else torch.ops.nvmathx.mlp.default)(x2, w1, b1, w2, b2, op_activation)[0]
+        mlp = EagerMLP.apply if direct else torch.ops.nvmathx.mlp.default
+        out = mlp(x2, w1, b1, w2, b2, op_activation, autotune)[0]
     else:
         linear = EagerLinear.apply if direct else torch.ops.nvmathx.linear.default
-        out = linear(linear(x2, w1, b1, op_activation), w2, b2, "none")
+        out = linear(linear(x2, w1, b1, op_activation, autotune), w2, b2, "none", autotune)
     return out.view(x.shape[:-1] + (w2.shape[0],))

@@ -19,15 +19,15 @@ grad_activation           ``grad @ weight``                           DGELU / DR
 from __future__ import annotations
 
 from .._core.errors import OptionsError
-from .._matmulcore.epilogs import GELU_AUX_KEY, RELU_AUX_KEY
+from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME
 from ..linalg import MatmulPlanPreferences, matmul
 
-__all__ = ["backward_epilog", "forward", "forward_epilog", "grad_activation", "grad_input", "grad_weight",
-           "set_autotune"]
+__all__ = ["backward_epilog", "check_autotune", "forward", "forward_epilog", "grad_activation", "grad_input",
+           "grad_weight", "set_autotune"]
 
-_AUX_NAMES = {"relu": RELU_AUX_KEY, "gelu": GELU_AUX_KEY}
+_AUX_NAMES = {"relu": RELU_AUX_NAME, "gelu": GELU_AUX_NAME}
 _AUTOTUNED = MatmulPlanPreferences(autotune=True)
-_preferences = None  # every GEMM's plan preferences: None takes the heuristic's first pick
+_preferences = None  # the default plan preferences (set_autotune): None takes the heuristic's first pick
 
 
 def set_autotune(enabled: bool) -> bool:
@@ -52,6 +52,19 @@ def set_autotune(enabled: bool) -> bool:
     return previous
 
 
+def check_autotune(autotune) -> bool | None:
+    """``autotune`` as the layers take it: None (the :func:`set_autotune` default), True or False."""
+    if autotune is not None and not isinstance(autotune, bool):
+        raise OptionsError("autotune", f"expected None, True or False (got {type(autotune).__name__})")
+    return autotune
+
+
+def _preferences_for(autotune: bool | None):
+    if autotune is None:
+        return _preferences
+    return _AUTOTUNED if autotune else None
+
+
 def forward_epilog(activation: str, bias: bool, keep_aux: bool) -> str | None:
     """The epilog of the forward GEMM: activation, then ``_AUX`` when kept, then ``_BIAS``.
 
@@ -73,11 +86,11 @@ def backward_epilog(activation: str, bias_grad: bool) -> str:
     return f"D{activation.upper()}" + ("_BGRAD" if bias_grad else "")
 
 
-def forward(x, weight, bias, activation: str, keep_aux: bool):
+def forward(x, weight, bias, activation: str, keep_aux: bool, autotune: bool | None = None):
     """``(act(x @ weight.T + bias), aux or None)`` in one GEMM (formats of :mod:`._reference`)."""
     epilog = forward_epilog(activation, bias is not None, keep_aux)
     result = matmul(x, weight.T, epilog=epilog, epilog_inputs=None if bias is None else {"bias": bias},
-                    preferences=_preferences)
+                    preferences=_preferences_for(autotune))
     if not keep_aux:
         return result, None
     y, outputs = result
@@ -101,26 +114,27 @@ def _whole_buffer(aux):
     return aux.new_empty(0).set_(aux.untyped_storage(), aux.storage_offset(), (rows, padded), (padded, 1))
 
 
-def grad_input(grad, weight):
+def grad_input(grad, weight, autotune: bool | None = None):
     """``grad @ weight``."""
-    return matmul(grad, weight, preferences=_preferences)
+    return matmul(grad, weight, preferences=_preferences_for(autotune))
 
 
-def grad_weight(grad, x, bias_grad: bool):
+def grad_weight(grad, x, bias_grad: bool, autotune: bool | None = None):
     """``(grad.T @ x, grad.sum(0) or None)``: BGRADA sums cuBLASLt's transposed A in the GEMM."""
+    preferences = _preferences_for(autotune)
     if not bias_grad:
-        return matmul(grad.T, x, preferences=_preferences), None
-    weight_grad, outputs = matmul(grad.T, x, epilog="BGRADA", preferences=_preferences)
+        return matmul(grad.T, x, preferences=preferences), None
+    weight_grad, outputs = matmul(grad.T, x, epilog="BGRADA", preferences=preferences)
     return weight_grad, outputs["bgrada"]
 
 
-def grad_activation(grad, weight, aux, activation: str, bias_grad: bool):
+def grad_activation(grad, weight, aux, activation: str, bias_grad: bool, autotune: bool | None = None):
     """``(dz, dz.sum(0) or None)``, ``dz = (grad @ weight) * act'(z)``, in one GEMM."""
     n = weight.shape[1]
     if activation == "gelu" and aux.shape[1] != n:
         aux = aux[:, :n]
     result = matmul(grad, weight, epilog=backward_epilog(activation, bias_grad),
-                    epilog_inputs={_AUX_NAMES[activation]: aux}, preferences=_preferences)
+                    epilog_inputs={_AUX_NAMES[activation]: aux}, preferences=_preferences_for(autotune))
     if not bias_grad:
         return result, None
     dz, outputs = result

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from ._functional import _activation, fused_linear, fused_mlp
+from ._fused import check_autotune
 
 __all__ = ["FusedLinear", "FusedMLP"]
 
@@ -31,6 +32,10 @@ class FusedLinear(nn.Module):
         Applied after the bias ("gelu": tanh approximation, ``F.gelu(approximate="tanh")``).
     device, dtype
         Where and in which dtype the parameters are created, as for ``nn.Linear``.
+    autotune : None, True or False
+        Whether this layer's GEMMs (forward and backward) autotune (see :func:`set_autotune`);
+        None (default) follows the process-wide :func:`set_autotune`. The attribute of the same
+        name may be changed later; it is not part of the ``state_dict``.
 
     See Also
     --------
@@ -48,9 +53,10 @@ class FusedLinear(nn.Module):
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, activation: str | None = None,
-                 device=None, dtype=None):
+                 device=None, dtype=None, *, autotune: bool | None = None):
         super().__init__()
         _activation(activation, allow_none=True)
+        self.autotune = check_autotune(autotune)
         factory = {"device": device, "dtype": dtype}
         self.in_features = in_features
         self.out_features = out_features
@@ -67,11 +73,11 @@ class FusedLinear(nn.Module):
         nn.Linear.reset_parameters(self)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return fused_linear(x, self.weight, self.bias, self.activation)
+        return fused_linear(x, self.weight, self.bias, self.activation, autotune=self.autotune)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
-                f"activation={self.activation!r}")
+                f"activation={self.activation!r}" + _autotune_repr(self.autotune))
 
 
 class FusedMLP(nn.Module):
@@ -95,6 +101,9 @@ class FusedMLP(nn.Module):
         Both layers learn a bias (default True).
     device, dtype
         Where and in which dtype the parameters are created.
+    autotune : None, True or False
+        Whether the block's six GEMMs autotune; None (default) follows :func:`set_autotune`. The
+        block's own ``autotune`` attribute decides (``fc1`` and ``fc2`` are not called on their own).
 
     Examples
     --------
@@ -108,16 +117,21 @@ class FusedMLP(nn.Module):
     """
 
     def __init__(self, d_model: int, hidden: int, activation: str = "gelu", bias: bool = True, device=None,
-                 dtype=None):
+                 dtype=None, *, autotune: bool | None = None):
         super().__init__()
         _activation(activation, allow_none=False)
         self.activation = activation
+        self.autotune = check_autotune(autotune)
         self.fc1 = FusedLinear(d_model, hidden, bias, device=device, dtype=dtype)
         self.fc2 = FusedLinear(hidden, d_model, bias, device=device, dtype=dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         fc1, fc2 = self.fc1, self.fc2
-        return fused_mlp(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias, self.activation)
+        return fused_mlp(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias, self.activation, autotune=self.autotune)
 
     def extra_repr(self) -> str:
-        return f"activation={self.activation!r}"
+        return f"activation={self.activation!r}" + _autotune_repr(self.autotune)
+
+
+def _autotune_repr(autotune: bool | None) -> str:
+    return "" if autotune is None else f", autotune={autotune}"

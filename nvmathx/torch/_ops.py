@@ -28,6 +28,10 @@ op                                               computes
 ReLU; for GELU it recomputes the pre-activation, which :func:`~nvmathx.torch.fused_linear` avoids
 by calling ``linear_aux`` when gradients are needed).
 
+Every op also takes ``autotune`` last (None, True or False; None follows
+:func:`~nvmathx.torch.set_autotune` when the GEMM runs). A forward op keeps it for its backward
+pass, so a layer's setting reaches its gradient GEMMs too.
+
 Those are the first-order formulas. Each forward op registers its autograd through
 :func:`._autograd.differentiable`: with ``create_graph=True`` the backward is instead the gradient
 of the op's torch composition (``_linear_composition``, ``_mlp_composition``), so that double
@@ -95,42 +99,43 @@ def _aux_like(x: Tensor, n, activation: str) -> Tensor:
 # -- forward ops -----------------------------------------------------------------------------------
 
 
-def _linear(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> Tensor:
+def _linear(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str, autotune: bool | None = None) -> Tensor:
     """``act(x @ weight.T + bias)``, activation "none", "relu" or "gelu" (tanh)."""
     check_activation(activation)
-    return _dispatch.forward(x, weight, bias, activation, False)[0]
+    return _dispatch.forward(x, weight, bias, activation, False, autotune)[0]
 
 
 linear = torch.library.custom_op("nvmathx::linear", _linear, mutates_args=())
 
 
 @linear.register_fake
-def _linear_fake(x, weight, bias, activation):
+def _linear_fake(x, weight, bias, activation, autotune=None):
     check_activation(activation)
     return x.new_empty((x.shape[0], weight.shape[0]))
 
 
-def _linear_aux(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> tuple[Tensor, Tensor]:
+def _linear_aux(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str,
+                autotune: bool | None = None) -> tuple[Tensor, Tensor]:
     """``(act(x @ weight.T + bias), aux)``, activation "relu" or "gelu"."""
     check_activation(activation, _ACTIVATED)
-    return _dispatch.forward(x, weight, bias, activation, True)
+    return _dispatch.forward(x, weight, bias, activation, True, autotune)
 
 
 linear_aux = torch.library.custom_op("nvmathx::linear_aux", _linear_aux, mutates_args=())
 
 
 @linear_aux.register_fake
-def _linear_aux_fake(x, weight, bias, activation):
+def _linear_aux_fake(x, weight, bias, activation, autotune=None):
     check_activation(activation, _ACTIVATED)
     return x.new_empty((x.shape[0], weight.shape[0])), _aux_like(x, weight.shape[0], activation)
 
 
 def _mlp(x: Tensor, w1: Tensor, b1: Tensor | None, w2: Tensor, b2: Tensor | None,
-         activation: str) -> tuple[Tensor, Tensor, Tensor]:
+         activation: str, autotune: bool | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """``(out, h, aux)``: ``h = act(x @ w1.T + b1)`` with its auxiliary output, ``out = h @ w2.T + b2``."""
     check_activation(activation, _ACTIVATED)
-    h, aux = _dispatch.forward(x, w1, b1, activation, True)
-    out, _ = _dispatch.forward(h, w2, b2, "none", False)
+    h, aux = _dispatch.forward(x, w1, b1, activation, True, autotune)
+    out, _ = _dispatch.forward(h, w2, b2, "none", False, autotune)
     return out, h, aux
 
 
@@ -138,7 +143,7 @@ mlp = torch.library.custom_op("nvmathx::mlp", _mlp, mutates_args=())
 
 
 @mlp.register_fake
-def _mlp_fake(x, w1, b1, w2, b2, activation):
+def _mlp_fake(x, w1, b1, w2, b2, activation, autotune=None):
     check_activation(activation, _ACTIVATED)
     m = x.shape[0]
     return x.new_empty((m, w2.shape[0])), x.new_empty((m, w1.shape[0])), _aux_like(x, w1.shape[0], activation)
@@ -147,16 +152,16 @@ def _mlp_fake(x, w1, b1, w2, b2, activation):
 # -- gradient ops ----------------------------------------------------------------------------------
 
 
-def _grad_input(grad: Tensor, weight: Tensor) -> Tensor:
+def _grad_input(grad: Tensor, weight: Tensor, autotune: bool | None = None) -> Tensor:
     """``grad @ weight``."""
-    return _dispatch.grad_input(grad, weight)
+    return _dispatch.grad_input(grad, weight, autotune)
 
 
 grad_input = torch.library.custom_op("nvmathx::grad_input", _grad_input, mutates_args=())
 
 
 @grad_input.register_fake
-def _grad_input_fake(grad, weight):
+def _grad_input_fake(grad, weight, autotune=None):
     return grad.new_empty((grad.shape[0], weight.shape[1]))
 
 
@@ -164,31 +169,32 @@ def _with_bias_grad(main: Tensor, bias_grad: Tensor | None) -> list:
     return [main] if bias_grad is None else [main, bias_grad]
 
 
-def _grad_weight(grad: Tensor, x: Tensor, bias_grad: bool) -> list[Tensor]:
+def _grad_weight(grad: Tensor, x: Tensor, bias_grad: bool, autotune: bool | None = None) -> list[Tensor]:
     """``[grad.T @ x]``, and ``grad.sum(0)`` after it when ``bias_grad``."""
-    return _with_bias_grad(*_dispatch.grad_weight(grad, x, bias_grad))
+    return _with_bias_grad(*_dispatch.grad_weight(grad, x, bias_grad, autotune))
 
 
 grad_weight = torch.library.custom_op("nvmathx::grad_weight", _grad_weight, mutates_args=())
 
 
 @grad_weight.register_fake
-def _grad_weight_fake(grad, x, bias_grad):
+def _grad_weight_fake(grad, x, bias_grad, autotune=None):
     n = grad.shape[1]
     return [grad.new_empty((n, x.shape[1]))] + ([grad.new_empty((n,))] if bias_grad else [])
 
 
-def _grad_activation(grad: Tensor, weight: Tensor, aux: Tensor, activation: str, bias_grad: bool) -> list[Tensor]:
+def _grad_activation(grad: Tensor, weight: Tensor, aux: Tensor, activation: str, bias_grad: bool,
+                     autotune: bool | None = None) -> list[Tensor]:
     """``[dz]`` with ``dz = (grad @ weight) * act'(z)``, and ``dz.sum(0)`` after it when ``bias_grad``."""
     check_activation(activation, _ACTIVATED)
-    return _with_bias_grad(*_dispatch.grad_activation(grad, weight, aux, activation, bias_grad))
+    return _with_bias_grad(*_dispatch.grad_activation(grad, weight, aux, activation, bias_grad, autotune))
 
 
 grad_activation = torch.library.custom_op("nvmathx::grad_activation", _grad_activation, mutates_args=())
 
 
 @grad_activation.register_fake
-def _grad_activation_fake(grad, weight, aux, activation, bias_grad):
+def _grad_activation_fake(grad, weight, aux, activation, bias_grad, autotune=None):
     check_activation(activation, _ACTIVATED)
     n = weight.shape[1]
     return [grad.new_empty((grad.shape[0], n))] + ([grad.new_empty((n,))] if bias_grad else [])
@@ -197,22 +203,27 @@ def _grad_activation_fake(grad, weight, aux, activation, bias_grad):
 # -- autograd --------------------------------------------------------------------------------------
 
 
-def _linear_grads(needs: tuple, grad: Tensor, x: Tensor, weight: Tensor) -> tuple:
+def _no_grads(ctx, first: int) -> tuple:
+    """None for the op's arguments from ``first`` on (what a backward returns for non-tensors)."""
+    return (None,) * (len(ctx.needs_input_grad) - first)
+
+
+def _linear_grads(needs: tuple, grad: Tensor, x: Tensor, weight: Tensor, autotune: bool | None) -> tuple:
     """(dx, dweight, dbias) of ``x @ weight.T + bias`` for the gradient ``grad`` of that product."""
     need_x, need_weight, need_bias = needs
     direct = eager(grad)
-    dx = (_grad_input if direct else grad_input)(grad, weight) if need_x else None
+    dx = (_grad_input if direct else grad_input)(grad, weight, autotune) if need_x else None
     dweight = dbias = None
     if need_weight or need_bias:
-        grads = (_grad_weight if direct else grad_weight)(grad, x, need_bias)
+        grads = (_grad_weight if direct else grad_weight)(grad, x, need_bias, autotune)
         dweight = grads[0] if need_weight else None
         dbias = grads[1] if need_bias else None
     return dx, dweight, dbias
 
 
 def _setup_linear(ctx, inputs, output):
-    x, weight, bias, activation = inputs
-    ctx.activation = activation
+    x, weight, bias, activation, *autotune = inputs  # autotune is left out when defaulted
+    ctx.activation, ctx.autotune = activation, (autotune or [None])[0]
     # ReLU's derivative comes from the output; GELU's needs the pre-activation, recomputed from bias.
     ctx.save_for_backward(x, weight, bias, output if activation == "relu" else None)
 
@@ -223,14 +234,14 @@ def _backward_linear(ctx, grad):
     if ctx.activation == "relu":
         grad = torch.ops.aten.threshold_backward(grad, output, 0)
     elif ctx.activation == "gelu":
-        z = (_linear if eager(grad) else linear)(x, weight, bias, "none")
+        z = (_linear if eager(grad) else linear)(x, weight, bias, "none", ctx.autotune)
         grad = torch.ops.aten.gelu_backward(grad, z, approximate="tanh")
-    return *_linear_grads(ctx.needs_input_grad[:3], grad, x, weight), None
+    return *_linear_grads(ctx.needs_input_grad[:3], grad, x, weight, ctx.autotune), *_no_grads(ctx, 3)
 
 
 def _setup_linear_aux(ctx, inputs, output):
-    x, weight, bias, activation = inputs
-    ctx.activation = activation
+    x, weight, bias, activation, *autotune = inputs
+    ctx.activation, ctx.autotune = activation, (autotune or [None])[0]
     ctx.mark_non_differentiable(output[1])
     ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, weight, bias, output[1])
@@ -238,16 +249,16 @@ def _setup_linear_aux(ctx, inputs, output):
 
 def _backward_linear_aux(ctx, grad, _aux_grad):
     if grad is None:
-        return None, None, None, None
+        return _no_grads(ctx, 0)
     x, weight, _, aux = ctx.saved_tensors
     grad = activation_backward(as_matrix(grad), aux, ctx.activation)
-    return *_linear_grads(ctx.needs_input_grad[:3], grad, x, weight), None
+    return *_linear_grads(ctx.needs_input_grad[:3], grad, x, weight, ctx.autotune), *_no_grads(ctx, 3)
 
 
 def _setup_mlp(ctx, inputs, output):
-    x, w1, b1, w2, b2, activation = inputs
+    x, w1, b1, w2, b2, activation, *autotune = inputs
     _, h, aux = output
-    ctx.activation = activation
+    ctx.activation, ctx.autotune = activation, (autotune or [None])[0]
     ctx.mark_non_differentiable(h, aux)
     ctx.set_materialize_grads(False)  # no zero-filled gradients for h and aux
     ctx.save_for_backward(x, w1, b1, w2, b2, h, aux)
@@ -255,19 +266,19 @@ def _setup_mlp(ctx, inputs, output):
 
 def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
     if grad is None:
-        return (None,) * 6
+        return _no_grads(ctx, 0)
     x, w1, _, w2, _, h, aux = ctx.saved_tensors
     need_x, need_w1, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:5]
     grad = as_matrix(grad)
     dx = dw1 = db1 = None
     if need_x or need_w1 or need_b1:
-        # The bias-1 gradient comes from dW1's GEMM (BGRADA), not from DGELU_BGRAD / DRELU_BGRAD:
-        # on the H200 those ran 3-4x slower than DGELU alone (0.82 against 0.23 ms at 16384x1024x4096
-        # bf16), while BGRADA adds about what a separate reduction would cost.
-        (dz,) = (_grad_activation if eager(grad) else grad_activation)(grad, w2, aux, ctx.activation, False)
-        dx, dw1, db1 = _linear_grads((need_x, need_w1, need_b1), dz, x, w1)
-    _, dw2, db2 = _linear_grads((False, need_w2, need_b2), grad, h, w2)
-    return dx, dw1, db1, dw2, db2, None
+        # The bias-1 gradient comes from dW1's GEMM (BGRADA), not from DGELU_BGRAD / DRELU_BGRAD,
+        # which cuBLASLt ran several times slower than DGELU alone.
+        (dz,) = (_grad_activation if eager(grad) else grad_activation)(grad, w2, aux, ctx.activation, False,
+                                                                       ctx.autotune)
+        dx, dw1, db1 = _linear_grads((need_x, need_w1, need_b1), dz, x, w1, ctx.autotune)
+    _, dw2, db2 = _linear_grads((False, need_w2, need_b2), grad, h, w2, ctx.autotune)
+    return dx, dw1, db1, dw2, db2, *_no_grads(ctx, 5)
 
 
 def _linear_composition(ctx, x, weight, bias) -> Tensor:

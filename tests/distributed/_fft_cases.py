@@ -72,6 +72,12 @@ def _one_slab_case(seed, kind, shape, axes, distribution, reshape, norm, precisi
         fft_type = {"fft": "C2C", "ifft": "C2C", "rfft": "R2C", "irfft": "C2R"}[kind]
         with dfft.FFT(piece, distribution, axes=axes,
                       options=dict(options, fft_type=fft_type, reshape=reshape)) as plan:
+            assert plan.options == dfft.FFTOptions(**dict(options, fft_type=fft_type, reshape=reshape))
+            try:
+                plan.options = None
+                raise AssertionError("FFT.options is writable")
+            except AttributeError:
+                pass
             plan.plan()
             result = plan.execute("inverse" if kind in ("ifft", "irfft") else "forward")
             result_box = plan.result_box

@@ -96,6 +96,12 @@ def one_case(seed, shape, distributions, dtype, epilog, *, with_c=False, statefu
         with dlinalg.Matmul(*mine, c_piece, alpha=alpha, beta=beta, distributions=distributions,
                             options=options) as mm:
             assert expect_strategy in (None, mm.strategy), mm.strategy
+            assert mm.options == dlinalg.MatmulOptions(**options)  # read-only, as nvmathx.linalg.Matmul's
+            try:
+                mm.options = None
+                raise AssertionError("Matmul.options is writable")
+            except AttributeError:
+                pass
             mm.plan(epilog=epilog, epilog_inputs=inputs)
             first = mm.execute()
             # new values, same pieces: a scaled by 2, c and the bias negated

@@ -112,7 +112,7 @@ def test_bad_user_info_and_target(cache):
         nfft.compile_prolog(windowed, element_dtype="float32", user_info_dtype="U4", target="sm_90")
     with pytest.raises(OptionsError, match=r"^target: "):
         nfft.compile_prolog(windowed, element_dtype="float32", target="ampere")
-    with pytest.raises(OptionsError, match=r"^target: callbacks need compute capability 7.0 or newer; got 6.0$"):
+    with pytest.raises(OptionsError, match=r"^target: callbacks need compute capability 7.0 or newer \(got 6.0\)$"):
         nfft.compile_prolog(windowed, element_dtype="float32", target=(6, 0))
 
 

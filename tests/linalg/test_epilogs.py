@@ -27,6 +27,26 @@ def test_table_covers_every_epilog_once():
     assert EPILOGS[MatmulEpilog.BGRADB].lt_code == 256 and EPILOGS[MatmulEpilog.BGRADA].lt_code == 512
 
 
+def test_static_members_are_the_bindings_table():
+    """MatmulEpilog is written out for IDEs and type checkers; the bindings' table holds the codes."""
+    from nvmathx._bindings import cublaslt as lt
+
+    table = {e.name: e.value for e in lt.Epilogue if e.name != "DEFAULT"}
+    assert {e.name: e.value for e in MatmulEpilog} == table
+    assert [e.name for e in MatmulEpilog] == list(table)  # the same order, so listings agree
+    assert MatmulEpilog.__module__ == "nvmathx._matmulcore.epilogs"
+
+
+@pytest.mark.parametrize("epilog, aux_output, aux_input", [
+    ("RELU", None, None), ("RELU_AUX_BIAS", "relu_aux", None), ("GELU_AUX", "gelu_aux", None),
+    ("DRELU_BGRAD", None, "relu_aux"), ("DGELU", None, "gelu_aux"), ("BGRADA", None, None),
+])
+def test_members_name_their_aux_arrays(epilog, aux_output, aux_input):
+    member = MatmulEpilog[epilog]
+    assert (member.aux_output, member.aux_input) == (aux_output, aux_input)
+    assert member.aux_output == EPILOGS[member].aux_output and member.aux_input == EPILOGS[member].aux_input
+
+
 @pytest.mark.parametrize("name", ["gelu_bias", "GELU_BIAS", MatmulEpilog.GELU_BIAS, 36, np.int64(36), np.uint16(36)])
 def test_epilog_spellings(name):
     assert epilog_spec(name).epilog is MatmulEpilog.GELU_BIAS

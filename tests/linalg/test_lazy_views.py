@@ -9,7 +9,7 @@ import pytest
 
 from helpers.fake_torch_device import present_torch_as_device
 from nvmathx import OperandError
-from nvmathx.linalg import Matmul, matmul, matmul_plan_key, plan_cache
+from nvmathx.linalg import Matmul, matmul, plan_cache, plan_key
 
 from ._fake_cublaslt import install
 from ._reference import relative_error
@@ -104,7 +104,7 @@ def test_a_cached_plan_is_never_reused_for_other_lazy_bits(fake, rng, dtype):
     seen = set()
     for view in ("mT", "mH", "neg_mH", "conj_of_neg_mT"):  # one memory layout, different values
         x = VIEWS[view][0](base)
-        key = matmul_plan_key(x, b)
+        key = plan_key(x, b)
         assert key not in seen or view == "conj_of_neg_mT"  # (the same bits as neg_mH: the same plan)
         seen.add(key)
         for _ in range(2):

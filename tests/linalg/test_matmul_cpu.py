@@ -149,3 +149,25 @@ def test_float8_result_saturates_without_finfo(rng, monkeypatch):
         assert np.all(np.isfinite(wide)) and np.abs(wide).max() == limit  # saturated, not NaN
         expected = np.abs(a.astype(np.float64) @ b.astype(np.float64)).max()
         np.testing.assert_allclose(float(aux["result_amax"]), expected, rtol=1e-5)
+
+
+def test_what_the_plans_are_made_for_is_read_only():
+    """The rule of nvmathx/_core/options.py: options, operand shapes and dtypes, result shape and
+    dtype and the planned epilog are read-only properties, as FFT's options, axes and key are."""
+    from nvmathx.linalg import MatmulOptions
+
+    a, b, c = np.ones(3, np.float32), np.ones((2, 3, 4), np.float32), np.ones((2, 4), np.float32)
+    with Matmul(a, b, c, beta=1.0, options={"workspace_limit": 1024}) as mm:
+        assert mm.options == MatmulOptions(workspace_limit=1024)
+        assert dict(mm.operand_shapes) == {"a": (3,), "b": (2, 3, 4), "c": (2, 4)}
+        assert dict(mm.operand_dtypes) == {"a": "float32", "b": "float32", "c": "float32"}
+        assert (mm.result_shape, mm.result_dtype, mm.epilog) == ((2, 4), "float32", None)
+        mm.plan(epilog="relu")
+        assert mm.epilog is MatmulEpilog.RELU
+        assert mm.execute().shape == mm.result_shape
+        for name in ("options", "operand_shapes", "operand_dtypes", "result_shape", "result_dtype", "epilog"):
+            with pytest.raises(AttributeError):
+                setattr(mm, name, None)
+        with pytest.raises(TypeError):
+            mm.operand_shapes["a"] = (1,)
+    assert Matmul(np.ones((2, 2)), np.ones((2, 2))).operand_shapes["c"] is None

@@ -1,10 +1,10 @@
-"""matmul_plan_key: a pure function of what changes the plan; plan_cache is the shared PlanCache."""
+"""plan_key: a pure function of what changes the plan; plan_cache is the shared PlanCache."""
 
 import pickle
 
 import numpy as np
 
-from nvmathx.linalg import MatmulAlgorithm, MatmulOptions, matmul_plan_key, plan_cache
+from nvmathx.linalg import MatmulAlgorithm, MatmulOptions, plan_cache, plan_key
 
 
 def _aligned(values, alignment=256):
@@ -18,20 +18,20 @@ def _aligned(values, alignment=256):
 
 def test_key_ignores_values_and_sees_layouts(rng):
     a, b = _aligned(rng.standard_normal((8, 4))), _aligned(rng.standard_normal((4, 6)))
-    key = matmul_plan_key(a, b)
-    assert hash(key) == hash(matmul_plan_key(_aligned(a), _aligned(b)))  # other data, same plan
-    assert key == matmul_plan_key(_aligned(rng.standard_normal((8, 4))), b)
+    key = plan_key(a, b)
+    assert hash(key) == hash(plan_key(_aligned(a), _aligned(b)))  # other data, same plan
+    assert key == plan_key(_aligned(rng.standard_normal((8, 4))), b)
     raw = np.empty(8 * 4 + 1, np.float32)
     misaligned = (raw[1:] if raw.ctypes.data % 8 == 0 else raw[:-1]).reshape(8, 4)  # 4-byte aligned
-    assert key != matmul_plan_key(misaligned, b)
-    assert key != matmul_plan_key(np.asfortranarray(a), b)
-    assert key != matmul_plan_key(a.astype(np.float64), b.astype(np.float64))
-    assert key != matmul_plan_key(a, b, epilog="RELU")
-    assert key != matmul_plan_key(a, b, options={"compute_type": "32F_FAST_TF32"})
-    limited = matmul_plan_key(a, b, options={"workspace_limit": 1024})
-    assert limited == matmul_plan_key(a, b, options=MatmulOptions(workspace_limit=1024))
+    assert key != plan_key(misaligned, b)
+    assert key != plan_key(np.asfortranarray(a), b)
+    assert key != plan_key(a.astype(np.float64), b.astype(np.float64))
+    assert key != plan_key(a, b, epilog="RELU")
+    assert key != plan_key(a, b, options={"compute_type": "32F_FAST_TF32"})
+    limited = plan_key(a, b, options={"workspace_limit": 1024})
+    assert limited == plan_key(a, b, options=MatmulOptions(workspace_limit=1024))
     bias = np.ones(6, np.float32)
-    assert matmul_plan_key(a, b, epilog="BIAS", epilog_inputs={"bias": bias}) != matmul_plan_key(
+    assert plan_key(a, b, epilog="BIAS", epilog_inputs={"bias": bias}) != plan_key(
         a, b, epilog="BIAS", epilog_inputs={"bias": np.ones((8, 6), np.float32)})
 
 
@@ -56,7 +56,7 @@ def test_key_holds_every_operands_device_and_library():
         return DeviceArray(buffer, buffer.handle, (8, 8), (8, 1), np.dtype(np.float32), device_id, None)
 
     a = device_array(0)
-    key = matmul_plan_key(a, device_array(0))
-    assert key == matmul_plan_key(device_array(0), device_array(0))
-    assert key != matmul_plan_key(a, device_array(1))  # b on another device: not this plan
-    assert key != matmul_plan_key(a, device_array(0), device_array(1))
+    key = plan_key(a, device_array(0))
+    assert key == plan_key(device_array(0), device_array(0))
+    assert key != plan_key(a, device_array(1))  # b on another device: not this plan
+    assert key != plan_key(a, device_array(0), device_array(1))

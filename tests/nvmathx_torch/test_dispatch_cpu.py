@@ -155,6 +155,62 @@ def test_set_autotune_reaches_every_gemm(seed, fused_on_cpu):
         set_autotune("yes")
 
 
+def _autotuned(calls) -> list:
+    return [call["preferences"] is not None and call["preferences"].autotune for call in calls]
+
+
+@pytest.mark.parametrize("global_default", [False, True])
+@pytest.mark.parametrize("mode", ["module", "call"])
+def test_a_layer_or_call_setting_wins_over_set_autotune(seed, fused_on_cpu, global_default, mode):
+    """autotune=True/False on a layer or a call decides every GEMM it runs, forward and backward,
+    whatever set_autotune says; autotune=None follows set_autotune."""
+    from nvmathx.torch import FusedLinear, FusedMLP, set_autotune
+
+    own = not global_default
+    gen = generator(seed)
+    x = randn(gen, (6, 24), requires_grad=True)
+    block, linear = FusedMLP(24, 32, autotune=own), FusedLinear(24, 8, activation="gelu", autotune=own)
+    previous = set_autotune(global_default)
+    try:
+        if mode == "module":
+            block(x).sum().backward()
+            linear(x).sum().backward()
+        else:
+            t = layer_tensors(gen, {"w1": (32, 24), "b1": (32,), "w2": (24, 32), "b2": (24,)}, torch.float32)
+            fused_mlp(x, t["w1"], t["b1"], t["w2"], t["b2"], "gelu", autotune=own).sum().backward()
+            fused_linear(x, t["w1"], t["b1"], "gelu", autotune=own).sum().backward()
+        assert len(fused_on_cpu) == 6 + 3 and _autotuned(fused_on_cpu) == [own] * 9
+        fused_on_cpu.clear()
+        FusedMLP(24, 32)(x).sum().backward()  # autotune=None: the global default
+        assert _autotuned(fused_on_cpu) == [global_default] * 6
+    finally:
+        set_autotune(previous)
+
+
+def test_a_layer_setting_reaches_the_compiled_ops(seed, fused_on_cpu):
+    """Under torch.compile the setting is an argument of the custom ops, forward and backward."""
+    from nvmathx.torch import FusedMLP
+
+    gen = generator(seed)
+    x = randn(gen, (6, 24), requires_grad=True)
+    block = FusedMLP(24, 32, autotune=True)
+    torch.compile(block, backend="aot_eager", fullgraph=True)(x).sum().backward()
+    assert len(fused_on_cpu) == 6 and all(_autotuned(fused_on_cpu))
+
+
+def test_autotune_takes_none_or_a_bool():
+    from nvmathx import OptionsError
+    from nvmathx.torch import FusedLinear, FusedMLP
+
+    with pytest.raises(OptionsError, match="^autotune"):
+        FusedLinear(2, 2, autotune="yes")
+    with pytest.raises(OptionsError, match="^autotune"):
+        FusedMLP(2, 2, autotune=1)
+    with pytest.raises(OptionsError, match="^autotune"):
+        fused_linear(torch.ones(2, 2), torch.ones(2, 2), autotune=0)
+    assert "autotune=True" in repr(FusedMLP(2, 2, autotune=True)) and "autotune" not in repr(FusedLinear(2, 2))
+
+
 def test_a_padded_gelu_aux_without_an_autograd_base_comes_back_whole():
     """Under torch.compile the ops run below ADInplaceOrView: the aux slice has no ``_base``, and the
     op must still return the padded buffer its fake kernel promises."""

@@ -45,7 +45,9 @@ class FFT:
     Notes
     -----
     The transform is unnormalised both ways, as :class:`nvmathx.fft.FFT`. At world size 1 it runs
-    the single-process path (``nvmathx.fft``) unless ``options.force_distributed``.
+    the single-process path (``nvmathx.fft``) unless ``options.force_distributed``. What the plans
+    are made for is read-only: ``options``, ``fft_type``, ``global_shape``, ``result_shape``,
+    ``result_distribution`` and ``result_box``.
 
     Examples
     --------
@@ -71,8 +73,8 @@ class FFT:
             return describe(operand, distribution, axes, checked.fft_type, checked)
 
         descriptions = agree(context.group, local)
-        self.options = holder["options"]
-        self._setup(context, holder["operand"], descriptions, self.options, stream)
+        self._options = holder["options"]
+        self._setup(context, holder["operand"], descriptions, self._options, stream)
 
     @classmethod
     def _from_agreed(cls, context, operand, descriptions, options, stream):
@@ -80,7 +82,7 @@ class FFT:
         self = cls.__new__(cls)
         self._freed = True
         self._context = context
-        self.options = options
+        self._options = options
         self._setup(context, operand, descriptions, options, stream)
         return self
 
@@ -94,10 +96,16 @@ class FFT:
         self._freed = False
         context.track(self)
 
-    # -- what was resolved ----------------------------------------------------------------------------
+    # -- what was resolved (read-only) -----------------------------------------------------------------
+
+    @property
+    def options(self) -> FFTOptions:
+        """The :class:`FFTOptions` this FFT was made with (frozen)."""
+        return self._options
 
     @property
     def fft_type(self) -> str:
+        """"C2C", "R2C" or "C2R"."""
         return self._problem.fft_type
 
     @property

@@ -93,7 +93,8 @@ class Matmul:
     Slab.X)`` data parallel, ``(Replicated, Slab.Y, Slab.Y)`` column parallel), every rank multiplies
     its own pieces with :class:`nvmathx.linalg.Matmul`; otherwise the product runs on cuBLASMp
     (GPU) or gathers the operands to every rank (CPU space), unless ``options.force_distributed``
-    asks for that path everywhere.
+    asks for that path everywhere. What the plans are made for is read-only: ``options``,
+    ``shape``, ``result_shape`` and ``strategy``.
 
     Examples
     --------
@@ -123,7 +124,7 @@ class Matmul:
         return self
 
     def _setup(self, context, holder, descriptions, alpha, beta, stream) -> None:
-        self.options = holder["options"]
+        self._options = holder["options"]
         self._context = context
         self._problem = resolve(descriptions, context.rank, forced=self.options.force_distributed)
         self._operands = holder["operands"]
@@ -139,7 +140,12 @@ class Matmul:
         self._freed = False
         context.track(self)
 
-    # -- what was resolved ----------------------------------------------------------------------------
+    # -- what was resolved (read-only) -----------------------------------------------------------------
+
+    @property
+    def options(self) -> MatmulOptions:
+        """The :class:`MatmulOptions` this Matmul was made with (frozen)."""
+        return self._options
 
     @property
     def shape(self) -> tuple:

@@ -119,8 +119,8 @@ def _check_matrix(operand, argument: str, dtype: str | None) -> str:
 
 def _check_together(first, operand, argument: str) -> None:
     if (operand.device_id, operand.package) != (first.device_id, first.package):
-        raise OperandError(argument, f"must be a {first.package} array on the same device as a ({space_of(first)}); "
-                                     f"got a {operand.package} array on {space_of(operand)}")
+        raise OperandError(argument, f"must be a {first.package} array on the same device as a ({space_of(first)}) "
+                                     f"(got a {operand.package} array on {space_of(operand)})")
 
 
 def _scalar(value) -> complex:
