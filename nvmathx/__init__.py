@@ -70,7 +70,7 @@ def __getattr__(name):
         globals()[name] = module
         return module
     if name in _CODE_CACHE:
-        value = getattr(importlib.import_module(f"{__name__}.device_api"), name)
+        value = getattr(importlib.import_module(f"{__name__}._codegen.cache"), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
