@@ -19,6 +19,8 @@ from ._problem import check_quantization_scales, check_scalars
 __all__ = ["matmul", "matmul_plan_key", "plan_cache"]
 
 plan_cache = PlanCache("matmul", max_size=128, max_memory_bytes=1 << 30)
+"""The per-device LRU cache of cuBLASLt plans used by :func:`matmul` (``info()``, ``clear()``,
+``set_limits(max_size=, max_memory_bytes=)``), keyed by :func:`matmul_plan_key`."""
 
 # Epilogs that go into a key as they are (planning checks them): names, codes and MatmulEpilogs.
 _EPILOG_KEY_TYPES = (str, int, MatmulEpilog)
