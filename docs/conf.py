@@ -1,4 +1,4 @@
-"""Sphinx configuration of the nvmathx documentation: ``python3 -m sphinx -W --keep-going -b html docs docs/_build/html``."""
+"""Sphinx configuration of the nvmathx documentation (built by `.ci/run`; the README says how)."""
 
 import pathlib
 import sys

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import os
 import pathlib
 import pkgutil
 
@@ -115,7 +116,7 @@ def benchmark_page(results: pathlib.Path) -> str:
     lines = [_heading("Benchmark results"),
              "Measured by ``python -m benchmarks SUITE`` (see ``benchmarks/README.md``) and committed as",
              "``benchmarks/results/<suite>.json`` with a plot; this page is generated from those files when",
-             "the documentation is built. Times are medians; lower is better.", ""]
+             "the documentation is built. Each suite's ``unit`` says what a number is; lower is better.", ""]
     for path in sorted(results.glob("*.json")):
         data = json.loads(path.read_text())
         if not isinstance(data, dict) or "cases" not in data:
@@ -142,7 +143,7 @@ def benchmark_page(results: pathlib.Path) -> str:
 
 def _relative(path: pathlib.Path) -> str:
     """A path from the docs source folder's parent (the repository), as ``/../...`` needs it."""
-    return "../" + path.resolve().relative_to(ROOT).as_posix()
+    return "../" + pathlib.Path(os.path.relpath(path.resolve(), ROOT)).as_posix()
 
 
 def examples_page(examples: pathlib.Path) -> str:
