@@ -91,3 +91,12 @@ def test_a_public_name_without_a_docstring_is_caught(monkeypatch):
         test_every_public_name_has_a_docstring("nvmathx.fft", "fft")
     monkeypatch.setattr(nvmathx.fft, "plan_cache", object())
     assert "plan_cache" in attribute_docstrings("nvmathx.fft")  # the data rule reads the source
+
+
+def test_quickstart_runs_on_the_cpu():
+    """docs/quickstart.rst promises to run on a machine without a GPU."""
+    import pathlib
+
+    page = pathlib.Path(__file__).resolve().parents[2] / "docs" / "quickstart.rst"
+    failed, report = run_doctest(doctest_of("quickstart.rst", page.read_text(), on_gpu=False))
+    assert not failed, report
