@@ -21,9 +21,23 @@ def public_modules() -> list[str]:
     return sorted(found)
 
 
+def importable(module_name: str) -> bool:
+    """Whether a public module imports here: False where an optional package it needs (torch) is not
+    installed, as in a [test]-only install."""
+    try:
+        importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] == "nvmathx":
+            raise
+        return False
+    return True
+
+
 def public_names() -> list[tuple[str, str]]:
-    """(module, name) for every name in every public module's ``__all__``."""
-    return [(module, name) for module in public_modules() for name in importlib.import_module(module).__all__]
+    """(module, name) for every name in every public module's ``__all__`` (modules that need an
+    optional package that is not installed left out)."""
+    return [(module, name) for module in public_modules() if importable(module)
+            for name in importlib.import_module(module).__all__]
 
 
 def attribute_docstrings(module_name: str) -> set[str]:
@@ -77,9 +91,35 @@ def doctest_of(qualified: str, docstring: str, *, on_gpu: bool) -> doctest.DocTe
     return test
 
 
-def run_doctest(test: doctest.DocTest) -> tuple[int, str]:
-    """(failures, report) of running ``test`` with the flags the docs use (ELLIPSIS)."""
+class _Runner(doctest.DocTestRunner):
+    """Keeps the exceptions examples raised, to tell a missing optional package from a failure."""
+
+    def __init__(self):
+        super().__init__(optionflags=doctest.ELLIPSIS)
+        self.raised: list[BaseException] = []
+
+    def report_unexpected_exception(self, out, test, example, exc_info):
+        self.raised.append(exc_info[1])
+        super().report_unexpected_exception(out, test, example, exc_info)
+
+
+def _missing_package(error: BaseException | None) -> str | None:
+    """What is not installed, where ``error`` (or an exception it was raised from) says so: an
+    ImportError, or LibraryNotFoundError for a CUDA library."""
+    from nvmathx import LibraryNotFoundError
+
+    while error is not None:
+        if isinstance(error, (ImportError, LibraryNotFoundError)):
+            return str(error)
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def run_doctest(test: doctest.DocTest) -> tuple[int, str, str | None]:
+    """(failures, report, missing) of running ``test`` with the flags the docs use (ELLIPSIS);
+    ``missing`` says which optional package an example found absent (the caller skips), else None."""
     report: list[str] = []
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner = _Runner()
     failed = runner.run(test, out=report.append).failed
-    return failed, "".join(report)
+    missing = next(filter(None, map(_missing_package, runner.raised)), None)
+    return failed, "".join(report), missing
