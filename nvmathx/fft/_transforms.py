@@ -4,8 +4,8 @@ A row is a decorated signature: the decorator says what the function computes (t
 direction, Hermitian or not) and holds its docstring text; the signature (scipy.fft's, plus
 ``prolog``/``epilog`` where cuFFT callbacks apply) is the function's. :func:`_functions.define`
 turns it into the public function, :func:`_docs.render` into its ``__doc__``. ``nvmathx.fft``'s
-``__all__`` and the scipy backend's dispatch are built from :data:`TRANSFORMS`, so adding a
-transform is adding a row here.
+``__all__`` and the scipy backend's dispatch are built from this module, so adding a transform is
+adding a row (and its name to ``__all__``) here.
 """
 
 from __future__ import annotations
@@ -17,6 +17,11 @@ from ._functions import define as _define
 from ._layout import C2C as _C2C
 from ._layout import C2R as _C2R
 from ._layout import R2C as _R2C
+
+# Written out, not built from TRANSFORMS, so that type checkers and IDEs see the names through
+# nvmathx.fft's star import; a test holds it equal to the table.
+__all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
+           "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn"]
 
 _F = TypeVar("_F", bound=Callable)
 
@@ -176,5 +181,3 @@ def hfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, p
               ">>> np.allclose(nvmathx.fft.ihfftn(x), scipy.fft.ihfftn(x))\nTrue")
 def ihfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None): ...
 
-
-__all__ = list(TRANSFORMS)

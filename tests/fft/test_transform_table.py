@@ -15,7 +15,7 @@ TABLE = list(_transforms.TRANSFORMS)
 
 
 def test_every_row_is_public_served_and_documented():
-    assert TABLE and TABLE == _transforms.__all__
+    assert TABLE and TABLE == _transforms.__all__  # __all__ is written out for type checkers: the same names
     for name in TABLE:
         function = _transforms.TRANSFORMS[name]
         assert getattr(nfft, name) is function and name in nfft.__all__
