@@ -11,11 +11,13 @@ __all__ = ["CudaStreamProtocol", "StreamLike", "ArrayLike", "ExecutionLike", "Op
 class CudaStreamProtocol(Protocol):
     """An object that exposes a CUDA stream (torch, cupy and cuda.core streams)."""
 
-    def __cuda_stream__(self) -> tuple[int, int]: ...
+    def __cuda_stream__(self) -> tuple[int, int]:
+        """The stream as ``(version, handle)``: version 0, the ``CUstream`` handle as an int."""
+        ...
 
 
 StreamLike = Union[CudaStreamProtocol, int, None]
-"""A ``stream=`` argument: an object with ``__cuda_stream__``, a raw handle, or None."""
+"""What a ``stream=`` argument takes, an object with ``__cuda_stream__``, a raw handle, or None."""
 
 ArrayLike = Any
 """Any array with DLPack, the CUDA Array Interface or the array interface."""

@@ -40,37 +40,16 @@ from ._backend import __ua_domain__ as __ua_domain__  # scipy.fft.set_backend re
 from ._backend import __ua_function__ as __ua_function__
 from ._backend import backend
 from ._fft import FFT
-from ._functions import (
-    fft,
-    fft2,
-    fftn,
-    hfft,
-    hfft2,
-    hfftn,
-    ifft,
-    ifft2,
-    ifftn,
-    ihfft,
-    ihfft2,
-    ihfftn,
-    irfft,
-    irfft2,
-    irfftn,
-    plan_cache,
-    plan_key,
-    rfft,
-    rfft2,
-    rfftn,
-)
+from ._functions import plan_cache, plan_key
 from ._helpers import fftfreq, fftshift, ifftshift, rfftfreq
 from ._options import FFTOptions
+from ._transforms import *  # noqa: F403  (the transforms: one per row of the table)
+from ._transforms import __all__ as _TRANSFORMS
 
 __all__ = [
     "FFT",
     "FFTOptions",
-    "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn",
-    "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
-    "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
+    *_TRANSFORMS,
     "fftfreq", "rfftfreq", "fftshift", "ifftshift",
     "plan_cache",
     "plan_key",

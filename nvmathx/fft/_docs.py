@@ -1,8 +1,10 @@
-"""Docstrings of the scipy.fft-compatible functions, filled in from one numpydoc template."""
+"""Docstrings of the scipy.fft-compatible functions: one numpydoc template, filled in per table row."""
 
 from __future__ import annotations
 
-__all__ = ["document"]
+from ._layout import C2C, C2R, R2C
+
+__all__ = ["render"]
 
 _ONE_D = """n : int, optional
     Length of the transformed axis of the {what}. The input is cropped or zero-padded to
@@ -102,94 +104,30 @@ prolog, epilog : nvmathx.fft.CompiledCallback or (CompiledCallback, array), opti
 _NORM_FORWARD = 'the forward transform is unscaled, "ortho" scales by 1/sqrt(N), "forward" by 1/N.'
 _NORM_INVERSE = 'the inverse is scaled by 1/N, "ortho" by 1/sqrt(N), "forward" leaves it unscaled.'
 
-_SPECS = {
-    "fft": ("Compute the 1-D discrete Fourier transform.", 1, "output", _NORM_FORWARD,
-            "The complex transform along ``axis``.", "ifft, fftn, rfft",
-            ">>> x = np.exp(2j * np.pi * np.arange(8) / 8)\n>>> np.allclose(nvmathx.fft.fft(x), np.fft.fft(x))\nTrue"),
-    "ifft": ("Compute the 1-D inverse discrete Fourier transform.", 1, "output", _NORM_INVERSE,
-             "The complex inverse transform along ``axis``.", "fft, ifftn, irfft",
-             ">>> x = np.arange(8.0) + 1j\n>>> np.allclose(nvmathx.fft.ifft(nvmathx.fft.fft(x)), x)\nTrue"),
-    "fft2": ("Compute the 2-D discrete Fourier transform.", 2, "output", _NORM_FORWARD,
-             "The complex transform over ``axes``.", "ifft2, fftn",
-             ">>> x = np.arange(12.0).reshape(3, 4)\n>>> np.allclose(nvmathx.fft.fft2(x), np.fft.fft2(x))\nTrue"),
-    "ifft2": ("Compute the 2-D inverse discrete Fourier transform.", 2, "output", _NORM_INVERSE,
-              "The complex inverse transform over ``axes``.", "fft2, ifftn",
-              ">>> x = np.arange(12.0).reshape(3, 4)\n>>> np.allclose(nvmathx.fft.ifft2(x), np.fft.ifft2(x))\nTrue"),
-    "fftn": ("Compute the N-D discrete Fourier transform.", 3, "output", _NORM_FORWARD,
-             "The complex transform over ``axes``.", "ifftn, fft2, rfftn",
-             ">>> x = np.arange(24.0).reshape(2, 3, 4)\n>>> np.allclose(nvmathx.fft.fftn(x), np.fft.fftn(x))\nTrue"),
-    "ifftn": ("Compute the N-D inverse discrete Fourier transform.", 3, "output", _NORM_INVERSE,
-              "The complex inverse transform over ``axes``.", "fftn, ifft2, irfftn",
-              ">>> x = np.arange(24.0).reshape(2, 3, 4)\n>>> np.allclose(nvmathx.fft.ifftn(x), np.fft.ifftn(x))\nTrue"),
-    "rfft": ("Compute the 1-D discrete Fourier transform of a real operand.", 1, "input", _NORM_FORWARD,
-             "The ``n // 2 + 1`` non-negative frequency terms along ``axis``.", "irfft, fft, rfftn",
-             ">>> x = np.arange(8.0)\n>>> np.allclose(nvmathx.fft.rfft(x), np.fft.rfft(x))\nTrue"),
-    "rfft2": ("Compute the 2-D discrete Fourier transform of a real operand.", 2, "input", _NORM_FORWARD,
-              "The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", "irfft2, rfftn",
-              ">>> x = np.arange(12.0).reshape(3, 4)\n>>> np.allclose(nvmathx.fft.rfft2(x), np.fft.rfft2(x))\nTrue"),
-    "rfftn": ("Compute the N-D discrete Fourier transform of a real operand.", 3, "input", _NORM_FORWARD,
-              "The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", "irfftn, fftn, rfft",
-              ">>> x = np.arange(24.0).reshape(2, 3, 4)\n>>> np.allclose(nvmathx.fft.rfftn(x), np.fft.rfftn(x))\nTrue"),
-    "irfft": ("Compute the inverse of :func:`rfft`: a real result from non-negative frequency terms.", 1,
-              "output (default ``2 * (m - 1)`` for ``m`` input terms)", _NORM_INVERSE,
-              "The real inverse transform along ``axis``.", "rfft, ifft, irfftn",
-              ">>> x = np.arange(8.0)\n>>> np.allclose(nvmathx.fft.irfft(nvmathx.fft.rfft(x)), x)\nTrue"),
-    "irfft2": ("Compute the inverse of :func:`rfft2`.", 2, "output (last default ``2 * (m - 1)``)",
-               _NORM_INVERSE, "The real inverse transform over ``axes``.", "rfft2, irfftn",
-               ">>> x = np.arange(12.0).reshape(3, 4)\n"
-               ">>> np.allclose(nvmathx.fft.irfft2(nvmathx.fft.rfft2(x)), x)\nTrue"),
-    "irfftn": ("Compute the inverse of :func:`rfftn`.", 3, "output (last default ``2 * (m - 1)``)",
-               _NORM_INVERSE, "The real inverse transform over ``axes``.", "rfftn, ifftn, irfft",
-               ">>> x = np.arange(24.0).reshape(2, 3, 4)\n"
-               ">>> np.allclose(nvmathx.fft.irfftn(nvmathx.fft.rfftn(x), x.shape), x)\nTrue"),
-    "hfft": ("Compute the FFT of a signal with Hermitian symmetry: a real spectrum.", 1,
-             "output (default ``2 * (m - 1)`` for ``m`` input terms)", _NORM_FORWARD,
-             "The real transform along ``axis``.", "ihfft, irfft",
-             ">>> x = np.array([1.0, 2 - 1j, 3 + 0j])\n>>> np.allclose(nvmathx.fft.hfft(x), np.fft.hfft(x))\nTrue"),
-    "ihfft": ("Compute the inverse FFT of a real signal with a Hermitian spectrum.", 1, "input", _NORM_INVERSE,
-              "The ``n // 2 + 1`` non-negative frequency terms along ``axis``.", "hfft, rfft",
-              ">>> x = np.arange(6.0)\n>>> np.allclose(nvmathx.fft.ihfft(x), np.fft.ihfft(x))\nTrue"),
-    "hfft2": ("Compute the 2-D FFT of a Hermitian-symmetric signal: a real spectrum.", 2,
-              "output (last default ``2 * (m - 1)``)", _NORM_FORWARD, "The real transform over ``axes``.",
-              "ihfft2, hfftn, irfft2",
-              ">>> import scipy.fft\n>>> x = np.arange(12.0).reshape(3, 4) + 1j\n"
-              ">>> np.allclose(nvmathx.fft.hfft2(x), scipy.fft.hfft2(x))\nTrue"),
-    "ihfft2": ("Compute the 2-D inverse FFT of a real signal with a Hermitian spectrum.", 2, "input", _NORM_INVERSE,
-               "The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", "hfft2, ihfftn, rfft2",
-               ">>> import scipy.fft\n>>> x = np.arange(12.0).reshape(3, 4)\n"
-               ">>> np.allclose(nvmathx.fft.ihfft2(x), scipy.fft.ihfft2(x))\nTrue"),
-    "hfftn": ("Compute the N-D FFT of a Hermitian-symmetric signal: a real spectrum.", 3,
-              "output (last default ``2 * (m - 1)``)", _NORM_FORWARD, "The real transform over ``axes``.",
-              "ihfftn, hfft2, irfftn",
-              ">>> import scipy.fft\n>>> x = np.arange(24.0).reshape(2, 3, 4) + 1j\n"
-              ">>> np.allclose(nvmathx.fft.hfftn(x), scipy.fft.hfftn(x))\nTrue"),
-    "ihfftn": ("Compute the N-D inverse FFT of a real signal with a Hermitian spectrum.", 3, "input", _NORM_INVERSE,
-               "The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", "hfftn, ihfft2, rfftn",
-               ">>> import scipy.fft\n>>> x = np.arange(24.0).reshape(2, 3, 4)\n"
-               ">>> np.allclose(nvmathx.fft.ihfftn(x), scipy.fft.ihfftn(x))\nTrue"),
-}
 
+def render(kind, *, callbacks: bool, summary: str, returns: str, see_also: str, example: str) -> str:
+    """The docstring of the public transform ``kind`` (a row of ``_transforms``), from the template.
 
-def document(namespace: dict) -> None:
-    """Set the docstring of every public transform in ``namespace``."""
-    for name, (summary, form, what, norm_text, returns, see_also, example) in _SPECS.items():
-        complex_to_complex = name.lstrip("i").startswith("fft")
-        n_default = "" if "default" in what else " (default: the operand's extent)"
-        if form == 1:
-            axis_text = _ONE_D.format(what=what, n_default=n_default)
-        else:
-            axes_default = "the last two" if form == 2 else "all, or the last ``len(s)``"
-            no_axis = _NO_AXIS_C2C if complex_to_complex else _NO_AXIS_REAL
-            axis_text = _N_D.format(what=what, n_default=n_default, axes_default=axes_default, no_axis=no_axis)
-        namespace[name].__doc__ = _TEMPLATE.format(
-            summary=summary, axis_text=axis_text, norm_text=norm_text, returns=returns,
-            fft_type=_fft_type(name),
-            callbacks_text="" if name.lstrip("i").startswith("h") else _CALLBACKS,
-            see_also="\n".join(name.strip() for name in see_also.split(",")), example=example,
-        )
-
-
-def _fft_type(name: str) -> str:
-    """The transform type of a public function, for its ``plan`` text."""
-    family = name.rstrip("2n")
-    return {"fft": "C2C", "ifft": "C2C", "rfft": "R2C", "ihfft": "R2C", "irfft": "C2R", "hfft": "C2R"}[family]
+    ``kind`` gives the name, type, form, direction and Hermitian flag; the rest is the row's own
+    text (``see_also`` comma-separated, ``example`` doctest lines after the two imports).
+    """
+    name, fft_type, form, direction, conj = kind
+    if fft_type == C2R:  # the length of a real result defaults from the m complex terms read
+        what = "output (default ``2 * (m - 1)`` for ``m`` input terms)" if form == 1 else \
+            "output (last default ``2 * (m - 1)``)"
+    else:
+        what = "input" if fft_type == R2C else "output"
+    n_default = "" if "default" in what else " (default: the operand's extent)"
+    if form == 1:
+        axis_text = _ONE_D.format(what=what, n_default=n_default)
+    else:
+        axes_default = "the last two" if form == 2 else "all, or the last ``len(s)``"
+        no_axis = _NO_AXIS_C2C if fft_type == C2C else _NO_AXIS_REAL
+        axis_text = _N_D.format(what=what, n_default=n_default, axes_default=axes_default, no_axis=no_axis)
+    # hfft* is the inverse transform run as a forward one (conjugated), so it scales as a forward one.
+    forward = (direction < 0) != conj
+    return _TEMPLATE.format(
+        summary=summary, axis_text=axis_text, norm_text=_NORM_FORWARD if forward else _NORM_INVERSE,
+        returns=returns, fft_type=fft_type, callbacks_text=_CALLBACKS if callbacks else "",
+        see_also="\n".join(part.strip() for part in see_also.split(",")), example=example,
+    )

@@ -1,4 +1,5 @@
-"""The scipy.fft functions: one routine per transform family, public names as thin aliases.
+"""The scipy.fft functions: one routine for every transform, and :func:`define`, which makes a public
+function of a row of the transform table (``_transforms``).
 
 Host operands run on the CPU through scipy.fft. Device operands run on cuFFT through a plan taken
 from :data:`plan_cache` (per device and thread), keyed by :func:`plan_key`.
@@ -19,13 +20,7 @@ from ._cpu import check_workers, cpu_plan_key, run_on_cpu
 from ._fft import FFT
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 
-__all__ = [
-    "plan_cache",
-    "plan_key",
-    "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn",
-    "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
-    "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
-]
+__all__ = ["plan_cache", "plan_key", "define"]
 
 plan_cache = PlanCache("nvmathx.fft", max_size=64, max_memory_bytes=None)
 """The per-device LRU cache of cuFFT plans used by the functions (``info()``, ``clear()``,
@@ -240,104 +235,35 @@ def _space(device_id: int) -> str:
     return "the CPU" if device_id < 0 else f"GPU {device_id}"
 
 
-# --------------------------------------------------------------------------------------------------
-# Public functions: scipy.fft's signatures.
+def define(stub, fft_type: str, direction: int, conj: bool = False):
+    """The public function (and its kind) a row of the transform table (``_transforms``) declares with ``stub``:
+    ``stub``'s name, parameters, defaults and annotations, and a body of one :func:`_transform` call.
 
-
-_FFT = _Kind("fft", C2C, 1, -1)
-_IFFT = _Kind("ifft", C2C, 1, +1)
-_FFT2 = _Kind("fft2", C2C, 2, -1)
-_IFFT2 = _Kind("ifft2", C2C, 2, +1)
-_FFTN = _Kind("fftn", C2C, 3, -1)
-_IFFTN = _Kind("ifftn", C2C, 3, +1)
-_RFFT = _Kind("rfft", R2C, 1, -1)
-_RFFT2 = _Kind("rfft2", R2C, 2, -1)
-_RFFTN = _Kind("rfftn", R2C, 3, -1)
-_IRFFT = _Kind("irfft", C2R, 1, +1)
-_IRFFT2 = _Kind("irfft2", C2R, 2, +1)
-_IRFFTN = _Kind("irfftn", C2R, 3, +1)
-_HFFT = _Kind("hfft", C2R, 1, +1, conj=True)
-_IHFFT = _Kind("ihfft", R2C, 1, -1, conj=True)
-_HFFT2 = _Kind("hfft2", C2R, 2, +1, conj=True)
-_IHFFT2 = _Kind("ihfft2", R2C, 2, -1, conj=True)
-_HFFTN = _Kind("hfftn", C2R, 3, +1, conj=True)
-_IHFFTN = _Kind("ihfftn", R2C, 3, -1, conj=True)
-
-
-def fft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(_FFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def ifft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(_IFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def fft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(_FFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def ifft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(_IFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def fftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(_FFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def ifftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(_IFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def rfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(_RFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def rfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(_RFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def rfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(_RFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(_IRFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def irfft2(
-    x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None
-):
-    return _transform(_IRFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def irfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
-    return _transform(_IRFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
-
-
-def hfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(_HFFT, x, n, axis, norm, overwrite_x, workers, plan)
-
-
-def ihfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(_IHFFT, x, n, axis, norm, overwrite_x, workers, plan)
-
-
-def hfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(_HFFT2, x, s, axes, norm, overwrite_x, workers, plan)
-
-
-def ihfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(_IHFFT2, x, s, axes, norm, overwrite_x, workers, plan)
-
-
-def hfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(_HFFTN, x, s, axes, norm, overwrite_x, workers, plan)
-
-
-def ihfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
-    return _transform(_IHFFTN, x, s, axes, norm, overwrite_x, workers, plan)
-
-
-from ._docs import document  # noqa: E402  (docstrings are filled in from one template)
-
-document(globals())
+    The body reads its kind and ``_transform`` from a closure (no global or table lookup per call).
+    The 1-D form is the one with an ``n`` parameter, the 2-D form the one whose ``axes`` default to
+    the last two; callbacks are passed on where ``stub`` takes ``prolog`` and ``epilog``.
+    """
+    code = stub.__code__
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    if names[:7] not in (("x", "n", "axis", "norm", "overwrite_x", "workers", "plan"),
+                         ("x", "s", "axes", "norm", "overwrite_x", "workers", "plan")):
+        raise TypeError(f"{stub.__name__}: a transform takes scipy.fft's parameters (got {names})")
+    form = 1 if names[1] == "n" else 2 if stub.__defaults__[1] == (-2, -1) else 3
+    callbacks = names[7:] == ("prolog", "epilog")
+    positional = ", ".join(names[:code.co_argcount])
+    keyword = ", ".join(names[code.co_argcount:])
+    passed = ", ".join(names[:7] + (("prolog", "epilog") if callbacks else ()))
+    source = (f"def _factory(_transform, _kind):\n"
+              f"    def {stub.__name__}({positional}, *, {keyword}):\n"
+              f"        return _transform(_kind, {passed})\n"
+              f"    return {stub.__name__}\n")
+    namespace: dict = {}
+    exec(compile(source, f"<nvmathx.fft.{stub.__name__}>", "exec"), stub.__globals__, namespace)
+    kind = _Kind(stub.__name__, fft_type, form, direction, conj)
+    function = namespace["_factory"](_transform, kind)
+    function.__defaults__ = stub.__defaults__
+    function.__kwdefaults__ = stub.__kwdefaults__
+    function.__annotations__ = dict(stub.__annotations__)
+    function.__module__ = stub.__module__
+    function.__qualname__ = stub.__qualname__
+    return function, kind

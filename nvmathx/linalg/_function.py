@@ -20,6 +20,8 @@ from ._problem import check_quantization_scales
 __all__ = ["matmul", "plan_key", "plan_cache"]
 
 plan_cache = PlanCache("nvmathx.linalg", max_size=128, max_memory_bytes=1 << 30)
+"""The per-device LRU cache of cuBLASLt plans used by :func:`matmul` (``info()``, ``clear()``,
+``set_limits(max_size=, max_memory_bytes=)``), keyed by :func:`plan_key`."""
 
 # Epilogs that go into a key as they are (planning checks them): names, codes and MatmulEpilogs.
 _EPILOG_KEY_TYPES = (str, int, MatmulEpilog)

@@ -1,0 +1,182 @@
+"""Pages of the documentation that are generated from the code and the repository at build time.
+
+- ``generated/api/*.rst``: one page per public module, an autosummary of every name in its
+  ``__all__`` (public modules are found by walking the package: every module without a leading
+  underscore).
+- ``generated/coverage.rst``: which scipy.fft (and numpy.fft) functions nvmathx.fft provides and
+  which its scipy backend serves on GPU arrays, read from the modules themselves.
+- ``generated/benchmarks.rst``: the committed results, ``benchmarks/results/*.json``, as tables,
+  with each suite's plot.
+- ``generated/examples.rst``: every ``examples/*.py``, its docstring and its source.
+
+Written on ``config-inited``, before Sphinx looks for source files, and only where the text changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import os
+import pathlib
+import pkgutil
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def public_modules(package: str = "nvmathx") -> list[str]:
+    """Every importable module of ``package`` with no underscore-led part in its name, sorted."""
+    root = importlib.import_module(package)
+    found = [package]
+    for info in pkgutil.walk_packages(root.__path__, f"{package}."):
+        if not any(part.startswith("_") for part in info.name.split(".")[1:]):
+            found.append(info.name)
+    return sorted(found)
+
+
+def _heading(text: str, mark: str = "=") -> str:
+    return f"{text}\n{mark * len(text)}\n"
+
+
+# Data whose value carries no docstring of its own (autodoc would show the type's) and that has no
+# attribute docstring in the module that exports it.
+_DATA_TEXT = {"nvmathx.__version__": "The version of this nvmathx, a PEP 440 string."}
+
+
+def api_page(module_name: str, public: list[str]) -> str:
+    """The reference page of one public module: its docstring, its public submodules, and an
+    autosummary (with a page per name) of the rest of its ``__all__``."""
+    module = importlib.import_module(module_name)
+    names = list(module.__all__)
+    submodules = [name for name in names if f"{module_name}.{name}" in public]
+    plain = [name for name in names if f"{module_name}.{name}" in _DATA_TEXT]
+    members = [name for name in names if name not in submodules and name not in plain]
+    lines = [_heading(f"``{module_name}``"), f".. automodule:: {module_name}", "   :no-members:", "",
+             f".. currentmodule:: {module_name}", ""]
+    if members:
+        lines += [".. autosummary::", "   :toctree: _autosummary", "   :nosignatures:", ""]
+        lines += [f"   {name}" for name in members] + [""]
+    for name in plain:
+        lines += [f".. data:: {name}", f"   :value: {getattr(module, name)!r}", "",
+                  f"   {_DATA_TEXT[f'{module_name}.{name}']}", ""]
+    if submodules:
+        lines += [_heading("Submodules", "-"), ".. toctree::", "   :maxdepth: 1", ""]
+        lines += [f"   {module_name}.{name}" for name in submodules] + [""]
+    return "\n".join(lines)
+
+
+def api_index(modules: list[str]) -> str:
+    lines = [_heading("API reference"),
+             "Every public module, and on its page every name in its ``__all__``. Names not listed here",
+             "(modules and attributes with a leading underscore) are private and may change.", "",
+             ".. toctree::", "   :maxdepth: 1", ""]
+    return "\n".join(lines + [f"   {name}" for name in modules] + [""])
+
+
+def coverage_page() -> str:
+    """A table of scipy.fft's public functions: in numpy.fft, provided by nvmathx.fft, served on GPU
+    arrays by the backend (``scipy.fft.set_backend(nvmathx.fft)``)."""
+    import numpy.fft
+    import scipy.fft
+
+    import nvmathx.fft
+    from nvmathx.fft import _backend
+
+    rows = []
+    for name in scipy.fft.__all__:
+        ours = f":func:`nvmathx.fft.{name}`" if name in nvmathx.fft.__all__ else ""
+        served = "cuFFT" if name in _backend._SERVED else ("scipy's" if name not in {
+            "set_backend", "skip_backend", "set_global_backend", "register_backend"} else "")
+        rows.append((f"``{name}``", "yes" if hasattr(numpy.fft, name) else "", ours or "--", served))
+    provided = sum(1 for row in rows if row[2] != "--")
+    table = [".. list-table::", "   :header-rows: 1", "", "   * - scipy.fft", "     - numpy.fft",
+             "     - nvmathx.fft", "     - GPU array under the backend"]
+    for row in rows:
+        table += [f"   * - {row[0]}"] + [f"     - {cell}" for cell in row[1:]]
+    intro = [_heading("scipy.fft and numpy.fft coverage"),
+             f"nvmathx.fft provides {provided} of scipy.fft's {len(rows)} public functions, with scipy's",
+             "signatures (plus the keyword-only ``prolog``/``epilog`` callbacks of the cuFFT transforms).",
+             "Under ``scipy.fft.set_backend(nvmathx.fft)``, a call on a GPU array runs on cuFFT where the",
+             "last column says so; \"scipy's\" means scipy's own implementation runs (on host arrays",
+             "everything does). This table is generated from the modules when the documentation is built.", ""]
+    return "\n".join(intro + table + [""])
+
+
+def _format(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return "x".join(map(str, value))
+    return "" if value is None else str(value)
+
+
+def benchmark_page(results: pathlib.Path) -> str:
+    """Every suite in ``results`` (``<suite>.json``, the fixed format of ``benchmarks/``) as a table
+    of its cases, with the suite's plot where there is one."""
+    lines = [_heading("Benchmark results"),
+             "Measured by ``python -m benchmarks SUITE`` (see ``benchmarks/README.md``) and committed as",
+             "``benchmarks/results/<suite>.json`` with a plot; this page is generated from those files when",
+             "the documentation is built. Each suite's ``unit`` says what a number is; lower is better.", ""]
+    for path in sorted(results.glob("*.json")):
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or "cases" not in data:
+            continue  # survey output and other side files
+        columns = sorted({peer for case in data["cases"] for peer in case.get("times", {})},
+                         key=lambda peer: (peer != "nvmathx", peer))
+        lines += [_heading(data["suite"], "-"),
+                  f"{data.get('device', 'unknown device')}, {data.get('date', '')[:10]}; "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(data.get("versions", {}).items())) + ".", ""]
+        plot = path.with_suffix(".png")
+        if plot.exists():
+            lines += [f".. image:: /{_relative(plot)}", f"   :alt: {data['suite']} results", ""]
+        lines += [".. list-table::", "   :header-rows: 1", "", "   * - case", "     - parameters", "     - unit"]
+        lines += [f"     - {peer}" for peer in columns]
+        for case in data["cases"]:
+            params = ", ".join(f"{k}={_format(v)}" for k, v in case.get("params", {}).items())
+            times = case.get("times", {})
+            lines += [f"   * - ``{case['name']}``", f"     - {params}", f"     - {case.get('unit', '')}"]
+            lines += [f"     - {_format(times.get(peer))}" for peer in columns]
+        notes = sorted({case["note"] for case in data["cases"] if case.get("note")})
+        lines += [""] + [f"- {note}" for note in notes] + [""]
+    return "\n".join(lines)
+
+
+def _relative(path: pathlib.Path) -> str:
+    """A path from the docs source folder's parent (the repository), as ``/../...`` needs it."""
+    return "../" + pathlib.Path(os.path.relpath(path.resolve(), ROOT)).as_posix()
+
+
+def examples_page(examples: pathlib.Path) -> str:
+    """Every example script: its title (docstring's first line), the rest of its docstring, its source."""
+    lines = [_heading("Examples"),
+             "The scripts in ``examples/``; each runs as a test (on the CPU where it can, the GPU ones on a",
+             "GPU machine). Run one with ``python examples/NAME.py``.", ""]
+    for path in sorted(examples.glob("*.py")):
+        docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
+        title, _, rest = docstring.partition("\n")
+        lines += [_heading(path.name, "-"), title, "", rest.strip(), "",
+                  f".. literalinclude:: /{_relative(path)}", "   :language: python", "   :linenos:", ""]
+    return "\n".join(lines)
+
+
+def _write(path: pathlib.Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def generate(srcdir: pathlib.Path) -> None:
+    """Write every generated page under ``srcdir/generated``."""
+    out = srcdir / "generated"
+    modules = public_modules()
+    for name in modules:
+        _write(out / "api" / f"{name}.rst", api_page(name, modules))
+    _write(out / "api" / "index.rst", api_index(modules))
+    _write(out / "coverage.rst", coverage_page())
+    _write(out / "benchmarks.rst", benchmark_page(ROOT / "benchmarks" / "results"))
+    _write(out / "examples.rst", examples_page(ROOT / "examples"))
+
+
+def setup(app):
+    app.connect("config-inited", lambda app, config: generate(pathlib.Path(app.srcdir)))
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,73 @@
+"""The generated documentation pages (docs/_ext/nvmathx_docs.py) follow the code and the results."""
+
+import importlib
+import importlib.util
+import json
+import pathlib
+import re
+
+import pytest
+
+from helpers.public_docstrings import importable
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("nvmathx_docs", ROOT / "docs" / "_ext" / "nvmathx_docs.py")
+docs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(docs)
+
+
+def test_public_modules_are_the_pinned_ones():
+    from test_public_api import PUBLIC_MODULES
+
+    assert set(docs.public_modules()) == PUBLIC_MODULES
+
+
+@pytest.mark.parametrize("module_name", docs.public_modules())
+def test_api_page_lists_every_name_of_all(module_name):
+    if not importable(module_name):
+        pytest.skip(f"{module_name} needs an optional package that is not installed")
+    modules = docs.public_modules()
+    page = docs.api_page(module_name, modules)
+    listed = set(re.findall(r"^   (\w+)$", page, re.M)) | set(re.findall(r"^\.\. data:: (\w+)$", page, re.M))
+    listed |= {line.rsplit(".", 1)[1] for line in re.findall(r"^   (nvmathx[\w.]+)$", page, re.M)}
+    assert listed == set(importlib.import_module(module_name).__all__)
+    assert not [name for name in listed if name.startswith("_") and name != "__version__"]
+
+
+def test_coverage_page_follows_the_transform_table(monkeypatch):
+    from nvmathx.fft import _backend
+
+    page = docs.coverage_page()
+    assert "   * - ``rfft``\n     - yes\n     - :func:`nvmathx.fft.rfft`\n     - cuFFT" in page
+    assert "   * - ``dct``\n     - \n     - --\n     - scipy's" in page
+    monkeypatch.delitem(_backend._SERVED, "rfft")
+    assert "     - :func:`nvmathx.fft.rfft`\n     - scipy's" in docs.coverage_page()
+
+
+def test_benchmark_page_is_read_from_the_results(tmp_path):
+    case = {"name": "gemm_64", "params": {"shape": [64, 64], "dtype": "float32"}, "unit": "us_per_call",
+            "times": {"torch": 12.5, "nvmathx": 13.25}, "note": "per call"}
+    (tmp_path / "matmul.json").write_text(json.dumps({"suite": "matmul", "device": "H200", "date": "2026-12-02T00:00",
+                                                      "versions": {"nvmathx": "0.1.0"}, "cases": [case]}))
+    (tmp_path / "matmul.png").write_bytes(b"")
+    (tmp_path / "survey.json").write_text("[1, 2]")  # not a suite: left out
+    page = docs.benchmark_page(tmp_path)
+    assert "matmul\n------" in page and "H200, 2026-12-02; nvmathx 0.1.0." in page
+    assert "     - nvmathx\n     - torch" in page  # nvmathx first
+    row = "   * - ``gemm_64``\n     - shape=64x64, dtype=float32\n     - us_per_call\n     - 13.25\n     - 12.5"
+    assert row in page
+    assert ".. image:: /../" in page and "- per call" in page and "survey" not in page
+
+
+def test_committed_results_all_appear():
+    page = docs.benchmark_page(ROOT / "benchmarks" / "results")
+    for path in (ROOT / "benchmarks" / "results").glob("*.json"):
+        data = json.loads(path.read_text())
+        for case in data["cases"]:
+            assert f"``{case['name']}``" in page
+
+
+def test_examples_page_includes_every_example():
+    page = docs.examples_page(ROOT / "examples")
+    for path in (ROOT / "examples").glob("*.py"):
+        assert f".. literalinclude:: /../examples/{path.name}" in page
