@@ -20,6 +20,7 @@ import json
 import os
 import pathlib
 import pkgutil
+import shutil
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -43,14 +44,32 @@ def _heading(text: str, mark: str = "=") -> str:
 _DATA_TEXT = {"nvmathx.__version__": "The version of this nvmathx, a PEP 440 string."}
 
 
-def api_page(module_name: str, public: list[str]) -> str:
-    """The reference page of one public module: its docstring, its public submodules, and an
-    autosummary (with a page per name) of the rest of its ``__all__``."""
+def homes(public: list[str]) -> dict:
+    """Where each public object is documented: the first public module (in ``public``'s order)
+    whose ``__all__`` holds it. A later module exporting the same object refers to that page."""
+    home: dict = {}
+    for module_name in public:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            value = getattr(module, name)
+            if not isinstance(value, (str, int, float, tuple)):  # plain values are not shared objects
+                home.setdefault(id(value), f"{module_name}.{name}")
+    return home
+
+
+def api_page(module_name: str, public: list[str], home: dict | None = None) -> str:
+    """The reference page of one public module: its docstring, its public submodules, an
+    autosummary (with a page per name) of the rest of its ``__all__``, and a list of the names it
+    re-exports from a module documented earlier."""
     module = importlib.import_module(module_name)
     names = list(module.__all__)
     submodules = [name for name in names if f"{module_name}.{name}" in public]
     plain = [name for name in names if f"{module_name}.{name}" in _DATA_TEXT]
-    members = [name for name in names if name not in submodules and name not in plain]
+    home = home or {}
+    elsewhere = {name: home[id(getattr(module, name))] for name in names
+                 if name not in submodules and name not in plain
+                 and home.get(id(getattr(module, name)), f"{module_name}.{name}") != f"{module_name}.{name}"}
+    members = [name for name in names if name not in submodules and name not in plain and name not in elsewhere]
     lines = [_heading(f"``{module_name}``"), f".. automodule:: {module_name}", "   :no-members:", "",
              f".. currentmodule:: {module_name}", ""]
     if members:
@@ -59,6 +78,9 @@ def api_page(module_name: str, public: list[str]) -> str:
     for name in plain:
         lines += [f".. data:: {name}", f"   :value: {getattr(module, name)!r}", "",
                   f"   {_DATA_TEXT[f'{module_name}.{name}']}", ""]
+    if elsewhere:
+        lines += [_heading("Also exported here", "-"), "The same objects as:", ""]
+        lines += [f"- ``{name}``: :obj:`{target}`" for name, target in elsewhere.items()] + [""]
     if submodules:
         lines += [_heading("Submodules", "-"), ".. toctree::", "   :maxdepth: 1", ""]
         lines += [f"   {module_name}.{name}" for name in submodules] + [""]
@@ -168,9 +190,11 @@ def _write(path: pathlib.Path, text: str) -> None:
 def generate(srcdir: pathlib.Path) -> None:
     """Write every generated page under ``srcdir/generated``."""
     out = srcdir / "generated"
+    shutil.rmtree(out, ignore_errors=True)  # pages of renamed or removed names must not linger
     modules = public_modules()
+    home = homes(modules)
     for name in modules:
-        _write(out / "api" / f"{name}.rst", api_page(name, modules))
+        _write(out / "api" / f"{name}.rst", api_page(name, modules, home))
     _write(out / "api" / "index.rst", api_index(modules))
     _write(out / "coverage.rst", coverage_page())
     _write(out / "benchmarks.rst", benchmark_page(ROOT / "benchmarks" / "results"))

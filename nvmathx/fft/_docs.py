@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._layout import C2C, C2R, R2C
+from .._fftcore.layout import C2C, C2R, R2C
 
 __all__ = ["render"]
 

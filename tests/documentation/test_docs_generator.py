@@ -71,3 +71,13 @@ def test_examples_page_includes_every_example():
     page = docs.examples_page(ROOT / "examples")
     for path in (ROOT / "examples").glob("*.py"):
         assert f".. literalinclude:: /../examples/{path.name}" in page
+
+
+def test_a_re_exported_object_is_documented_once():
+    """nvmathx.CacheInfo and nvmathx.device_api.CacheInfo are one class: one page, and a reference."""
+    modules = docs.public_modules()
+    home = docs.homes(modules)
+    page = docs.api_page("nvmathx.device_api", modules, home)
+    entries = page.split("Also exported here")
+    assert len(entries) == 2 and "   CacheInfo\n" not in entries[0]
+    assert "``CacheInfo``: :obj:`nvmathx.CacheInfo`" in entries[1]

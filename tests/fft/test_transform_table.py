@@ -6,9 +6,9 @@ import inspect
 import numpy as np
 import pytest
 import scipy.fft
-from nvmathx.fft._layout import C2C
 
 import nvmathx.fft as nfft
+from nvmathx._fftcore.layout import C2C
 from nvmathx.fft import _backend, _functions, _transforms
 
 TABLE = list(_transforms.TRANSFORMS)
