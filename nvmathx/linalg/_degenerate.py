@@ -17,6 +17,7 @@ import numpy as np
 
 from .._bindings import cuda_driver
 from .._core.dtypes import numpy_dtype
+from .._core.streams import StreamHolder
 from .._core.tensor import copy_to_host, wrap_operand
 from . import _kernels as K
 from ._batching import _merge, aligned_strides
@@ -305,7 +306,7 @@ class DegenerateRunner:
     def set_scalars(self, alpha, beta) -> None:
         self._beta = beta  # alpha multiplies a product of 0 (K = 0) or nothing at all
 
-    def set_scales(self, scales: dict, complete: bool = False) -> None:
+    def set_scales(self, scales: dict, complete: bool = False, stream: StreamHolder | None = None) -> None:
         """Only ``d`` matters (``a`` and ``b`` scale a product of 0); device arrays are checked as
         GpuRunner checks them."""
         for key in self.scale_keys:

@@ -16,8 +16,9 @@ from ._epilogs import epilog_spec
 from ._layout import pointer_alignment
 from ._operands import array_likes, check_together, copied, info, inputs_as_arrays, stage, wrap_all, wrap_factor
 from ._options import MatmulOptions, MatmulPlanPreferences, as_int
-from ._planning import build_runner
-from ._problem import check_quantization_scales, check_scalars, describe_problem
+from ._planning import Runner, build_runner
+from ._problem import MatmulProblem, check_quantization_scales, check_scalars, describe_problem
+from ._runner import GpuRunner
 
 __all__ = ["Matmul"]
 
@@ -136,7 +137,8 @@ class Matmul:
         self._host = a_op
         self._operands = {"a": a_op, "b": b_op, "c": c_op}
         self._inputs = {}
-        self._runner = self._problem = None
+        self._runner: Runner | None = None
+        self._problem: MatmulProblem | None = None
         if not self._cpu:
             device_id = self._execution.device_id
             # Without stream=, execute() follows the operand library's current stream (torch, cupy),
@@ -262,7 +264,7 @@ class Matmul:
         """(runner, the operand library's stream choice, whether a, b or c is a copy of a lazy view),
         handed to the function form's cache, which binds each call's operands itself; this Matmul
         is freed without the runner."""
-        runner, self._runner = self._runner, None
+        runner, self._runner = self._planned_runner(), None
         runner.unbind()  # a cached plan must not keep this call's arrays alive
         self.free()
         return runner, self._library_streams, self._copies
@@ -271,7 +273,7 @@ class Matmul:
     def algorithms(self) -> list:
         """The planned candidate algorithms, in the order ``execute()`` prefers them."""
         self._check_state(_PLANNED)
-        return [] if self._cpu else list(self._runner.algorithms)
+        return [] if self._cpu else list(self._planned_runner().algorithms)
 
     def autotune(self, iterations: int = 10) -> list:
         """Time every candidate on the actual operands and reorder them, fastest first.
@@ -289,9 +291,9 @@ class Matmul:
         """
         self._check_state(_PLANNED)
         iterations = check_positive_int(as_int(iterations), "iterations")
-        if self._cpu or not self._runner.algorithms:  # an extent of 0 runs no algorithm
+        runner = None if self._cpu else self._planned_runner()
+        if not isinstance(runner, GpuRunner) or not runner.algorithms:  # an extent of 0 runs no algorithm
             return []
-        runner = self._runner
         stream = self._streams()
         runner.use_stream(stream)
         timings = autotune_algorithms(runner, stream, iterations)
@@ -323,8 +325,9 @@ class Matmul:
             The result, plus a dict of auxiliary outputs when the epilog (or ``result_amax``)
             produces some.
         """
-        if self._ready and algorithm is None and not release_workspace:
-            return self._runner.run(self._streams(stream))
+        runner = self._runner
+        if self._ready and runner is not None and algorithm is None and not release_workspace:
+            return runner.run(self._streams(stream))
         return self._execute_general(algorithm, stream, release_workspace)
 
     def _execute_general(self, algorithm, stream, release_workspace):
@@ -333,7 +336,7 @@ class Matmul:
             if stream is not None or algorithm is not None:
                 raise OptionsError("stream" if stream is not None else "algorithm", "CPU execution takes none")
             return self._execute_cpu()
-        runner = self._runner
+        runner = self._planned_runner()
         holder = self._streams(stream)
         runner.use_stream(holder)  # (a released workspace is allocated again before an algorithm is selected)
         previous = runner.algorithm
@@ -347,6 +350,12 @@ class Matmul:
             runner.select(previous)
             if release_workspace:
                 runner.release_workspace()
+
+    def _planned_runner(self) -> Runner:
+        runner = self._runner
+        if runner is None:  # the state checks make this unreachable
+            raise InvalidStateError("call plan() before execute() or autotune()")
+        return runner
 
     def _execute_cpu(self):
         views = {name: host_array(op) if op is not None else None for name, op in self._operands.items()}
@@ -408,7 +417,7 @@ class Matmul:
             self._runner.bind(self._operands["a"], self._operands["b"], self._operands["c"], self._inputs)
             self._runner.set_scalars(alpha, beta)
             if scales:
-                self._runner.set_scales(scales)
+                self._runner.set_scales(scales, stream=stream)
 
     def _after_copies(self, stream, *pairs) -> bool:
         """Order ``stream`` after the copies made of lazy views (torch's conjugate or negative bits),
