@@ -106,7 +106,7 @@ class FFT:
         self._user = operand
         self._on_cpu = isinstance(self._execution, ExecutionCPU)
         self._default_direction = normalize_direction(None, fft_type)
-        self._transform = None
+        self._transform: _CpuPlan | GpuTransform | None = None
         self._freed = False
         self._logger = get_logger(options.logger)
         if self._on_cpu:
@@ -123,7 +123,7 @@ class FFT:
         self._streams = CallStreams(self._device_id, self._device.adapter.current_stream)
         self._blocking = options.blocking is True  # read once: execute() is the hot path
         self._aligned = real_input_aligned(fft_type, self._device.ptr, self._device.dtype.itemsize)
-        self._callbacks = {}  # "prolog"/"epilog" -> Attachment, given to plan()
+        self._callbacks: dict = {}  # "prolog"/"epilog" -> Attachment, given to plan()
         self._key = self._plan_key()
 
     # -- what was planned (read-only: the plan is made for them) ----------------------------------------
@@ -340,9 +340,8 @@ class FFT:
         self._check_valid()
         return self
 
-    def __exit__(self, *exc_info) -> bool:
+    def __exit__(self, *exc_info: object) -> None:
         self.free()
-        return False
 
     def __repr__(self) -> str:
         state = "freed" if self._freed else ("planned" if self._transform is not None else "unplanned")

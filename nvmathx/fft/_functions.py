@@ -6,18 +6,26 @@ from :data:`plan_cache` (per device and thread), keyed by :func:`plan_key`.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, Literal, NamedTuple, Optional, Union
 
 from .._core.errors import OperandError, OptionsError
 from .._core.plan_cache import PlanCache
 from .._core.tensor import as_array, key_function, operand_keys, wrap_operand
+from ..typing import ArrayLike
 from ._arguments import one_axis, shape_and_axes
-from ._callbacks import attachment, attachments_key
+from ._callbacks import CompiledCallback, attachment, attachments_key
 from ._cpu import check_workers, cpu_plan_key, run_on_cpu
 from ._fft import FFT
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
 from ._normalize import check_norm, scale_factor, swap_direction
+
+Norm = Optional[Literal["backward", "ortho", "forward"]]
+"""A ``norm=`` argument (None is "backward")."""
+
+Callback = Union[CompiledCallback, tuple[Any, Any], None]
+"""A ``prolog=``/``epilog=`` argument: a compiled callback, or ``(callback, user_data)``."""
 
 __all__ = [
     "plan_cache",
@@ -264,77 +272,147 @@ _HFFTN = _Kind("hfftn", C2R, 3, +1, conj=True)
 _IHFFTN = _Kind("ihfftn", R2C, 3, -1, conj=True)
 
 
-def fft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def fft(
+    x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_FFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
-def ifft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def ifft(
+    x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_IFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
-def fft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def fft2(
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_FFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
-def ifft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def ifft2(
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_IFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
-def fftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def fftn(
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_FFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
-def ifftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def ifftn(
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_IFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
-def rfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def rfft(
+    x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_RFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
-def rfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def rfft2(
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_RFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
-def rfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def rfftn(
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_RFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
-def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def irfft(
+    x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_IRFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
 def irfft2(
-    x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None
-):
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_IRFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
-def irfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None, epilog=None):
+def irfftn(
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+) -> ArrayLike:
     return _transform(_IRFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog)
 
 
-def hfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
+def hfft(
+    x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None,
+) -> ArrayLike:
     return _transform(_HFFT, x, n, axis, norm, overwrite_x, workers, plan)
 
 
-def ihfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
+def ihfft(
+    x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None,
+) -> ArrayLike:
     return _transform(_IHFFT, x, n, axis, norm, overwrite_x, workers, plan)
 
 
-def hfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
+def hfft2(
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None,
+) -> ArrayLike:
     return _transform(_HFFT2, x, s, axes, norm, overwrite_x, workers, plan)
 
 
-def ihfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
+def ihfft2(
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None,
+) -> ArrayLike:
     return _transform(_IHFFT2, x, s, axes, norm, overwrite_x, workers, plan)
 
 
-def hfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
+def hfftn(
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None,
+) -> ArrayLike:
     return _transform(_HFFTN, x, s, axes, norm, overwrite_x, workers, plan)
 
 
-def ihfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
+def ihfftn(
+    x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+    overwrite_x: bool = False, workers: int | None = None,
+    *, plan: FFT | None = None,
+) -> ArrayLike:
     return _transform(_IHFFTN, x, s, axes, norm, overwrite_x, workers, plan)
 
 

@@ -14,6 +14,7 @@ Both are launched through cuda.core on the caller's stream, so they are captured
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -141,7 +142,7 @@ def can_copy(source_dtype, target_dtype) -> bool:
 
 _VECTOR_SCALE = "scale<float4, float>"
 _NAMES = (_VECTOR_SCALE,) + tuple(_scale_name(d) for d in _SCALED) + tuple(_copy_name(s, t) for s, t in _COPIES)
-_modules: dict[int, object] = {}
+_modules: dict[int, Any] = {}  # cuda.core ObjectCode
 _lock = threading.Lock()
 
 
@@ -216,7 +217,7 @@ def collapse(shape, source_strides, target_strides) -> tuple:
     """Merge axes that nest in both layouts and drop extent-1 axes (fewer kernel dimensions)."""
     axes = [(e, s, t) for e, s, t in zip(shape, source_strides, target_strides) if e != 1]
     axes.sort(key=lambda a: (abs(a[2]), abs(a[1])), reverse=True)
-    merged = []
+    merged: list[tuple[int, int, int]] = []
     for extent, source, target in axes:
         if merged:
             outer_extent, outer_source, outer_target = merged[-1]

@@ -21,6 +21,7 @@ do), so the same source also compiles as host C++ (the tests run it on the host 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from .._core import device
 
@@ -218,7 +219,7 @@ __global__ void degenerate_complex(T* result, i64 rows, i64 cols, i64 count, R b
 KERNEL_NAMES = ("degenerate<float>", "degenerate<double>", "degenerate_complex<float2, float>",
                 "degenerate_complex<double2, double>")
 
-_modules: dict[int, object] = {}
+_modules: dict[int, Any] = {}  # cuda.core ObjectCode
 _kernels: dict[tuple, object] = {}  # (device, name) -> Kernel: no driver lookups on later launches
 _lock = threading.Lock()
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from typing import Any, Union
 
 from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
@@ -10,9 +12,11 @@ from .._core.logs import get_logger
 from .._core.options import check_or_create_options, check_positive_int
 from .._core.streams import CallStreams, order_after, resolve_stream
 from .._core.tensor import host_array, wrap_operand
+from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._autotune import autotune_algorithms
 from ._cpu import cpu_matmul
-from ._epilogs import epilog_spec
+from ._cublaslt_plan import MatmulAlgorithm
+from ._epilogs import MatmulEpilog, epilog_spec
 from ._layout import pointer_alignment
 from ._operands import array_likes, check_together, copied, info, inputs_as_arrays, stage, wrap_all, wrap_factor
 from ._options import MatmulOptions, MatmulPlanPreferences, as_int
@@ -24,6 +28,9 @@ __all__ = ["Matmul"]
 
 _CONSTRUCTED, _PLANNED, _FREED = "constructed", "planned", "freed"
 
+
+EpilogLike = Union[MatmulEpilog, str, int, None]
+"""An ``epilog=`` argument: a member, its name in any case, or its cuBLASLt code."""
 
 class Matmul:
     """Stateful matrix multiplication ``alpha * a @ b + beta * c`` followed by an epilog.
@@ -118,8 +125,9 @@ class Matmul:
            [6., 6.]], dtype=float32)
     """
 
-    def __init__(self, a, b, c=None, *, alpha=1, beta=0, quantization_scales=None, options=None, execution=None,
-                 stream=None):
+    def __init__(self, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
+                 beta: complex | ArrayLike = 0, quantization_scales: dict[str, ArrayLike] | None = None,
+                 options: OptionsLike = None, execution: ExecutionLike = None, stream: StreamLike = None) -> None:
         self._state = _FREED  # until construction succeeds
         self._ready = False  # planned for the GPU: execute() goes straight to the runner
         self._options = check_or_create_options(MatmulOptions, options, "options")
@@ -136,7 +144,7 @@ class Matmul:
         self._cpu = isinstance(self._execution, ExecutionCPU)
         self._host = a_op
         self._operands = {"a": a_op, "b": b_op, "c": c_op}
-        self._inputs = {}
+        self._inputs: dict[str, Any] = {}
         self._runner: Runner | None = None
         self._problem: MatmulProblem | None = None
         if not self._cpu:
@@ -175,13 +183,12 @@ class Matmul:
         if runner is not None:
             runner.free()
 
-    def __enter__(self):
+    def __enter__(self) -> Matmul:
         self._check_state(_CONSTRUCTED, _PLANNED)
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.free()
-        return False
 
     def __del__(self):
         try:
@@ -191,7 +198,9 @@ class Matmul:
 
     # -- planning ------------------------------------------------------------------------------
 
-    def plan(self, *, epilog=None, epilog_inputs=None, preferences=None, algorithms=None) -> list:
+    def plan(self, *, epilog: EpilogLike = None, epilog_inputs: dict[str, ArrayLike] | None = None,
+             preferences: OptionsLike = None,
+             algorithms: Sequence[MatmulAlgorithm] | None = None) -> list[MatmulAlgorithm]:
         """Choose how to run: check the epilog and its inputs, and find candidate algorithms.
 
         Parameters
@@ -304,7 +313,8 @@ class Matmul:
 
     # -- execution -----------------------------------------------------------------------------
 
-    def execute(self, *, algorithm=None, stream=None, release_workspace=False):
+    def execute(self, *, algorithm: MatmulAlgorithm | None = None, stream: StreamLike = None,
+                release_workspace: bool = False) -> ArrayLike:
         """Run the planned product.
 
         Parameters
@@ -370,8 +380,10 @@ class Matmul:
 
     # -- new operands --------------------------------------------------------------------------
 
-    def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None, epilog_inputs=None,
-                       quantization_scales=None) -> None:
+    def reset_operands(self, a: ArrayLike | None = None, b: ArrayLike | None = None, c: ArrayLike | None = None, *,
+                       alpha: complex | ArrayLike | None = None, beta: complex | ArrayLike | None = None,
+                       epilog_inputs: dict[str, ArrayLike] | None = None,
+                       quantization_scales: dict[str, ArrayLike] | None = None) -> None:
         """Swap in new operands of the same shape, strides, dtype, library and device (and at
         least the planned pointer alignment); alpha, beta, epilog inputs and scales likewise.
 

@@ -47,7 +47,7 @@ class TorchAdapter(Adapter):
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         if raw is not None:
             # torch's C function itself, in place of the method: no Python frame on the hot path.
-            self.current_stream = raw  # type: ignore[method-assign]  # a C function standing in for the method
+            self.current_stream = raw
 
     @staticmethod
     def stream_handle(stream):

@@ -11,6 +11,7 @@ replicated results and block-cyclic ones alike.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ __global__ void bias_activation(T* d, const T* bias, long long rows, long long c
 
 _C_TYPES = {"float32": "float", "float64": "double"}  # epilogs need real operands, as in nvmathx.linalg
 _NAMES = tuple(f"bias_activation<{c_type}>" for c_type in _C_TYPES.values())
-_modules: dict[int, object] = {}
+_modules: dict[int, Any] = {}  # cuda.core ObjectCode
 _kernels: dict[tuple, object] = {}
 _lock = threading.Lock()
 
