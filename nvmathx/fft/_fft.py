@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Union
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from .._core.streams import CallStreams, resolve_stream
 from .._core.tensor import adapter_for, copy_to_host, host_array, in_place_problem, stage_to_device, wrap_operand
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._arguments import normalize_axes
-from ._callbacks import attachment, attachments_key
+from ._callbacks import CompiledCallback, attachment, attachments_key
 from ._cpu import compute_array, cpu_plan_key
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C, plan_layout
@@ -25,6 +26,9 @@ __all__ = ["FFT"]
 
 _CPU_FUNCTIONS = {C2C: ("fftn", "ifftn"), R2C: ("rfftn", None), C2R: (None, "irfftn")}
 
+
+Callback = Union[CompiledCallback, tuple[Any, Any], None]
+"""A ``prolog=``/``epilog=`` argument: a compiled callback, or ``(callback, user_data)``."""
 
 class FFT:
     """A stateful N-D FFT over chosen axes of one operand, on cuFFT or on the CPU.
@@ -89,7 +93,7 @@ class FFT:
     """
 
     def __init__(self, x: ArrayLike, *, axes: Sequence[int] | None = None, options: OptionsLike = None,
-                 execution: ExecutionLike = None, stream: StreamLike = None):
+                 execution: ExecutionLike = None, stream: StreamLike = None) -> None:
         self._options = options = check_or_create_options(FFTOptions, options, "options")
         operand = wrap_operand(x, "x", array_like=True)
         if operand.ndim == 0:
@@ -167,7 +171,7 @@ class FFT:
 
     # -- planning ---------------------------------------------------------------------------------------
 
-    def plan(self, *, prolog=None, epilog=None) -> None:
+    def plan(self, *, prolog: Callback = None, epilog: Callback = None) -> None:
         """Make the cuFFT plans (once; a second call does nothing).
 
         Parameters

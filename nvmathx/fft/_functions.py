@@ -7,25 +7,22 @@ from :data:`plan_cache` (per device and thread), keyed by :func:`plan_key`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple, Optional, Union
+from typing import Literal, NamedTuple, Optional
 
 from .._core.errors import OperandError, OptionsError
 from .._core.plan_cache import PlanCache
 from .._core.tensor import as_array, key_function, operand_keys, wrap_operand
 from ..typing import ArrayLike
 from ._arguments import one_axis, shape_and_axes
-from ._callbacks import CompiledCallback, attachment, attachments_key
+from ._callbacks import attachment, attachments_key
 from ._cpu import check_workers, cpu_plan_key, run_on_cpu
-from ._fft import FFT
+from ._fft import FFT, Callback
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._layout import C2C, C2R, R2C
 from ._normalize import check_norm, scale_factor, swap_direction
 
 Norm = Optional[Literal["backward", "ortho", "forward"]]
 """A ``norm=`` argument (None is "backward")."""
-
-Callback = Union[CompiledCallback, tuple[Any, Any], None]
-"""A ``prolog=``/``epilog=`` argument: a compiled callback, or ``(callback, user_data)``."""
 
 __all__ = [
     "plan_cache",
