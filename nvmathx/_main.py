@@ -111,12 +111,12 @@ def run_demos(execution: str) -> list[tuple[str, str, float, float, float]]:
             continue
         elapsed = (time.perf_counter() - start) * 1e3
         try:
-            error = _relative_error(result, reference)
+            relative = _relative_error(result, reference)
         except Exception as failure:  # a demo returned something that is not an array
             rows.append((name, f"FAILED: {type(failure).__name__}: {failure}", float("nan"), float("nan"), elapsed))
             continue
-        status = "ok" if error <= tolerance else "MISMATCH"
-        rows.append((name, status, error, tolerance, elapsed))
+        status = "ok" if relative <= tolerance else "MISMATCH"
+        rows.append((name, status, relative, tolerance, elapsed))
     return rows
 
 

@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
+from typing import Callable
 
 from .._core.errors import LibraryNotFoundError
 
@@ -157,11 +158,11 @@ class FunctionTable:
     once (thread-safe) and returns ``{symbol: ctypes function}`` with those types set.
     """
 
-    def __init__(self, library: str, signatures: dict, before_load=None):
+    def __init__(self, library: str, signatures: dict, before_load: Callable[[], object] | None = None) -> None:
         self.library = library
         self.signatures = signatures
         self.before_load = before_load
-        self._functions = None
+        self._functions: dict | None = None
         self._lock = threading.Lock()
 
     def __call__(self) -> dict:
@@ -181,5 +182,10 @@ class FunctionTable:
                         function.argtypes = argtypes
                         bound[name] = function
                     self._functions = bound
-                functions = self._functions
+                functions = bound
         return functions
+
+
+def address(pointer: ctypes.c_void_p) -> int:
+    """The handle a create call wrote into ``pointer`` (0 for NULL, which a successful call never writes)."""
+    return pointer.value or 0

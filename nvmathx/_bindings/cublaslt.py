@@ -11,7 +11,7 @@ import ctypes
 import enum
 
 from .._core.errors import CudaLibraryError
-from ._loader import FunctionTable, load_library
+from ._loader import FunctionTable, address, load_library
 
 __all__ = [
     "CublasLtError",
@@ -290,7 +290,7 @@ def create() -> int:
     """A new cuBLASLt handle for the current device."""
     handle = ctypes.c_void_p()
     _call("cublasLtCreate", ctypes.byref(handle))
-    return handle.value
+    return address(handle)
 
 
 def destroy(handle: int) -> None:
@@ -300,7 +300,7 @@ def destroy(handle: int) -> None:
 def matmul_desc_create(compute_type: int, scale_type: int) -> int:
     desc = ctypes.c_void_p()
     _call("cublasLtMatmulDescCreate", ctypes.byref(desc), int(compute_type), int(scale_type))
-    return desc.value
+    return address(desc)
 
 
 def matmul_desc_destroy(desc: int) -> None:
@@ -322,7 +322,7 @@ def matrix_layout_create(data_type: int, rows: int, cols: int, ld: int) -> int:
     layout = ctypes.c_void_p()
     _call("cublasLtMatrixLayoutCreate", ctypes.byref(layout), int(data_type), rows, cols, ld,
           detail=f"type {data_type}, {rows} x {cols}, ld {ld}")
-    return layout.value
+    return address(layout)
 
 
 def matrix_layout_destroy(layout: int) -> None:
@@ -336,7 +336,7 @@ def matrix_layout_set(layout: int, attribute: MatrixLayoutAttribute, value) -> N
 def preference_create() -> int:
     preference = ctypes.c_void_p()
     _call("cublasLtMatmulPreferenceCreate", ctypes.byref(preference))
-    return preference.value
+    return address(preference)
 
 
 def preference_destroy(preference: int) -> None:

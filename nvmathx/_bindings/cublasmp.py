@@ -20,7 +20,7 @@ import enum
 import os
 
 from .._core.errors import CudaLibraryError, LibraryNotFoundError
-from ._loader import LIBRARIES, FunctionTable, load_library
+from ._loader import LIBRARIES, FunctionTable, address, load_library
 from .cublaslt import ComputeType, DataType
 
 __all__ = [
@@ -158,9 +158,9 @@ def decode_version(code: int) -> tuple:
 
 
 def _nccl_version() -> tuple:
-    code = ctypes.c_int(0)
-    load_library("nccl").cdll.ncclGetVersion(ctypes.byref(code))
-    code = code.value
+    buffer = ctypes.c_int(0)
+    load_library("nccl").cdll.ncclGetVersion(ctypes.byref(buffer))
+    code = buffer.value
     if code >= 10000:  # NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch
         return code // 10000, code // 100 % 100, code % 100
     return code // 1000, code // 100 % 10, code % 100
@@ -237,7 +237,7 @@ def create(stream: int) -> int:
     """A cuBLASMp handle on the current device, first ordered on ``stream`` (a raw handle)."""
     handle = ctypes.c_void_p()
     _call("cublasMpCreate", ctypes.byref(handle), stream)
-    return handle.value
+    return address(handle)
 
 
 def destroy(handle: int) -> None:
@@ -253,7 +253,7 @@ def grid_create(nprow: int, npcol: int, layout: GridLayout, nccl_comm: int) -> i
     grid = ctypes.c_void_p()
     _call("cublasMpGridCreate", nprow, npcol, int(layout), nccl_comm, ctypes.byref(grid),
           detail=f"{nprow} x {npcol} grid, {GridLayout(layout).name}")
-    return grid.value
+    return address(grid)
 
 
 def grid_destroy(grid: int) -> None:
@@ -267,7 +267,7 @@ def matrix_descriptor_create(m: int, n: int, mb: int, nb: int, rsrc: int, csrc: 
     desc = ctypes.c_void_p()
     _call("cublasMpMatrixDescriptorCreate", m, n, mb, nb, rsrc, csrc, lld, int(data_type), grid, ctypes.byref(desc),
           detail=f"{m} x {n} in {mb} x {nb} blocks, source ({rsrc}, {csrc}), lld {lld}, type {int(data_type)}")
-    return desc.value
+    return address(desc)
 
 
 def matrix_descriptor_destroy(desc: int) -> None:
@@ -277,7 +277,7 @@ def matrix_descriptor_destroy(desc: int) -> None:
 def matmul_descriptor_create(compute_type: int) -> int:
     desc = ctypes.c_void_p()
     _call("cublasMpMatmulDescriptorCreate", ctypes.byref(desc), int(compute_type))
-    return desc.value
+    return address(desc)
 
 
 def matmul_descriptor_destroy(desc: int) -> None:

@@ -343,7 +343,7 @@ class _Descriptor:
         self._prefix = prefix
         handle = ctypes.c_longlong()
         _call(f"{prefix}CreateDescriptor", ctypes.byref(handle))
-        self.handle = handle.value
+        self.handle: int | None = handle.value
 
     def close(self) -> None:
         if self.handle is not None:

@@ -171,7 +171,7 @@ def collapse(shape, source_strides, target_strides) -> tuple:
     """Merge axes that nest in both layouts and drop extent-1 axes (fewer kernel dimensions)."""
     axes = [(e, s, t) for e, s, t in zip(shape, source_strides, target_strides) if e != 1]
     axes.sort(key=lambda a: (abs(a[2]), abs(a[1])), reverse=True)
-    merged = []
+    merged: list[tuple[int, int, int]] = []
     for extent, source, target in axes:
         if merged:
             outer_extent, outer_source, outer_target = merged[-1]

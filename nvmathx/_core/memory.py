@@ -59,8 +59,9 @@ class Workspace:
         self._stream = stream
         if nbytes > self.nbytes:
             self.release()
-            self.buffer = allocate(nbytes, stream, self.device_id, self.memory_resource)
-            self.ptr = int(self.buffer.handle)
+            buffer = allocate(nbytes, stream, self.device_id, self.memory_resource)
+            self.buffer = buffer
+            self.ptr = int(buffer.handle)
             self.nbytes = nbytes
             self._stream = stream
         return self.ptr

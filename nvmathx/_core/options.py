@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from typing import Any, TypeVar
 
 from .errors import OptionsError
+
+_Options = TypeVar("_Options", bound=Any)
 
 __all__ = ["check_or_create_options", "check_choice", "check_positive_int", "as_index"]
 
 
-def check_or_create_options(cls, value, argument: str):
+def check_or_create_options(cls: type[_Options], value: object, argument: str) -> _Options:
     """Return an instance of the dataclass ``cls`` from an instance, a dict of its fields, or None.
 
     Raises

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from types import EllipsisType
 from typing import NamedTuple
 
 from .options import check_positive_int
@@ -107,7 +108,7 @@ class PlanCache:
             cache.memory.pop(key, None)
             _free(plan)
 
-    def set_limits(self, *, max_size: int | None = None, max_memory_bytes: int | None = ...) -> None:
+    def set_limits(self, *, max_size: int | None = None, max_memory_bytes: int | None | EllipsisType = ...) -> None:
         """Change the limits (evicting at once where needed). ``max_memory_bytes=None`` removes it."""
         if max_size is not None:
             self.max_size = check_positive_int(max_size, "max_size", allow_zero=True)

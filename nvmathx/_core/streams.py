@@ -161,7 +161,7 @@ class CallStreams:
         self.fixed = fixed
         self._current = current_stream or _no_current_stream
         self._handle = _UNSET  # equal to no handle: the first call looks its stream up
-        self._holder = None
+        self._holder: StreamHolder | None = None
 
     def __call__(self, stream=None) -> StreamHolder:
         """The StreamHolder for a call with ``stream=`` (see the class; errors as :func:`resolve_stream`)."""
@@ -170,10 +170,12 @@ class CallStreams:
         if self.fixed is not None:
             return self.fixed
         handle = self._current(self.device_id)
-        if handle != self._handle:
-            self._holder = _holder(default_stream_handle(self.device_id) if handle is None else handle, self.device_id)
+        holder = self._holder
+        if handle != self._handle or holder is None:
+            holder = _holder(default_stream_handle(self.device_id) if handle is None else handle, self.device_id)
+            self._holder = holder
             self._handle = handle
-        return self._holder
+        return holder
 
 
 def is_capturing(stream_handle: int) -> bool:

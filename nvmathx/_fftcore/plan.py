@@ -77,7 +77,7 @@ class _Pass:
         self.function, self.takes_direction, self.name = cufft.exec_function(fft_type)
         self.attachments = tuple(attachments)
         self.keep = []  # what cuFFT reads at plan time and the callbacks at run time
-        self.owned = []  # device buffers of this pass (the scale factor), released with it
+        self.owned: list = []  # device buffers of this pass (the scale factor), released with it
         self.fast = None
         self.handle = cufft.create()
         try:
@@ -169,7 +169,7 @@ class CufftPlan:
                     self._passes.append(item)
             undo.pop_all()
         self._epilog = epilog is not None
-        self._scaled = {}  # factor -> _Pass with the scale store callback, or None where cuFFT refused it
+        self._scaled: dict = {}  # factor -> _Pass with the scale store callback, or None where cuFFT refused it
         self._memory_resource = memory_resource
         self.workspace_bytes = max((p.work_bytes for p in self._passes), default=0)
         scratch_elements = (

@@ -133,6 +133,6 @@ def install() -> bool:
             return original(self, cc)
         return _cached_cubin(self, cc, original)
 
-    get_cubin._nvmathx_link_cache = True
+    get_cubin._nvmathx_link_cache = True  # type: ignore[attr-defined]  # a marker on the wrapper
     CUDACodeLibrary.get_cubin = get_cubin
     return True

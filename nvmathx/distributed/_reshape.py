@@ -212,9 +212,8 @@ class Reshape:
         self._check_valid()
         return self
 
-    def __exit__(self, *exc_info) -> bool:
+    def __exit__(self, *exc_info: object) -> None:
         self.free()
-        return False
 
     def __del__(self):
         if not getattr(self, "_freed", True) and self._device is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Union
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from .._core.logs import get_logger
 from .._core.options import check_or_create_options
 from .._core.streams import CallStreams, resolve_stream
 from .._core.tensor import adapter_for, copy_to_host, host_array, in_place_problem, stage_to_device, wrap_operand
-from .._fftcore.callbacks import attachment, attachments_key
+from .._fftcore.callbacks import CompiledCallback, attachment, attachments_key
 from .._fftcore.layout import C2C, C2R, R2C, plan_layout, real_input_aligned
 from .._fftcore.normalize import normalize_direction
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
@@ -26,6 +27,9 @@ __all__ = ["FFT"]
 
 _CPU_FUNCTIONS = {C2C: ("fftn", "ifftn"), R2C: ("rfftn", None), C2R: (None, "irfftn")}
 
+
+Callback = Union[CompiledCallback, tuple[Any, Any], None]
+"""A ``prolog=``/``epilog=`` argument: a compiled callback, or ``(callback, user_data)``."""
 
 class FFT:
     """A stateful N-D FFT over chosen axes of one operand, on cuFFT or on the CPU.
@@ -90,7 +94,7 @@ class FFT:
     """
 
     def __init__(self, x: ArrayLike, *, axes: Sequence[int] | None = None, options: OptionsLike = None,
-                 execution: ExecutionLike = None, stream: StreamLike = None):
+                 execution: ExecutionLike = None, stream: StreamLike = None) -> None:
         self._options = options = check_or_create_options(FFTOptions, options, "options")
         operand = wrap_operand(x, "x", array_like=True)
         if operand.ndim == 0:
@@ -107,7 +111,7 @@ class FFT:
         self._user = operand
         self._on_cpu = isinstance(self._execution, ExecutionCPU)
         self._default_direction = normalize_direction(None, fft_type)
-        self._transform = None
+        self._transform: _CpuPlan | GpuTransform | None = None
         self._freed = False
         self._logger = get_logger(options.logger)
         if self._on_cpu:
@@ -124,7 +128,7 @@ class FFT:
         self._streams = CallStreams(self._device_id, self._device.adapter.current_stream)
         self._blocking = options.blocking is True  # read once: execute() is the hot path
         self._aligned = real_input_aligned(fft_type, self._device.ptr, self._device.dtype.itemsize)
-        self._callbacks = {}  # "prolog"/"epilog" -> Attachment, given to plan()
+        self._callbacks: dict = {}  # "prolog"/"epilog" -> Attachment, given to plan()
         self._key = self._plan_key()
 
     # -- what was planned (read-only: the plan is made for them) ----------------------------------------
@@ -168,7 +172,7 @@ class FFT:
 
     # -- planning ---------------------------------------------------------------------------------------
 
-    def plan(self, *, prolog=None, epilog=None) -> None:
+    def plan(self, *, prolog: Callback = None, epilog: Callback = None) -> None:
         """Make the cuFFT plans (once; a second call does nothing).
 
         Parameters
@@ -341,9 +345,8 @@ class FFT:
         self._check_valid()
         return self
 
-    def __exit__(self, *exc_info) -> bool:
+    def __exit__(self, *exc_info: object) -> None:
         self.free()
-        return False
 
     def __repr__(self) -> str:
         state = "freed" if self._freed else ("planned" if self._transform is not None else "unplanned")

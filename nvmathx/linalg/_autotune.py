@@ -91,12 +91,13 @@ def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tupl
     times = {index: math.inf for index in range(len(algorithms))}
 
     def timed(indices, runs, rounds) -> dict[int, float]:
-        samples = {index: [] for index in indices}
+        samples: dict[int, list[float]] = {index: [] for index in indices}
+        failed: set[int] = set()
         step = -(-len(indices) // rounds)  # spread each candidate's position over the rounds
         for round_ in range(rounds):
             shift = (round_ * step) % max(len(indices), 1)
             for index in indices[shift:] + indices[:shift]:
-                if samples[index] is None:
+                if index in failed:
                     continue
                 runner.select(algorithms[index])
                 flush()
@@ -105,12 +106,13 @@ def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tupl
                     for _ in range(runs):
                         runner.launch()
                 except lt.CublasLtError:
-                    samples[index] = None
+                    failed.add(index)
                     continue
                 end = core.record(options=timing)
                 end.sync()
                 samples[index].append((end - start) / runs)
-        return {index: statistics.median(values) if values else math.inf for index, values in samples.items()}
+        return {index: statistics.median(values) if values and index not in failed else math.inf
+                for index, values in samples.items()}
 
     try:
         usable = []

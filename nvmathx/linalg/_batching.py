@@ -93,7 +93,7 @@ def aligned_strides(batch_shape, shape, strides) -> tuple:
 
 def _merge(batch_shape, columns) -> list:
     """[(extent, strides by operand)] with unit dimensions dropped and chaining neighbours merged."""
-    merged = []
+    merged: list[tuple[int, tuple]] = []
     for axis, extent in enumerate(batch_shape):
         if extent == 1:
             continue

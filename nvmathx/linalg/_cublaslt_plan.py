@@ -213,7 +213,7 @@ class LtPlan:
         """Point a descriptor attribute (bias, aux, scales, amax) at ``ptr``."""
         lt.matmul_desc_set(self.desc, attribute, ptr)
 
-    def _operands(self):
+    def _operands(self) -> tuple[int, int, int, int, int, int]:
         return (self.handle, self.desc, self.a_layout, self.b_layout, self.c_layout, self.d_layout)
 
     def launch_arguments(self, a, b, c, d, algo, workspace, workspace_size, stream) -> tuple:

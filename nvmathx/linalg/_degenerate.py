@@ -11,16 +11,18 @@ synchronisation, so it is captured in CUDA graphs as a cuBLASLt plan is.
 from __future__ import annotations
 
 import itertools
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .._bindings import cuda_driver
 from .._core.dtypes import numpy_dtype
+from .._core.streams import StreamHolder
 from .._core.tensor import copy_to_host, wrap_operand
 from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME, gelu_aux_ld, relu_aux_width
 from . import _kernels as K
 from ._batching import _merge, aligned_strides
+from ._cublaslt_plan import MatmulAlgorithm
 from ._problem import MatmulProblem, OperandInfo, cpu_compute_dtype, full_matrix
 from ._runner import first_columns, scale_operand
 
@@ -146,7 +148,7 @@ def _product_launches(problem: MatmulProblem, infos: dict) -> list[Launch]:
     result_size = numpy_dtype(problem.result_dtype).itemsize
     aux_size = 1 if relu_out else result_size
     compute = "double" if cpu_compute_dtype(problem.a_dtype) == "float64" else "float"
-    codes = {"c": K.DTYPE_CODES.get(problem.c_dtype, 0), "bias": K.DTYPE_CODES[problem.result_dtype]}
+    codes = {"c": K.DTYPE_CODES.get(problem.c_dtype or "", 0), "bias": K.DTYPE_CODES[problem.result_dtype]}
     launches = []
     for index, extents, strides, offsets in _split_batch(batch, {name: view[0] for name, view in views.items()}):
         per_launch = _product(extents)
@@ -256,12 +258,14 @@ class DegenerateRunner:
         self.stream = stream
         self.host_like = host_like
         self.blocking = blocking or host_like is not None
-        self.algorithms, self.algorithm, self.workspace_bytes = [], None, 0
+        self.algorithms: list[MatmulAlgorithm] = []
+        self.algorithm: MatmulAlgorithm | None = None
+        self.workspace_bytes = 0
         shape, epilog = problem.shape, problem.epilog
         allocator = like.adapter.result_allocator
         dtype = problem.result_dtype
         self._allocate = allocator(shape.result_shape, dtype, device_id, memory_resource=memory_resource)
-        self.outputs = []  # (name, allocator, slot, columns to keep or None)
+        self.outputs: list[tuple[str, Any, str, int | None]] = []  # (name, allocator, slot, columns to keep or None)
         if epilog is not None and epilog.aux_output == RELU_AUX_NAME:
             mask_shape = shape.batch_shape + (shape.m, relu_aux_width(shape.n))
             mask = allocator(mask_shape, "uint8", device_id, memory_resource=memory_resource)
@@ -284,7 +288,7 @@ class DegenerateRunner:
         self._pointers = {"a": 0, "b": 0, "c": 0, "bias": 0, "aux_in": 0, "scale_d": 0}
         self._beta = 0
         self._scale_d = 1.0
-        self.kept = {}
+        self.kept: dict[str, Any] = {}
 
     # -- what GpuRunner answers ------------------------------------------------------------------
 
@@ -306,7 +310,7 @@ class DegenerateRunner:
     def set_scalars(self, alpha, beta) -> None:
         self._beta = beta  # alpha multiplies a product of 0 (K = 0) or nothing at all
 
-    def set_scales(self, scales: dict, complete: bool = False) -> None:
+    def set_scales(self, scales: dict, complete: bool = False, stream: StreamHolder | None = None) -> None:
         """Only ``d`` matters (``a`` and ``b`` scale a product of 0); device arrays are checked as
         GpuRunner checks them."""
         for key in self.scale_keys:

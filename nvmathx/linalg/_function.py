@@ -12,7 +12,8 @@ from .._core.streams import order_after
 from .._core.tensor import key_function, operand_keys
 from .._matmulcore.epilogs import MatmulEpilog, epilog_spec
 from .._matmulcore.scalars import check_scalars
-from ._matmul import Matmul
+from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
+from ._matmul import EpilogLike, Matmul
 from ._operands import copied, has_array_likes, wrap_all
 from ._options import MatmulOptions, MatmulPlanPreferences
 from ._problem import check_quantization_scales
@@ -80,7 +81,7 @@ def _extra_key(epilog_inputs, scales) -> tuple:
         inputs.append((name, signature, _alignment(ptr)))
         pointers[name] = ptr
     if isinstance(scales, dict):
-        kinds = tuple(sorted((k, "array" if hasattr(v, "shape") else "number") for k, v in scales.items()))
+        kinds: tuple = tuple(sorted((k, "array" if hasattr(v, "shape") else "number") for k, v in scales.items()))
     else:
         kinds = ("not a dict", type(scales).__name__)  # planning raises the typed error
     return (tuple(inputs), kinds), pointers
@@ -174,8 +175,10 @@ def _plan(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, prefe
                          by_pointer=by_pointer)
 
 
-def matmul(a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None, quantization_scales=None, options=None,
-           preferences=None, execution=None, stream=None):
+def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
+           beta: complex | ArrayLike = 0, epilog: EpilogLike = None, epilog_inputs: dict[str, ArrayLike] | None = None,
+           quantization_scales: dict[str, ArrayLike] | None = None, options: OptionsLike = None,
+           preferences: OptionsLike = None, execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayLike:
     """Matrix product ``alpha * a @ b + beta * c`` followed by an epilog, with numpy.matmul semantics.
 
     The semantics, arguments and errors are those of :class:`Matmul` (construction, ``plan()``

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import Any, Union
 
 from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
@@ -14,18 +15,24 @@ from .._core.streams import CallStreams, order_after, resolve_stream
 from .._core.tensor import host_array, wrap_operand
 from .._matmulcore.epilogs import MatmulEpilog, epilog_spec
 from .._matmulcore.scalars import check_scalars
+from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._autotune import autotune_algorithms
 from ._cpu import cpu_matmul
+from ._cublaslt_plan import MatmulAlgorithm
 from ._layout import pointer_alignment
 from ._operands import array_likes, check_together, copied, info, inputs_as_arrays, stage, wrap_all, wrap_factor
 from ._options import MatmulOptions, MatmulPlanPreferences, as_int
-from ._planning import build_runner
-from ._problem import check_quantization_scales, describe_problem
+from ._planning import Runner, build_runner
+from ._problem import MatmulProblem, check_quantization_scales, describe_problem
+from ._runner import GpuRunner
 
 __all__ = ["Matmul"]
 
 _CONSTRUCTED, _PLANNED, _FREED = "constructed", "planned", "freed"
 
+
+EpilogLike = Union[MatmulEpilog, str, int, None]
+"""An ``epilog=`` argument: a member, its name in any case, or its cuBLASLt code."""
 
 class Matmul:
     """Stateful matrix multiplication ``alpha * a @ b + beta * c`` followed by an epilog.
@@ -125,8 +132,9 @@ class Matmul:
            [6., 6.]], dtype=float32)
     """
 
-    def __init__(self, a, b, c=None, *, alpha=1, beta=0, quantization_scales=None, options=None, execution=None,
-                 stream=None):
+    def __init__(self, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
+                 beta: complex | ArrayLike = 0, quantization_scales: dict[str, ArrayLike] | None = None,
+                 options: OptionsLike = None, execution: ExecutionLike = None, stream: StreamLike = None) -> None:
         self._state = _FREED  # until construction succeeds
         self._ready = False  # planned for the GPU: execute() goes straight to the runner
         self._options = check_or_create_options(MatmulOptions, options, "options")
@@ -143,8 +151,10 @@ class Matmul:
         self._cpu = isinstance(self._execution, ExecutionCPU)
         self._host = a_op
         self._operands = {"a": a_op, "b": b_op, "c": c_op}
-        self._inputs = {}
-        self._runner = self._problem = self._epilog = None
+        self._inputs: dict[str, Any] = {}
+        self._runner: Runner | None = None
+        self._problem: MatmulProblem | None = None
+        self._epilog = None
         if not self._cpu:
             device_id = self._execution.device_id
             # Without stream=, execute() follows the operand library's current stream (torch, cupy),
@@ -213,13 +223,12 @@ class Matmul:
         if runner is not None:
             runner.free()
 
-    def __enter__(self):
+    def __enter__(self) -> Matmul:
         self._check_state(_CONSTRUCTED, _PLANNED)
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.free()
-        return False
 
     def __del__(self):
         try:
@@ -229,7 +238,9 @@ class Matmul:
 
     # -- planning ------------------------------------------------------------------------------
 
-    def plan(self, *, epilog=None, epilog_inputs=None, preferences=None, algorithms=None) -> list:
+    def plan(self, *, epilog: EpilogLike = None, epilog_inputs: dict[str, ArrayLike] | None = None,
+             preferences: OptionsLike = None,
+             algorithms: Sequence[MatmulAlgorithm] | None = None) -> list[MatmulAlgorithm]:
         """Choose how to run: check the epilog and its inputs, and find candidate algorithms.
 
         Parameters
@@ -302,7 +313,7 @@ class Matmul:
         """(runner, the operand library's stream choice, whether a, b or c is a copy of a lazy view),
         handed to the function form's cache, which binds each call's operands itself; this Matmul
         is freed without the runner."""
-        runner, self._runner = self._runner, None
+        runner, self._runner = self._planned_runner(), None
         runner.unbind()  # a cached plan must not keep this call's arrays alive
         self.free()
         return runner, self._library_streams, self._copies
@@ -311,7 +322,7 @@ class Matmul:
     def algorithms(self) -> list:
         """The planned candidate algorithms, in the order ``execute()`` prefers them."""
         self._check_state(_PLANNED)
-        return [] if self._cpu else list(self._runner.algorithms)
+        return [] if self._cpu else list(self._planned_runner().algorithms)
 
     def autotune(self, iterations: int = 10) -> list:
         """Time every candidate on the actual operands and reorder them, fastest first.
@@ -329,9 +340,9 @@ class Matmul:
         """
         self._check_state(_PLANNED)
         iterations = check_positive_int(as_int(iterations), "iterations")
-        if self._cpu or not self._runner.algorithms:  # an extent of 0 runs no algorithm
+        runner = None if self._cpu else self._planned_runner()
+        if not isinstance(runner, GpuRunner) or not runner.algorithms:  # an extent of 0 runs no algorithm
             return []
-        runner = self._runner
         stream = self._streams()
         runner.use_stream(stream)
         timings = autotune_algorithms(runner, stream, iterations)
@@ -342,7 +353,8 @@ class Matmul:
 
     # -- execution -----------------------------------------------------------------------------
 
-    def execute(self, *, algorithm=None, stream=None, release_workspace=False):
+    def execute(self, *, algorithm: MatmulAlgorithm | None = None, stream: StreamLike = None,
+                release_workspace: bool = False) -> ArrayLike:
         """Run the planned product.
 
         Parameters
@@ -363,8 +375,9 @@ class Matmul:
             The result, plus a dict of auxiliary outputs when the epilog (or ``result_amax``)
             produces some.
         """
-        if self._ready and algorithm is None and not release_workspace:
-            return self._runner.run(self._streams(stream))
+        runner = self._runner
+        if self._ready and runner is not None and algorithm is None and not release_workspace:
+            return runner.run(self._streams(stream))
         return self._execute_general(algorithm, stream, release_workspace)
 
     def _execute_general(self, algorithm, stream, release_workspace):
@@ -373,7 +386,7 @@ class Matmul:
             if stream is not None or algorithm is not None:
                 raise OptionsError("stream" if stream is not None else "algorithm", "CPU execution takes none")
             return self._execute_cpu()
-        runner = self._runner
+        runner = self._planned_runner()
         holder = self._streams(stream)
         runner.use_stream(holder)  # (a released workspace is allocated again before an algorithm is selected)
         previous = runner.algorithm
@@ -388,6 +401,12 @@ class Matmul:
             if release_workspace:
                 runner.release_workspace()
 
+    def _planned_runner(self) -> Runner:
+        runner = self._runner
+        if runner is None:  # the state checks make this unreachable
+            raise InvalidStateError("call plan() before execute() or autotune()")
+        return runner
+
     def _execute_cpu(self):
         views = {name: host_array(op) if op is not None else None for name, op in self._operands.items()}
         inputs = {name: host_array(op) for name, op in self._inputs.items()}
@@ -401,8 +420,10 @@ class Matmul:
 
     # -- new operands --------------------------------------------------------------------------
 
-    def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None, epilog_inputs=None,
-                       quantization_scales=None) -> None:
+    def reset_operands(self, a: ArrayLike | None = None, b: ArrayLike | None = None, c: ArrayLike | None = None, *,
+                       alpha: complex | ArrayLike | None = None, beta: complex | ArrayLike | None = None,
+                       epilog_inputs: dict[str, ArrayLike] | None = None,
+                       quantization_scales: dict[str, ArrayLike] | None = None) -> None:
         """Swap in new operands of the same shape, strides, dtype, library and device (and at
         least the planned pointer alignment); alpha, beta, epilog inputs and scales likewise.
 
@@ -448,7 +469,7 @@ class Matmul:
             self._runner.bind(self._operands["a"], self._operands["b"], self._operands["c"], self._inputs)
             self._runner.set_scalars(alpha, beta)
             if scales:
-                self._runner.set_scales(scales)
+                self._runner.set_scales(scales, stream=stream)
 
     def _after_copies(self, stream, *pairs) -> bool:
         """Order ``stream`` after the copies made of lazy views (torch's conjugate or negative bits),

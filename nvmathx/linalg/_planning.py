@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Union
+
 from .._core.errors import OperandError
 from .._core.logs import get_logger
 from ._calls import set_up_calls
@@ -13,9 +15,12 @@ from ._traits import lt_traits
 
 __all__ = ["build_runner"]
 
+Runner = Union[GpuRunner, DegenerateRunner]
+"""What runs a planned matmul on the device: cuBLASLt's, or the one for an extent of 0."""
+
 
 def build_runner(problem, operands: dict, inputs: dict, *, options, preferences, stream, alpha, beta, scales: dict,
-                 algorithms=None, host_like=None, keep: int | None = None) -> GpuRunner:
+                 algorithms=None, host_like=None, keep: int | None = None) -> Runner:
     """A GpuRunner for device operands, ready to run: candidates found (or ``algorithms`` checked),
     workspace allocated on ``stream``, alpha, beta and float8 scales written. Everything it
     allocated is released if a step fails.

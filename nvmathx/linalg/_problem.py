@@ -109,7 +109,7 @@ def _check_dtypes(a: OperandInfo, b: OperandInfo):
 
 def _check_result_dtype(result: str, a_dtype: str, c: OperandInfo | None, explicit: bool):
     if a_dtype in FP8_DTYPES:
-        allowed = ("bfloat16", "float16", "float32") + FP8_DTYPES
+        allowed: tuple[str, ...] = ("bfloat16", "float16", "float32") + FP8_DTYPES
     elif a_dtype in ("float16", "bfloat16"):
         allowed = (a_dtype, "float32")
     else:

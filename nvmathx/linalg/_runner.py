@@ -5,19 +5,23 @@ and autotuning)."""
 from __future__ import annotations
 
 import ctypes
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._bindings import cublaslt as lt
 from .._bindings import cuda_driver
 from .._core.device_array import DeviceArray
-from .._core.errors import OperandError
+from .._core.errors import InvalidStateError, OperandError
 from .._core.memory import Workspace, allocate
 from .._core.streams import StreamHolder
 from .._core.tensor import Operand, copy_to_host, wrap_operand
 from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME
 from ._cublaslt_plan import LtPlan, MatmulAlgorithm, workspace_bytes_for
 from ._options import FP8_DTYPES
+
+if TYPE_CHECKING:
+    from ._calls import BatchCopies
 
 __all__ = ["GpuRunner", "scale_operand", "first_columns"]
 
@@ -55,14 +59,15 @@ class GpuRunner:
     def __init__(self, plan: LtPlan, like: Operand, stream: StreamHolder, *, host_like: Operand | None = None,
                  blocking: bool = False):
         self.plan = plan
-        self.stream = stream
+        self.stream: StreamHolder | None = stream  # None after release_workspace: the next run binds one
         self.host_like = host_like
         self.blocking = blocking or host_like is not None
         problem, traits = plan.problem, plan.traits
         device_id, mr = plan.device_id, plan.options.memory_resource
         allocator = like.adapter.result_allocator
         self._allocate = allocator(problem.shape.result_shape, problem.result_dtype, device_id, memory_resource=mr)
-        self.outputs = []  # (name, allocator, descriptor attribute, columns to keep or None)
+        # (name, allocator, descriptor attribute, columns to keep or None)
+        self.outputs: list[tuple[str, Any, int, int | None]] = []
         epilog = problem.epilog
         if epilog is not None and epilog.aux_output:
             dtype = "uint8" if epilog.aux_output == RELU_AUX_NAME else problem.result_dtype
@@ -76,27 +81,29 @@ class GpuRunner:
         if problem.result_amax:
             self.outputs.append(("result_amax", allocator((), "float32", device_id, memory_resource=mr),
                                  _D.AMAX_D_POINTER, None))
-        self.launch_offsets = ()  # see set_launch_offsets
-        self.copies = None  # inputs copied to the full batch before the launches (see set_launch_offsets)
-        self.pointers = {}  # descriptor attribute -> the address last set (the base of its launch offsets)
+        self.launch_offsets: tuple[tuple[int, ...], ...] = ()  # see set_launch_offsets
+        # inputs copied to the full batch before the launches (see set_launch_offsets)
+        self.copies: BatchCopies | None = None
+        # descriptor attribute -> the address last set (the base of its launch offsets)
+        self.pointers: dict[int, int] = {}
         self._simple = not self.outputs and not self.blocking  # run() allocates, launches, returns
-        self.kept = {}  # operands whose pointers the plan holds
+        self.kept: dict[str, Any] = {}  # operands whose pointers the plan holds
         # cublasLtMatmul's arguments: the slots that change between calls, then the whole tuple.
         self._a, self._b, self._c, self._d = (ctypes.c_void_p(0) for _ in range(4))
         self._workspace_ptr = ctypes.c_void_p(0)
         self._workspace_size = ctypes.c_size_t(0)
         self._stream_ptr = ctypes.c_void_p(0)
         self._algo = (ctypes.c_uint64 * 8)()
-        self._args = None
-        self._launch = None
+        self._args: Any = None  # launch_arguments' tuple, set by prepare()
+        self._launch: Any = None  # the ctypes cublasLtMatmul, set by prepare()
         self.workspace = Workspace(device_id, mr)
         self.algorithms: list[MatmulAlgorithm] = []
-        self.algorithm = None
-        self.scale_buffer = None
-        self.scale_keys = ()
+        self.algorithm: MatmulAlgorithm | None = None
+        self.scale_buffer: Any = None  # a cuda.core Buffer where float8 scales need one
+        self.scale_keys: tuple[str, ...] = ()
         self.scale_values = np.ones(_SCALE_SLOT_BYTES // 4 * len(_SCALE_SLOTS), np.float32)
         if problem.is_fp8:
-            self._point_scales_at_buffer()
+            self._point_scales_at_buffer(stream)
 
     @property
     def problem(self):
@@ -138,7 +145,7 @@ class GpuRunner:
         plan.alpha[0] = alpha
         plan.beta[0] = 1 if plan.problem.bias_mode == "fold" else beta
 
-    def _point_scales_at_buffer(self) -> None:
+    def _point_scales_at_buffer(self, stream: StreamHolder) -> None:
         """Point every float8 scale (and the amax output) somewhere before the heuristic runs.
 
         cuBLASLt picks float8 kernels for the descriptor as it is when asked: an algorithm found
@@ -148,24 +155,26 @@ class GpuRunner:
         plan = self.plan
         problem = plan.problem
         self.scale_keys = ("a", "b", "d") if problem.result_dtype in FP8_DTYPES else ("a", "b")
-        self.scale_buffer = allocate(_SCALE_SLOT_BYTES * len(_SCALE_SLOTS), self.stream, plan.device_id,
+        self.scale_buffer = allocate(_SCALE_SLOT_BYTES * len(_SCALE_SLOTS), stream, plan.device_id,
                                      plan.options.memory_resource)
         for key in self.scale_keys:
             plan.set_pointer(_SCALE_ATTRIBUTES[key], self._slot_address(key))
-        self._upload_scales()
+        self._upload_scales(stream)
 
     def _slot_address(self, key: str) -> int:
         return int(self.scale_buffer.handle) + _SCALE_SLOT_BYTES * _SCALE_SLOTS[key]
 
-    def _upload_scales(self) -> None:
+    def _upload_scales(self, stream: StreamHolder) -> None:
         cuda_driver.memcpy_async(int(self.scale_buffer.handle), self.scale_values.ctypes.data, self.scale_values.nbytes,
-                                 self.stream.handle)
-        cuda_driver.stream_synchronize(self.stream.handle)
+                                 stream.handle)
+        cuda_driver.stream_synchronize(stream.handle)
 
-    def set_scales(self, scales: dict, complete: bool = False) -> None:
+    def set_scales(self, scales: dict, complete: bool = False, stream: StreamHolder | None = None) -> None:
         """Point cuBLASLt at the float8 scales: device arrays as they are, numbers through our buffer.
 
         ``complete``: ``scales`` is the whole set (a scale not given is 1.0), else an update.
+        ``stream``: where changed numbers are uploaded; needed after :meth:`release_workspace`, which
+        leaves the runner without one (default: the runner's stream).
         """
         if self.scale_buffer is None:
             return
@@ -184,7 +193,10 @@ class GpuRunner:
             self.scale_values[index] = value
             plan.set_pointer(_SCALE_ATTRIBUTES[key], self._slot_address(key))
         if changed:
-            self._upload_scales()
+            upload_stream = stream if stream is not None else self.stream
+            if upload_stream is None:
+                raise InvalidStateError("float8 scales changed with no stream to upload them on")
+            self._upload_scales(upload_stream)
 
     # -- algorithms, workspace and stream ------------------------------------------------------
 
@@ -317,10 +329,11 @@ class GpuRunner:
         outputs = self._allocate_outputs(stream) if self.outputs else None
         result, self._d.value = self._allocate(stream)
         self.launch()
-        if self.host_like is not None:
-            result = self._to_host(result, stream)
+        host_like = self.host_like
+        if host_like is not None:
+            result = self._to_host(result, stream, host_like)
             if outputs is not None:  # no outputs stays None: the caller gets the bare result
-                outputs = {name: self._to_host(array, stream) for name, array in outputs.items()}
+                outputs = {name: self._to_host(array, stream, host_like) for name, array in outputs.items()}
         elif self.blocking:
             cuda_driver.stream_synchronize(stream.handle)
         if outputs is None:
@@ -330,9 +343,9 @@ class GpuRunner:
                 outputs[name] = first_columns(outputs[name], keep)
         return result, outputs
 
-    def _to_host(self, array, stream):
+    def _to_host(self, array: Any, stream: StreamHolder, host_like: Operand) -> Any:
         device = wrap_operand(array, "result") if not isinstance(array, Operand) else array
-        return copy_to_host(device, self.host_like, stream)
+        return copy_to_host(device, host_like, stream)
 
     def scratch(self, stream) -> tuple:
         """Point the result and outputs at fresh buffers to autotune into, never the caller's

@@ -75,7 +75,7 @@ def _eager_function(name: str, implementation: Callable, setup_context: Callable
 
 
 def differentiable(name: str, op, implementation: Callable, setup_context: Callable, first_order: Callable,
-                   composition: Callable | None, n_inputs: int) -> type:
+                   composition: Callable | None, n_inputs: int) -> type[torch.autograd.Function]:
     """Register ``op``'s autograd and return the eager-mode autograd.Function ``name``, one backward for both.
 
     Parameters

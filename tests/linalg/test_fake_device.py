@@ -403,3 +403,18 @@ def test_function_form_sets_epilog_inputs_by_address(rng, fake, epilog, input_na
         _check(matmul(da, db, epilog=epilog, epilog_inputs={input_name: to_device(value)}), expected, "float32")
     (key,) = plan_cache.keys(0)
     assert plan_cache.get(0, key).by_pointer and plan_cache.info(0).hits == 3  # (one is the get)
+
+
+def test_float8_scales_reset_after_the_workspace_was_released(rng, fake):
+    # A new scale is uploaded on the call's stream: after execute(release_workspace=True) the runner
+    # holds none (this path once failed with AttributeError on None).
+    a, b_rows = random(rng, (32, 48), "float8_e4m3fn"), random(rng, (16, 48), "float8_e4m3fn")
+    options = {"result_type": "bfloat16"}
+    with Matmul(to_device(a), to_device(b_rows).__class__(*_transposed(to_device(b_rows))),
+                quantization_scales={"a": 0.5, "b": 2.0}, options=options) as mm:
+        mm.plan()
+        mm.execute(release_workspace=True)
+        mm.reset_operands(quantization_scales={"a": 0.25, "b": 2.0})
+        got = mm.execute()
+    expected = matmul(a, b_rows.T, quantization_scales={"a": 0.25, "b": 2.0}, options=options, execution="cpu")
+    _check(got, expected, "bfloat16")

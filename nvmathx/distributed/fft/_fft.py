@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..._core.errors import InvalidStateError, OperandError, OptionsError
 from ..._core.options import check_or_create_options
 from ..._core.tensor import host_array, wrap_operand
@@ -13,6 +15,10 @@ from ._algorithm import BoxSplit
 from ._cpu import CpuPipeline
 from ._options import FFTOptions
 from ._problem import describe, resolve
+
+if TYPE_CHECKING:
+    from ...fft import FFT as SingleFFT
+    from ._gpu import GpuPipeline
 
 __all__ = ["FFT", "check_space"]
 
@@ -90,8 +96,8 @@ class FFT:
         self._problem = resolve(descriptions, context.rank, last_axis_parity=options.last_axis_parity)
         self._stream_argument = stream
         self._operand = operand
-        self._single = None
-        self._pipeline = None
+        self._single: SingleFFT | None = None
+        self._pipeline: CpuPipeline | GpuPipeline | None = None
         self._sign = normalize_direction(None, self._problem.fft_type)
         self._freed = False
         context.track(self)
@@ -265,9 +271,8 @@ class FFT:
         self._check_valid()
         return self
 
-    def __exit__(self, *exc_info) -> bool:
+    def __exit__(self, *exc_info: object) -> None:
         self.free()
-        return False
 
     def __del__(self):
         if not getattr(self, "_freed", True) and (self._pipeline is not None or self._single is not None):

@@ -68,7 +68,7 @@ class Axis:
 
     def indices(self, coord: int) -> list:
         """The global indices process ``coord`` holds, in local order."""
-        found = []
+        found: list[int] = []
         for start in range(coord * self.block, self.extent, self.block * self.procs):
             found.extend(range(start, min(start + self.block, self.extent)))
         return found

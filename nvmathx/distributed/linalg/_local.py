@@ -53,7 +53,8 @@ class LocalRunner:
         self._mm = None
         if 0 in problem.result_shape:
             return
-        a, b, c, inputs = local_arguments(problem, *(_obj(operands[name]) for name in "abc"), _obj(bias))
+        a, b, c, inputs = local_arguments(problem, _obj(operands["a"]), _obj(operands["b"]), _obj(operands["c"]),
+                                          _obj(bias))
         space = "cpu" if operands["a"].device_id < 0 else "cuda"
         self._mm = LocalMatmul(a, b, c, alpha=alpha, beta=beta, options=linalg_options(problem, options, space),
                                stream=stream)
@@ -75,7 +76,8 @@ class LocalRunner:
         self._operand = operands["a"]
         if self._mm is None:
             return
-        a, b, c, inputs = local_arguments(self._problem, *(_obj(operands[name]) for name in "abc"), _obj(bias))
+        a, b, c, inputs = local_arguments(self._problem, _obj(operands["a"]), _obj(operands["b"]),
+                                          _obj(operands["c"]), _obj(bias))
         self._mm.reset_operands(a=a, b=b, c=c, alpha=alpha, beta=beta, epilog_inputs=inputs)
 
     def free(self) -> None:

@@ -338,9 +338,8 @@ class Matmul:
         self._check_valid()
         return self
 
-    def __exit__(self, *exc_info) -> bool:
+    def __exit__(self, *exc_info: object) -> None:
         self.free()
-        return False
 
     def __del__(self):
         if not getattr(self, "_freed", True) and self._runner is not None:
