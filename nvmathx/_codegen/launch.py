@@ -9,6 +9,7 @@ launch does no driver lookup.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from .._core import device
 
@@ -23,7 +24,7 @@ class KernelSet:
     def __init__(self, source: str, names: tuple):
         self.source = source
         self.names = tuple(names)
-        self._modules: dict[int, object] = {}
+        self._modules: dict[int, Any] = {}  # cuda.core ObjectCode
         self._kernels: dict[tuple, object] = {}
         self._lock = threading.Lock()
 

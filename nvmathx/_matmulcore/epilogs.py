@@ -49,6 +49,7 @@ from __future__ import annotations
 import enum
 import numbers
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -247,7 +248,7 @@ def reference_epilog(spec: EpilogSpec | None, d, *, bias=None, aux_input=None, a
     Returns ``(result, outputs)`` with ``outputs`` a dict (empty without auxiliary outputs); ``a``
     and ``b`` (compute dtype, ``(..., M, K)`` and ``(..., K, N)``) serve BGRADA/BGRADB.
     """
-    outputs = {}
+    outputs: dict[str, Any] = {}
     if spec is None:
         return d, outputs
     if spec.bias:
@@ -264,10 +265,11 @@ def reference_epilog(spec: EpilogSpec | None, d, *, bias=None, aux_input=None, a
         d = d * relu_mask(aux_input, d.shape[-1])
     elif spec.aux_input == GELU_AUX_NAME:
         d = d * gelu_derivative(aux_input)
+    bgrad = spec.bgrad or ""  # set exactly when bgrad_of is
     if spec.bgrad_of == "result":
-        outputs[spec.bgrad] = d.sum(axis=-2)
+        outputs[bgrad] = d.sum(axis=-2)
     elif spec.bgrad_of == "a":
-        outputs[spec.bgrad] = np.broadcast_to(a.sum(axis=-1), d.shape[:-1]).copy()
+        outputs[bgrad] = np.broadcast_to(a.sum(axis=-1), d.shape[:-1]).copy()
     elif spec.bgrad_of == "b":
-        outputs[spec.bgrad] = np.broadcast_to(b.sum(axis=-2), d.shape[:-2] + d.shape[-1:]).copy()
+        outputs[bgrad] = np.broadcast_to(b.sum(axis=-2), d.shape[:-2] + d.shape[-1:]).copy()
     return d, outputs

@@ -13,7 +13,7 @@ from .._core.logs import get_logger
 from .._core.options import check_or_create_options, check_positive_int
 from .._core.streams import CallStreams, order_after, resolve_stream
 from .._core.tensor import host_array, wrap_operand
-from .._matmulcore.epilogs import MatmulEpilog, epilog_spec
+from .._matmulcore.epilogs import EpilogSpec, MatmulEpilog, epilog_spec
 from .._matmulcore.scalars import check_scalars
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._autotune import autotune_algorithms
@@ -154,7 +154,7 @@ class Matmul:
         self._inputs: dict[str, Any] = {}
         self._runner: Runner | None = None
         self._problem: MatmulProblem | None = None
-        self._epilog = None
+        self._epilog: EpilogSpec | None = None
         if not self._cpu:
             device_id = self._execution.device_id
             # Without stream=, execute() follows the operand library's current stream (torch, cupy),

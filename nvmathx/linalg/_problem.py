@@ -235,7 +235,8 @@ def describe_problem(a: OperandInfo, b: OperandInfo, c: OperandInfo | None, *, b
         if bias_mode == "fold":
             if a.dtype in FP8_DTYPES:
                 raise OperandError("epilog_inputs['bias']", "float8 products take a bias of shape (N,) only")
-            epilog = EPILOGS[WITHOUT_BIAS[epilog.epilog]] if WITHOUT_BIAS[epilog.epilog] is not None else None
+            unbiased = WITHOUT_BIAS[epilog.epilog]
+            epilog = EPILOGS[unbiased] if unbiased is not None else None
     if epilog is not None and epilog.aux_input:
         _check_aux_input(epilog, epilog_inputs[epilog.aux_input], shape, result_dtype)
     return MatmulProblem(
