@@ -22,12 +22,13 @@ from nvmathx.distributed import Slab
 
 
 def start(use_mpi: bool, gpu: bool):
-    """The process group (and the GPU) this rank runs with."""
+    """The process group, this rank, the world size and the GPU this rank runs with."""
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # keep NVLink multicast off on shared hosts
     if use_mpi:
         from mpi4py import MPI
 
-        return MPI.COMM_WORLD, MPI.COMM_WORLD.Get_rank() if gpu else None
+        comm = MPI.COMM_WORLD
+        return comm, comm.Get_rank(), comm.Get_size(), comm.Get_rank() if gpu else None
     import torch.distributed
 
     if "RANK" not in os.environ:  # run without a launcher: a world of one, on a free local port
@@ -38,7 +39,17 @@ def start(use_mpi: bool, gpu: bool):
             port = probe.getsockname()[1]
         os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.distributed.init_process_group("gloo")
-    return None, int(os.environ.get("LOCAL_RANK", 0)) if gpu else None
+    rank, world_size = torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return None, rank, world_size, int(os.environ.get("LOCAL_RANK", 0)) if gpu else None
+
+
+def stop(use_mpi: bool) -> None:
+    """Tear down what :func:`start` set up (after nvmathx.distributed.finalize)."""
+    if not use_mpi:
+        import torch.distributed
+
+        torch.distributed.barrier()  # no rank tears the group down while another still uses it
+        torch.distributed.destroy_process_group()
 
 
 def main() -> int:
@@ -48,11 +59,8 @@ def main() -> int:
     parser.add_argument("--gpu", action="store_true", help="torch CUDA tensors, one GPU per rank")
     args = parser.parse_args()
 
-    group, device_id = start(args.mpi, args.gpu)
+    group, rank, world_size, device_id = start(args.mpi, args.gpu)
     dist.initialize(group, device_id=device_id)
-    from nvmathx.distributed._context import current
-
-    rank, world_size = current().rank, current().world_size
 
     rng = np.random.default_rng(2026)
     shape = tuple(args.shape)
@@ -76,6 +84,7 @@ def main() -> int:
     print(f"rank {rank} of {world_size}: input planes {mine.lower[0]}..{mine.upper[0]}, result {box}, "
           f"relative error {error:.1e}", flush=True)
     dist.finalize()
+    stop(args.mpi)
     if not error < 1e-12:
         print(f"rank {rank}: MISMATCH against numpy", file=sys.stderr)
         return 1
