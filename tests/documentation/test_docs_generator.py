@@ -75,7 +75,9 @@ def test_examples_page_includes_every_example():
 
 def test_a_re_exported_object_is_documented_once():
     """nvmathx.CacheInfo and nvmathx.device_api.CacheInfo are one class: one page, and a reference."""
-    modules = docs.public_modules()
+    if not importable("nvmathx.device_api"):
+        pytest.skip("nvmathx.device_api needs an optional package that is not installed")
+    modules = [name for name in docs.public_modules() if importable(name)]
     home = docs.homes(modules)
     page = docs.api_page("nvmathx.device_api", modules, home)
     entries = page.split("Also exported here")
