@@ -3,6 +3,9 @@ many times. Shared by the stateful :class:`~nvmathx.fft.FFT` and the cached func
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from .._codegen.elementwise import INTEGER_C_TYPES, can_copy
@@ -22,8 +25,9 @@ _COMPLEX = ("complex64", "complex128")
 _DTYPE_NAMES: dict = {}  # numpy's dtype.name is a slow property; names are looked up once per dtype
 
 
-def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package="", overwrite=False,
-             aligned=True, callbacks=()) -> tuple:
+def plan_key(fft_type: str, shape: Sequence[int], strides: Sequence[int], dtype: Any, axes: Sequence[int],
+             lengths: Sequence[int], device_id: int, package: str = "", overwrite: bool = False, aligned: bool = True,
+             callbacks: Sequence[tuple] = ()) -> tuple:
     """The plan-cache key of a transform: a pure, hashable function of the problem.
 
     Unlike CuPy's cache key, it includes the operand's strides: two operands of one shape but

@@ -50,8 +50,8 @@ class Problem:
     axes: tuple
     fft_type: str
     dtype: str
-    source: object  # SlabSplit or BoxSplit
-    result: object  # the decomposition the result is in
+    source: SlabSplit | BoxSplit
+    result: SlabSplit | BoxSplit  # the decomposition the result is in
     stages: tuple
     rank: int
     world_size: int
