@@ -30,7 +30,7 @@ _PRECISIONS = {np.dtype(np.float32): mathdx.Precision.F32, np.dtype(np.float64):
 _FFT_TYPES = {"c2c": mathdx.FftType.C2C, "r2c": mathdx.FftType.R2C, "c2r": mathdx.FftType.C2R}
 _DIRECTIONS = {"forward": mathdx.FftDirection.FORWARD, "inverse": mathdx.FftDirection.INVERSE}
 _EXECUTIONS = {"block": "Block", "thread": "Thread"}
-_VALUE_TYPES = {
+_VALUE_TYPES: dict[Any, np.dtype] = {
     mathdx.ValueType.R_32F: np.dtype(np.float32),
     mathdx.ValueType.C_32F: np.dtype(np.complex64),
     mathdx.ValueType.R_64F: np.dtype(np.float64),
@@ -247,7 +247,7 @@ class FFT:
             )
             if self.execution == "Block":
                 self.ffts_per_block = handle.trait(_T.FFTS_PER_BLOCK)
-                self.block_dim = tuple(handle.traits(_T.BLOCK_DIM, 3))
+                self.block_dim: tuple[int, ...] | None = tuple(handle.traits(_T.BLOCK_DIM, 3))
                 self.shared_memory_size = handle.trait(_T.SHARED_MEMORY_SIZE)
             else:
                 self.ffts_per_block = 1
@@ -256,7 +256,7 @@ class FFT:
 
     def _check_block_fits(self) -> None:
         """cuFFTDx accepts any ffts_per_block; refuse blocks no launch could run."""
-        if self.execution != "Block":
+        if self.block_dim is None:  # Thread execution: no block to fit
             return
         threads = int(np.prod(self.block_dim))
         limit = max_shared_memory_per_block(self.target)

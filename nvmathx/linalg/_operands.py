@@ -4,6 +4,7 @@ execution, and host numpy views for CPU execution."""
 from __future__ import annotations
 
 import numbers
+from typing import overload
 
 import numpy as np
 
@@ -48,6 +49,12 @@ def has_array_likes(a, b, c, epilog_inputs) -> bool:
     return any(isinstance(value, _ARRAY_LIKES) for value in values)
 
 
+@overload
+def info(operand: Operand) -> OperandInfo: ...
+@overload
+def info(operand: None) -> None: ...
+@overload
+def info(operand: Operand | None) -> OperandInfo | None: ...
 def info(operand: Operand | None) -> OperandInfo | None:
     if operand is None:
         return None

@@ -204,17 +204,18 @@ class FFT:
         return self._run(sign, 1.0, stream)
 
     def _run(self, sign: int, factor: float, stream):
-        if self._pipeline is None:
+        pipeline = self._pipeline
+        if pipeline is None:
             if self._single is not None:
                 return _single_run(self._single, sign, factor, stream)
             self._check_valid()
             raise InvalidStateError("call plan() before execute()")
         operand = self._operand
-        if operand.device_id < 0:
+        if isinstance(pipeline, CpuPipeline):  # numpy operands (a reset operand keeps its space)
             if stream is not None:
                 raise OptionsError("stream", "CPU execution takes no stream")
-            return operand.adapter.from_host(self._pipeline.run(host_array(operand), sign, factor))
-        return self._pipeline.execute(operand, stream, sign, factor)
+            return operand.adapter.from_host(pipeline.run(host_array(operand), sign, factor))
+        return pipeline.execute(operand, stream, sign, factor)
 
     # -- operands -------------------------------------------------------------------------------------
 
