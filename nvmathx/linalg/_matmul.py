@@ -298,7 +298,8 @@ class Matmul:
         self._epilog, self._ready = spec, True
         if preferences.autotune:
             self.autotune()
-            if keep is not None and runner.algorithms:  # the fastest only, with no more workspace than they need
+            # The fastest only, with no more workspace than they need (an extent of 0 has no algorithms).
+            if keep is not None and isinstance(runner, GpuRunner) and runner.algorithms:
                 runner.prepare(runner.algorithms[:keep])
         return list(runner.algorithms)
 

@@ -111,6 +111,10 @@ def check_together(a: Operand, others) -> None:
             raise OperandError(name, f"lives in {where(operand.device_id)} but a lives in {where(a.device_id)}")
 
 
+@overload
+def stage(operand: Operand, device_id: int, stream, memory_resource) -> Operand: ...
+@overload
+def stage(operand: Operand | None, device_id: int, stream, memory_resource) -> Operand | None: ...
 def stage(operand: Operand | None, device_id: int, stream, memory_resource) -> Operand | None:
     """A device copy of a host operand (device operands pass through)."""
     if operand is None or operand.device_id >= 0:
