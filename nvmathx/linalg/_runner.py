@@ -205,13 +205,14 @@ class GpuRunner:
     def prepare(self, algorithms: list[MatmulAlgorithm]) -> None:
         """Make ``algorithms`` the candidates, allocate a workspace that fits every one of them (on
         the planning stream), select the first and build the launch arguments."""
+        stream = self.stream
+        if stream is None:
+            raise InvalidStateError("prepare() needs the planning stream; the workspace was released")
         self.algorithms = list(algorithms)
         self._args = self.plan.launch_arguments(self._a, self._b, self._c, self._d, self._algo, self._workspace_ptr,
                                                 self._workspace_size, self._stream_ptr)
         self._launch = lt.matmul_function()
-        stream, self.stream = self.stream, None
-        if stream is None:
-            raise InvalidStateError("prepare() needs the planning stream; the workspace was released")
+        self.stream = None
         self.use_stream(stream)
         self.select(self.algorithms[0])
 
