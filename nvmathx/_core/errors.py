@@ -45,7 +45,7 @@ class LibraryNotFoundError(NvmathxError, ImportError):
         The environment variable that overrides its path.
     """
 
-    def __init__(self, library: str, pip_package: str, env_var: str, detail: str = ""):
+    def __init__(self, library: str, pip_package: str, env_var: str, detail: str = "") -> None:
         self.library = library
         self.pip_package = pip_package
         self.env_var = env_var
@@ -69,7 +69,7 @@ class CudaLibraryError(NvmathxError, RuntimeError):
     library = "CUDA library"
     hint = ""
 
-    def __init__(self, status: int, status_name: str, function: str = "", detail: str = ""):
+    def __init__(self, status: int, status_name: str, function: str = "", detail: str = "") -> None:
         self.status = int(status)
         self.status_name = status_name
         self.function = function
@@ -92,7 +92,7 @@ class OperandError(NvmathxError, ValueError):
         The name of the offending argument.
     """
 
-    def __init__(self, argument: str, message: str):
+    def __init__(self, argument: str, message: str) -> None:
         self.argument = argument
         super().__init__(f"{argument}: {message}")
 
@@ -101,7 +101,7 @@ class UnsupportedOperandError(NvmathxError, TypeError):
     """An object is not an array nvmathx can view (no DLPack, CUDA Array Interface or
     array interface), or its dtype is not supported."""
 
-    def __init__(self, argument: str, message: str):
+    def __init__(self, argument: str, message: str) -> None:
         self.argument = argument
         super().__init__(f"{argument}: {message}")
 
@@ -117,7 +117,7 @@ class UnsupportedLayoutError(OperandError):
         What to do instead (for example, ``"pass a C-contiguous copy"``).
     """
 
-    def __init__(self, argument: str, message: str, remedy: str = ""):
+    def __init__(self, argument: str, message: str, remedy: str = "") -> None:
         self.remedy = remedy
         super().__init__(argument, message + (f"; {remedy}" if remedy else ""))
 
@@ -125,7 +125,7 @@ class UnsupportedLayoutError(OperandError):
 class OptionsError(NvmathxError, ValueError):
     """An options object or keyword has an invalid value."""
 
-    def __init__(self, argument: str, message: str):
+    def __init__(self, argument: str, message: str) -> None:
         self.argument = argument
         super().__init__(f"{argument}: {message}")
 
@@ -145,7 +145,7 @@ class DeviceUnavailableError(NvmathxError, RuntimeError):
         The argument that asked for the device (``"execution"``).
     """
 
-    def __init__(self, argument: str, message: str):
+    def __init__(self, argument: str, message: str) -> None:
         self.argument = argument
         super().__init__(f"{argument}: {message}")
 

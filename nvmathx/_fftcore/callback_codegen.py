@@ -44,9 +44,11 @@ def lower(role: str, fn, element: str, user_info: str | None, target: str, symbo
     data = types.CPointer(value)
     info = types.CPointer(from_dtype(np.dtype(user_info))) if user_info else types.voidptr
     if role == "prolog":
-        argtypes, restype = (data, types.int64, info, types.voidptr), value
+        argtypes: tuple = (data, types.int64, info, types.voidptr)
+        restype = value
     else:
-        argtypes, restype = (data, types.int64, value, info, types.voidptr), types.none
+        argtypes = (data, types.int64, value, info, types.voidptr)
+        restype = types.none
     function = getattr(fn, "py_func", fn)
     try:
         cres = compiler.compile_cuda(function, restype, argtypes, nvvm_options={"opt": 3}, cc=cc, forceinline=True)

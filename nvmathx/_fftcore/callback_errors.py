@@ -16,7 +16,7 @@ class CallbackCompileError(NvmathxError, TypeError):
     """A callback function does not compile for the signature cuFFT calls it with (the message
     starts with the argument's name and carries numba's own message)."""
 
-    def __init__(self, argument: str, message: str):
+    def __init__(self, argument: str, message: str) -> None:
         self.argument = argument
         super().__init__(f"{argument}: {message}")
 

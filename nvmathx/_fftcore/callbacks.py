@@ -35,8 +35,12 @@ import functools
 import hashlib
 import types
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 from .._bindings import cufft
 from .._bindings._loader import load_library
@@ -125,7 +129,8 @@ class CompiledCallback:
 # Public entry points.
 
 
-def compile_prolog(fn, *, element_dtype, user_info_dtype=None, target=None) -> CompiledCallback:
+def compile_prolog(fn: Callable[..., Any], *, element_dtype: DTypeLike, user_info_dtype: DTypeLike | None = None,
+                   target: str | int | tuple[int, int] | None = None) -> CompiledCallback:
     """Compile ``fn`` into a cuFFT load callback: ``fn(data, offset, user_info, smem)`` returns the
     value cuFFT transforms in place of ``data[offset]``.
 
@@ -181,7 +186,8 @@ def compile_prolog(fn, *, element_dtype, user_info_dtype=None, target=None) -> C
     return _compile("prolog", fn, element_dtype, user_info_dtype, target)
 
 
-def compile_epilog(fn, *, element_dtype, user_info_dtype=None, target=None) -> CompiledCallback:
+def compile_epilog(fn: Callable[..., Any], *, element_dtype: DTypeLike, user_info_dtype: DTypeLike | None = None,
+                   target: str | int | tuple[int, int] | None = None) -> CompiledCallback:
     """Compile ``fn`` into a cuFFT store callback: ``fn(data, offset, value, user_info, smem)`` is
     called with each element cuFFT computed and stores what it wants (``data[offset] = ...``).
 

@@ -4,14 +4,18 @@
 from __future__ import annotations
 
 import math
+from typing import Literal, Optional
 
 from .._core.errors import OptionsError
 from .._core.options import as_index
 
-__all__ = ["NORMS", "DIRECTIONS", "check_norm", "scale_factor", "swap_direction", "normalize_direction"]
+__all__ = ["Norm", "NORMS", "DIRECTIONS", "check_norm", "scale_factor", "swap_direction", "normalize_direction"]
 
 NORMS = ("backward", "ortho", "forward")
 DIRECTIONS = {"forward": -1, "inverse": +1, -1: -1, +1: +1}
+
+Norm = Optional[Literal["backward", "ortho", "forward"]]
+"""A ``norm=`` argument (None is "backward")."""
 
 
 def check_norm(norm) -> str:

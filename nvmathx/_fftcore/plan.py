@@ -76,7 +76,7 @@ class _Pass:
         fft_type = _CUFFT_TYPES[step.fft_type, precision]
         self.function, self.takes_direction, self.name = cufft.exec_function(fft_type)
         self.attachments = tuple(attachments)
-        self.keep = []  # what cuFFT reads at plan time and the callbacks at run time
+        self.keep: list = []  # what cuFFT reads at plan time and the callbacks at run time
         self.owned: list = []  # device buffers of this pass (the scale factor), released with it
         self.fast = None
         self.handle = cufft.create()

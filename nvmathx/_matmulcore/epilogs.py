@@ -49,15 +49,17 @@ from __future__ import annotations
 import enum
 import numbers
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
 from .._bindings import cublaslt as lt
 from .._core.errors import OptionsError
+from ..typing import ArrayLike
 
 __all__ = [
     "MatmulEpilog",
+    "EpilogLike",
     "EpilogSpec",
     "EPILOGS",
     "GELU_AUX_NAME",
@@ -117,6 +119,10 @@ class MatmulEpilog(enum.IntEnum):
     def aux_input(self) -> str | None:
         """The auxiliary input's key in ``epilog_inputs``: ``"relu_aux"``, ``"gelu_aux"`` or None."""
         return EPILOGS[self].aux_input
+
+
+EpilogLike = Union[MatmulEpilog, str, int, None]
+"""An ``epilog=`` argument: a member, its name in any case, or its cuBLASLt code."""
 
 
 @dataclass(frozen=True)
@@ -236,7 +242,7 @@ def pack_relu_mask(positive) -> np.ndarray:
     return np.packbits(padded, axis=-1, bitorder="little")
 
 
-def relu_mask(relu_aux, n: int) -> np.ndarray:
+def relu_mask(relu_aux: ArrayLike, n: int) -> np.ndarray:
     """Unpack a ``relu_aux`` bitmask (host array) to a boolean ``(..., M, n)`` array."""
     bits = np.unpackbits(np.asarray(relu_aux, dtype=np.uint8), axis=-1, bitorder="little")
     return bits[..., :n].astype(bool)

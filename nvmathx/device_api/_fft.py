@@ -10,6 +10,7 @@ from the on-disk cache when an earlier process generated it.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -18,13 +19,18 @@ from .._codegen import descriptors
 from .._codegen.target import Target, max_shared_memory_per_block, resolve_target
 from .._core.errors import OptionsError
 
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from .._codegen.cache import CodeEntry
+
 __all__ = ["FFT"]
 
 _PRECISIONS = {np.dtype(np.float32): mathdx.Precision.F32, np.dtype(np.float64): mathdx.Precision.F64}
 _FFT_TYPES = {"c2c": mathdx.FftType.C2C, "r2c": mathdx.FftType.R2C, "c2r": mathdx.FftType.C2R}
 _DIRECTIONS = {"forward": mathdx.FftDirection.FORWARD, "inverse": mathdx.FftDirection.INVERSE}
 _EXECUTIONS = {"block": "Block", "thread": "Thread"}
-_VALUE_TYPES = {
+_VALUE_TYPES: dict[Any, np.dtype] = {
     mathdx.ValueType.R_32F: np.dtype(np.float32),
     mathdx.ValueType.C_32F: np.dtype(np.complex64),
     mathdx.ValueType.R_64F: np.dtype(np.float64),
@@ -148,8 +154,9 @@ class FFT:
     (8, 128, (128, 2, 1))
     """
 
-    def __init__(self, size, precision, fft_type="c2c", direction=None, execution="Block",
-                 elements_per_thread="suggested", ffts_per_block="suggested", sm=None):  # fmt: skip
+    def __init__(self, size: int, precision: DTypeLike, fft_type: str = "c2c", direction: str | None = None,
+                 execution: str = "Block", elements_per_thread: int | str = "suggested",
+                 ffts_per_block: int | str = "suggested", sm: str | int | tuple[int, int] | None = None) -> None:
         if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 2:
             raise OptionsError("size", f"expected an int >= 2 (got {size!r})")
         self.size = int(size)
@@ -168,7 +175,7 @@ class FFT:
             self._operators = self._block_operators(ept, fpb)
         self._read_traits()
         self._check_block_fits()
-        self._codes: dict[str, object] = {}
+        self._codes: dict[str, CodeEntry] = {}
 
     # -- descriptor construction -----------------------------------------------------------
 
@@ -240,7 +247,7 @@ class FFT:
             )
             if self.execution == "Block":
                 self.ffts_per_block = handle.trait(_T.FFTS_PER_BLOCK)
-                self.block_dim = tuple(handle.traits(_T.BLOCK_DIM, 3))
+                self.block_dim: tuple[int, ...] | None = tuple(handle.traits(_T.BLOCK_DIM, 3))
                 self.shared_memory_size = handle.trait(_T.SHARED_MEMORY_SIZE)
             else:
                 self.ffts_per_block = 1
@@ -249,7 +256,7 @@ class FFT:
 
     def _check_block_fits(self) -> None:
         """cuFFTDx accepts any ffts_per_block; refuse blocks no launch could run."""
-        if self.execution != "Block":
+        if self.block_dim is None:  # Thread execution: no block to fit
             return
         threads = int(np.prod(self.block_dim))
         limit = max_shared_memory_per_block(self.target)
@@ -269,17 +276,17 @@ class FFT:
         return self._dtypes[0]
 
     @property
-    def value_type(self):
+    def value_type(self) -> Any:
         """The numba type of one register element (complex64 or complex128)."""
         return _numba_type_of(self._dtypes[0])
 
     @property
-    def input_type(self):
+    def input_type(self) -> Any:
         """The numba type of one input element (float32/float64 for r2c)."""
         return _numba_type_of(self._dtypes[1])
 
     @property
-    def output_type(self):
+    def output_type(self) -> Any:
         """The numba type of one output element (float32/float64 for c2r)."""
         return _numba_type_of(self._dtypes[2])
 
@@ -321,14 +328,14 @@ class FFT:
         value = int(mathdx.FftApi.SMEM if api == "shared" else mathdx.FftApi.LMEM)
         return ("cufftdx", tuple((name, value if name == "API" else v) for name, v in self._operators))
 
-    def code(self, api: str = "registers"):
+    def code(self, api: str = "registers") -> CodeEntry:
         """The generated code (symbol and LTO-IR) for one call form, generating it if needed."""
         entry = self._codes.get(api)
         if entry is None:
             entry = self._codes[api] = descriptors.get_code(self.descriptor(api), self.target)
         return entry
 
-    def execute(self, *args):
+    def execute(self, *args: Any) -> NoReturn:
         """Run the FFT: only inside a ``numba.cuda.jit`` kernel (see the class Notes)."""
         raise RuntimeError("FFT.execute can only be called inside a numba.cuda.jit kernel")
 

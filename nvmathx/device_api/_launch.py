@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._core.errors import OptionsError
 
 __all__ = ["set_max_dynamic_shared_memory"]
 
 
-def set_max_dynamic_shared_memory(kernel, nbytes: int) -> None:
+def set_max_dynamic_shared_memory(kernel: Any, nbytes: int) -> None:
     """Let every compiled overload of the numba ``kernel`` use ``nbytes`` of dynamic shared memory.
 
     CUDA limits dynamic shared memory to 48 KiB unless a kernel opts in; large FFTs and GEMMs

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
 import numpy as np
 
 from .._bindings import mathdx
@@ -9,6 +12,11 @@ from .._codegen import descriptors
 from .._codegen.target import Target, max_shared_memory_per_block, resolve_target
 from .._core.errors import OptionsError
 from ._fft import _numba_type_of, normalize_precision
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from .._codegen.cache import CodeEntry
 
 __all__ = ["Matmul", "tile_sizes"]
 
@@ -89,8 +97,10 @@ class Matmul:
     (32, 1024, 12288, (128, 1, 1))
     """
 
-    def __init__(self, size, precision, data_type="real", arrangement="row_major", leading_dimension=None,
-                 block_dim="suggested", sm=None):  # fmt: skip
+    def __init__(self, size: Sequence[int], precision: DTypeLike, data_type: str = "real",
+                 arrangement: str | Sequence[str] = "row_major",
+                 leading_dimension: Sequence[int] | str | None = None, block_dim: Sequence[int] | str = "suggested",
+                 sm: str | int | tuple[int, int] | None = None) -> None:
         self.size = _dims(size, "size")
         self.precision = normalize_precision(precision)
         if data_type not in _DATA_TYPES:
@@ -112,7 +122,7 @@ class Matmul:
         self._operators = operators
         self._read_traits()
         self._check_shared_memory()
-        self._code = None
+        self._code: CodeEntry | None = None
 
     def _base_operators(self) -> tuple:
         precision = int(_normalized_precision_enum(self.precision))
@@ -187,7 +197,7 @@ class Matmul:
         return self.precision if self.data_type == "real" else np.result_type(self.precision, np.complex64)
 
     @property
-    def value_type(self):
+    def value_type(self) -> Any:
         """The numba type of the elements and of alpha and beta."""
         return _numba_type_of(self.value_dtype)
 
@@ -199,13 +209,13 @@ class Matmul:
     def descriptor(self) -> descriptors.Descriptor:
         return ("cublasdx", self._operators)
 
-    def code(self):
+    def code(self) -> CodeEntry:
         """The generated code (symbol and LTO-IR), generating it if needed."""
         if self._code is None:
             self._code = descriptors.get_code(self.descriptor(), self.target)
         return self._code
 
-    def execute(self, *args):
+    def execute(self, *args: Any) -> NoReturn:
         """Run the GEMM: only inside a ``numba.cuda.jit`` kernel (see the class Notes)."""
         raise RuntimeError("Matmul.execute can only be called inside a numba.cuda.jit kernel")
 

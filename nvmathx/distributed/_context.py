@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
+from typing import Any
 
 from .._core.errors import InvalidStateError
 from .._core.options import check_positive_int
@@ -83,7 +84,7 @@ def is_initialized() -> bool:
     return _context is not None
 
 
-def initialize(process_group=None, *, device_id: int | None = None) -> None:
+def initialize(process_group: Any = None, *, device_id: int | None = None) -> None:
     """Set up nvmathx.distributed on this rank (collective: every rank calls it).
 
     Parameters

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import enum
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Union
 
 from .._core.errors import OptionsError
 
-__all__ = ["Slab", "Box", "Replicated", "BlockCyclic", "slab_extents", "slab_boxes", "split_axis"]
+__all__ = ["Slab", "Box", "BoxLike", "MatrixDistribution", "Replicated", "BlockCyclic", "slab_extents", "slab_boxes",
+           "split_axis"]
 
 
 class Slab(enum.Enum):
@@ -162,3 +165,11 @@ def slab_boxes(global_shape, axis: int, world_size: int) -> list:
         upper = tuple(stop if i == axis else extent for i, extent in enumerate(global_shape))
         boxes.append(Box(lower, upper))
     return boxes
+
+
+BoxLike = Union[Box, tuple[Sequence[int], Sequence[int]]]
+"""A :class:`Box`, or its ``(lower, upper)`` corners."""
+
+MatrixDistribution = Union[Slab, Replicated, BlockCyclic, str, type[Replicated]]
+"""How a matmul operand is split: ``Slab.X``/``Slab.Y`` (or "X"/"Y"), ``Replicated()`` (or the class) or a
+``BlockCyclic``."""

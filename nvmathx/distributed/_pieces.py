@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._core.errors import OptionsError
+from ..typing import ArrayLike
 from ._context import current
 from ._distributions import Box, Slab, slab_boxes, split_axis
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = ["local_box", "local_shape", "local_offset", "allocate"]
 
@@ -21,7 +28,8 @@ def _rank_and_size(rank, world_size):
     return rank, world_size
 
 
-def local_box(global_shape, distribution=Slab.X, *, axes=None, rank=None, world_size=None) -> Box:
+def local_box(global_shape: Sequence[int], distribution: Slab = Slab.X, *, axes: Sequence[int] | None = None,
+              rank: int | None = None, world_size: int | None = None) -> Box:
     """This rank's :class:`Box` of the global array (the FFT and reshape slab rule).
 
     Parameters
@@ -44,17 +52,20 @@ def local_box(global_shape, distribution=Slab.X, *, axes=None, rank=None, world_
     return slab_boxes(shape, split_axis(distribution, transformed), world_size)[rank]
 
 
-def local_shape(global_shape, distribution=Slab.X, *, axes=None, rank=None, world_size=None) -> tuple:
+def local_shape(global_shape: Sequence[int], distribution: Slab = Slab.X, *, axes: Sequence[int] | None = None,
+                rank: int | None = None, world_size: int | None = None) -> tuple:
     """The shape of this rank's piece (see :func:`local_box`)."""
     return local_box(global_shape, distribution, axes=axes, rank=rank, world_size=world_size).shape
 
 
-def local_offset(global_shape, distribution=Slab.X, *, axes=None, rank=None, world_size=None) -> tuple:
+def local_offset(global_shape: Sequence[int], distribution: Slab = Slab.X, *, axes: Sequence[int] | None = None,
+                 rank: int | None = None, world_size: int | None = None) -> tuple:
     """The global index of this rank's piece's first element (see :func:`local_box`)."""
     return local_box(global_shape, distribution, axes=axes, rank=rank, world_size=world_size).lower
 
 
-def allocate(global_shape, dtype, distribution=Slab.X, *, axes=None, package: str = "numpy"):
+def allocate(global_shape: Sequence[int], dtype: DTypeLike, distribution: Slab | Box = Slab.X, *,
+             axes: Sequence[int] | None = None, package: str = "numpy") -> ArrayLike:
     """An uninitialised local piece of the distributed array, of this rank's shape.
 
     Parameters

@@ -13,9 +13,10 @@ from .._core.errors import InvalidStateError, OperandError, OptionsError, Unsupp
 from .._core.memory import check_memory_resource
 from .._core.options import check_choice, check_or_create_options
 from .._core.tensor import host_array, wrap_operand
+from ..typing import ArrayLike, OptionsLike, StreamLike
 from ._agree import agree, check_same
 from ._context import current, warn_leaked
-from ._distributions import Box
+from ._distributions import Box, BoxLike
 from ._exchange_plan import check_tiling, plan_exchange
 from ._host_exchange import exchange_host
 
@@ -113,10 +114,11 @@ class Reshape:
         tile one global array.
     """
 
-    def __init__(self, x, input_box, output_box, *, options=None, stream=None):
+    def __init__(self, x: ArrayLike, input_box: BoxLike, output_box: BoxLike, *, options: OptionsLike = None,
+                 stream: StreamLike = None) -> None:
         self._freed = True
         context = current("Reshape")
-        holder = {}
+        holder: dict[str, Any] = {}
         descriptions = agree(context.group, lambda: _local(holder, x, input_box, output_box, options, context, stream))
         self.options = holder["options"]
         self._setup(context, holder["operand"], descriptions, stream)
@@ -155,7 +157,7 @@ class Reshape:
 
         agree(self._context.group, make)
 
-    def execute(self, stream=None):
+    def execute(self, stream: StreamLike = None) -> ArrayLike:
         """This rank's piece in the output decomposition (collective), the operand's kind of array.
 
         Raises
@@ -177,10 +179,10 @@ class Reshape:
             raise InvalidStateError("call plan() before execute()")
         return self._device.run_to_new(operand, stream, blocking=self.options.blocking is True)
 
-    def reset_operand(self, x) -> None:
+    def reset_operand(self, x: ArrayLike) -> None:
         """Use ``x`` (same shape, dtype, device and library) from now on (collective)."""
         self._check_valid()
-        holder = {}
+        holder: dict[str, Any] = {}
 
         def local():
             operand = wrap_operand(x, "x")
@@ -208,7 +210,7 @@ class Reshape:
         self._device = None
         self._operand = None
 
-    def __enter__(self):
+    def __enter__(self) -> Reshape:
         self._check_valid()
         return self
 
@@ -220,14 +222,15 @@ class Reshape:
             warn_leaked(self)
 
 
-def reshape(x, input_box, output_box, *, options=None, stream=None):
+def reshape(x: ArrayLike, input_box: BoxLike, output_box: BoxLike, *, options: OptionsLike = None,
+            stream: StreamLike = None) -> ArrayLike:
     """This rank's piece ``x`` (of ``input_box``) moved to ``output_box`` (collective).
 
     The function form of :class:`Reshape`, with its plans cached by the distributed context.
     Returns the operand's kind of array. Box round trips are exact (nothing is computed).
     """
     context = current("reshape")
-    holder = {}
+    holder: dict[str, Any] = {}
     descriptions = agree(context.group, lambda: _local(holder, x, input_box, output_box, options, context, stream))
     cache = context.caches.setdefault("reshape", OrderedDict())
     key = (tuple(descriptions), holder["options"].memory_resource is None)

@@ -128,7 +128,7 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
         # The signature holds the library: the cached plan allocates results in the operand's library.
         # cuFFT reads a real operand only from an address aligned to the complex element: the low bits count.
         low_bits = pointer & 15 if fft_type == R2C else 0
-        call = (kind, signature, s, axes, norm, overwrite_x, low_bits, _types(s, axes))
+        call: tuple | None = (kind, signature, s, axes, norm, overwrite_x, low_bits, _types(s, axes))
         prepared = _calls.get(call)
     except TypeError:  # lists as s/axes: not hashable
         call = prepared = None

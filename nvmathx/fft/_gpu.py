@@ -3,11 +3,14 @@ many times. Shared by the stateful :class:`~nvmathx.fft.FFT` and the cached func
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
 import numpy as np
 
 from .._codegen.elementwise import INTEGER_C_TYPES, can_copy
 from .._core.dtypes import numpy_dtype
-from .._core.errors import UnsupportedOperandError
+from .._core.errors import InvalidStateError, UnsupportedOperandError
 from .._core.streams import CallStreams
 from .._core.tensor import Operand
 from .._fftcore.layout import C2C, C2R, R2C, output_shape, plan_layout, real_input_aligned, result_strides
@@ -22,8 +25,9 @@ _COMPLEX = ("complex64", "complex128")
 _DTYPE_NAMES: dict = {}  # numpy's dtype.name is a slow property; names are looked up once per dtype
 
 
-def plan_key(fft_type, shape, strides, dtype, axes, lengths, device_id, package="", overwrite=False,
-             aligned=True, callbacks=()) -> tuple:
+def plan_key(fft_type: str, shape: Sequence[int], strides: Sequence[int], dtype: Any, axes: Sequence[int],
+             lengths: Sequence[int], device_id: int, package: str = "", overwrite: bool = False, aligned: bool = True,
+             callbacks: Sequence[tuple] = ()) -> tuple:
     """The plan-cache key of a transform: a pure, hashable function of the problem.
 
     Unlike CuPy's cache key, it includes the operand's strides: two operands of one shape but
@@ -87,6 +91,11 @@ def _needs_copy(fft_type, dtype) -> bool:
     return name not in _COMPLEX
 
 
+def _released(*args: object) -> NoReturn:
+    """The result allocator of a transform that allocates none (in place) or was freed."""
+    raise InvalidStateError("this transform has been freed")
+
+
 class GpuTransform:
     """One transform of operands like ``operand`` (same shape, strides, dtype, device, library).
 
@@ -122,7 +131,7 @@ class GpuTransform:
         if copy_input and not can_copy(operand.dtype, self._copy_target(operand.dtype)):
             raise UnsupportedOperandError("x", f"cannot convert {operand.dtype} for a {fft_type} transform")
         self.streams = CallStreams(self.device_id, operand.adapter.current_stream)  # the library's current stream
-        self._allocate = None
+        self._allocate: Callable[..., tuple] = _released
         strides = operand.strides
         if not inplace:
             strides = result_strides(self.shape, operand.shape, operand.strides)
@@ -166,5 +175,5 @@ class GpuTransform:
         if self.plan is not None:
             self.plan.free()
             self.plan = None
-        self._allocate = None
+        self._allocate = _released
 

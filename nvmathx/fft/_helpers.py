@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
 import numpy as np
 
 from .._codegen.elementwise import can_copy, copy_nd
 from .._core.errors import UnsupportedOperandError
 from .._core.streams import resolve_stream
 from .._core.tensor import allocate_like, host_array, wrap_operand
+from ..typing import ArrayLike
 from ._arguments import normalize_axes
 
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -19,7 +24,7 @@ def _in_namespace(values: np.ndarray, xp, device):
     return xp.asarray(values) if device is None else xp.asarray(values, device=device)
 
 
-def fftfreq(n, d=1.0, *, xp=None, device=None):
+def fftfreq(n: int, d: float = 1.0, *, xp: ModuleType | None = None, device: Any = None) -> ArrayLike:
     """Return the sample frequencies of an ``n``-point DFT with sample spacing ``d``.
 
     Parameters
@@ -56,7 +61,7 @@ def fftfreq(n, d=1.0, *, xp=None, device=None):
     return _in_namespace(np.fft.fftfreq(n, d), xp, device)
 
 
-def rfftfreq(n, d=1.0, *, xp=None, device=None):
+def rfftfreq(n: int, d: float = 1.0, *, xp: ModuleType | None = None, device: Any = None) -> ArrayLike:
     """Return the sample frequencies of :func:`rfft` for an ``n``-point signal.
 
     Parameters
@@ -118,7 +123,7 @@ def _shift(x, axes, inverse: bool):
     return result.obj
 
 
-def fftshift(x, axes=None):
+def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> ArrayLike:
     """Shift the zero-frequency term to the centre of the spectrum.
 
     Parameters
@@ -152,7 +157,7 @@ def fftshift(x, axes=None):
     return _shift(x, axes, inverse=False)
 
 
-def ifftshift(x, axes=None):
+def ifftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> ArrayLike:
     """The inverse of :func:`fftshift` (they differ for odd lengths).
 
     Parameters

@@ -11,11 +11,12 @@ adding a row (and its name to ``__all__``) here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Callable, Literal, Optional, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from .._fftcore.layout import C2C as _C2C
 from .._fftcore.layout import C2R as _C2R
 from .._fftcore.layout import R2C as _R2C
+from .._fftcore.normalize import Norm
 from ._docs import render as _render
 from ._functions import define as _define
 
@@ -29,9 +30,6 @@ __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rf
            "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn"]
 
 _F = TypeVar("_F", bound=Callable)
-
-Norm = Optional[Literal["backward", "ortho", "forward"]]
-"""A ``norm=`` argument (None is "backward")."""
 
 TRANSFORMS: dict = {}
 """Every public transform, by name, in the order of the rows."""

@@ -11,6 +11,7 @@ from .._bindings import cublaslt as lt
 from .._bindings import cuda_driver
 from .._core import device
 from .._core.memory import allocate
+from ._cublaslt_plan import MatmulAlgorithm
 from ._runner import GpuRunner
 
 __all__ = ["autotune_algorithms", "sample_runs", "rank"]
@@ -68,7 +69,7 @@ def rank(times: dict[int, float]) -> list[int]:
     return sorted(times, key=lambda i: (times[i], i))
 
 
-def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tuple[float, object]]:
+def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tuple[float, MatmulAlgorithm]]:
     """(ms per run, algorithm) for every candidate of ``runner``, fastest first.
 
     The list is sorted by the reported times (ties keep the heuristic's order); an algorithm that

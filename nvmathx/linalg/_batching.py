@@ -42,7 +42,7 @@ class BatchOperand(NamedTuple):
 class BatchPlan(NamedTuple):
     """The cuBLASLt batch of one call and the calls that cover the whole batch."""
 
-    count: int  # matrices per call (cuBLASLt's BATCH_COUNT)
+    batch_count: int  # matrices per call (cuBLASLt's BATCH_COUNT)
     strides: dict  # name -> batch stride within a call, in elements (0: broadcast, or count 1)
     names: tuple  # the order of the offsets below
     offsets: tuple  # per call, the element offset of each operand (in ``names`` order)
@@ -60,7 +60,7 @@ class BatchPlan(NamedTuple):
 
     def summary(self) -> str:
         """How the batch runs, in words (for the log)."""
-        calls = f"{self.calls} cuBLASLt call{'s' if self.calls > 1 else ''} of {self.count} matrices"
+        calls = f"{self.calls} cuBLASLt call{'s' if self.calls > 1 else ''} of {self.batch_count} matrices"
         if not self.expand:
             return calls + ("" if self.single else " at offsets per call, nothing copied")
         return f"{calls} after copying {', '.join(self.expand)} to the full batch ({self.cost} bytes moved, estimated)"
@@ -189,6 +189,7 @@ def plan_batches(batch_shape, operands: dict, launch_bytes: int = LAUNCH_BYTES,
             key = (cost + copy_cost, size, calls)
             if best is None or key < best[0]:
                 best = (key, chosen, merged, axis)
+    assert best is not None  # no expansion (size 0) is always a candidate
     (cost, _, _), chosen, merged, axis = best
     count = merged[axis][0] if axis is not None else 1
     in_batch = merged[axis][1] if axis is not None and count > 1 else (0,) * len(names)

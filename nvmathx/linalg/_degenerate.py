@@ -38,7 +38,7 @@ class Slot(NamedTuple):
 
 class Launch(NamedTuple):
     kernel: str
-    count: int
+    elements: int  # the work items (threads) of the launch
     args: tuple  # the kernel's arguments; Slots are filled in by each run
 
 
@@ -135,12 +135,12 @@ def _product_launches(problem: MatmulProblem, infos: dict) -> list[Launch]:
     shape, epilog = problem.shape, problem.epilog
     m, n, batch = shape.m, shape.n, shape.batch_shape
     flags = _flags(problem)
-    views = {"c": _c_view(infos["c"], problem, batch) if infos.get("c") is not None else None}
+    c_view = _c_view(infos["c"], problem, batch) if infos.get("c") is not None else None
+    views: dict[str, tuple] = {} if c_view is None else {"c": c_view}
     if problem.bias_mode is not None:
         views["bias"] = _matrix_view(infos["bias"], batch)
     if epilog is not None and epilog.aux_input:
         views["aux_in"] = _matrix_view(infos[epilog.aux_input], batch)
-    views = {name: view for name, view in views.items() if view is not None}
     relu_out = bool(flags & K.AUX_OUT_RELU)
     groups = relu_aux_width(n) if relu_out else -(-n // 8)
     aux_ld = relu_aux_width(n) if relu_out else gelu_aux_ld(n)
@@ -178,7 +178,7 @@ def _product_launches(problem: MatmulProblem, infos: dict) -> list[Launch]:
 def _input_itemsize(problem: MatmulProblem, name: str) -> int:
     if name == "c":
         return numpy_dtype(problem.c_dtype).itemsize
-    if name == "aux_in" and problem.epilog.aux_input == RELU_AUX_NAME:
+    if name == "aux_in" and problem.epilog is not None and problem.epilog.aux_input == RELU_AUX_NAME:
         return 1
     return numpy_dtype(problem.result_dtype).itemsize
 
@@ -355,7 +355,7 @@ class DegenerateRunner:
         if self.problem.result_amax:  # the kernels take the largest |value| atomically
             cuda_driver.memset_async(values["amax"], 0, 4, stream.handle)
         for launch in self.launches:
-            K.launch(stream, self.device_id, launch.kernel, launch.count, *_filled(launch.args, values))
+            K.launch(stream, self.device_id, launch.kernel, launch.elements, *_filled(launch.args, values))
         return self._finish(result, outputs, stream)
 
     def _values(self) -> dict:

@@ -10,10 +10,10 @@ from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
 from .._core.streams import order_after
 from .._core.tensor import key_function, operand_keys
-from .._matmulcore.epilogs import MatmulEpilog, epilog_spec
+from .._matmulcore.epilogs import EpilogLike, MatmulEpilog, epilog_spec
 from .._matmulcore.scalars import check_scalars
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
-from ._matmul import EpilogLike, Matmul
+from ._matmul import Matmul
 from ._operands import copied, has_array_likes, wrap_all
 from ._options import MatmulOptions, MatmulPlanPreferences
 from ._problem import check_quantization_scales
@@ -36,8 +36,10 @@ def _alignment(ptr: int) -> int:
     return ptr & 255 and ptr & -ptr or 256
 
 
-def plan_key(a, b, c=None, *, epilog=None, epilog_inputs=None, quantization_scales=None, options=None,
-             preferences=None, execution=None):
+def plan_key(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, epilog: EpilogLike = None,
+             epilog_inputs: dict[str, ArrayLike] | None = None,
+             quantization_scales: dict[str, ArrayLike] | None = None, options: OptionsLike = None,
+             preferences: OptionsLike = None, execution: ExecutionLike = None) -> tuple:
     """The plan-cache key of a :func:`matmul` call: everything that changes the plan.
 
     The key is a hashable tuple built only from the arguments: each array's library, shape,

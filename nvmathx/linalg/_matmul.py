@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Union
+from typing import Any
 
 from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
@@ -13,7 +13,7 @@ from .._core.logs import get_logger
 from .._core.options import check_or_create_options, check_positive_int
 from .._core.streams import CallStreams, order_after, resolve_stream
 from .._core.tensor import host_array, wrap_operand
-from .._matmulcore.epilogs import EpilogSpec, MatmulEpilog, epilog_spec
+from .._matmulcore.epilogs import EpilogLike, EpilogSpec, MatmulEpilog, epilog_spec
 from .._matmulcore.scalars import check_scalars
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._autotune import autotune_algorithms
@@ -31,8 +31,6 @@ __all__ = ["Matmul"]
 _CONSTRUCTED, _PLANNED, _FREED = "constructed", "planned", "freed"
 
 
-EpilogLike = Union[MatmulEpilog, str, int, None]
-"""An ``epilog=`` argument: a member, its name in any case, or its cuBLASLt code."""
 
 class Matmul:
     """Stateful matrix multiplication ``alpha * a @ b + beta * c`` followed by an epilog.
@@ -300,7 +298,8 @@ class Matmul:
         self._epilog, self._ready = spec, True
         if preferences.autotune:
             self.autotune()
-            if keep is not None and runner.algorithms:  # the fastest only, with no more workspace than they need
+            # The fastest only, with no more workspace than they need (an extent of 0 has no algorithms).
+            if keep is not None and isinstance(runner, GpuRunner) and runner.algorithms:
                 runner.prepare(runner.algorithms[:keep])
         return list(runner.algorithms)
 

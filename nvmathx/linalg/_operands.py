@@ -4,6 +4,7 @@ execution, and host numpy views for CPU execution."""
 from __future__ import annotations
 
 import numbers
+from typing import overload
 
 import numpy as np
 
@@ -48,6 +49,12 @@ def has_array_likes(a, b, c, epilog_inputs) -> bool:
     return any(isinstance(value, _ARRAY_LIKES) for value in values)
 
 
+@overload
+def info(operand: Operand) -> OperandInfo: ...
+@overload
+def info(operand: None) -> None: ...
+@overload
+def info(operand: Operand | None) -> OperandInfo | None: ...
 def info(operand: Operand | None) -> OperandInfo | None:
     if operand is None:
         return None
@@ -104,6 +111,10 @@ def check_together(a: Operand, others) -> None:
             raise OperandError(name, f"lives in {where(operand.device_id)} but a lives in {where(a.device_id)}")
 
 
+@overload
+def stage(operand: Operand, device_id: int, stream, memory_resource) -> Operand: ...
+@overload
+def stage(operand: Operand | None, device_id: int, stream, memory_resource) -> Operand | None: ...
 def stage(operand: Operand | None, device_id: int, stream, memory_resource) -> Operand | None:
     """A device copy of a host operand (device operands pass through)."""
     if operand is None or operand.device_id >= 0:

@@ -229,6 +229,7 @@ def describe_problem(a: OperandInfo, b: OperandInfo, c: OperandInfo | None, *, b
         )
     missing = sorted(expected_inputs - set(epilog_inputs))
     if missing:
+        assert epilog is not None  # only an epilog expects inputs
         raise OperandError("epilog_inputs", f"epilog {epilog.name} needs epilog_inputs {missing}")
     if epilog is not None and epilog.bias:
         bias_mode = _bias_mode(epilog_inputs["bias"], shape, c is not None, result_dtype)

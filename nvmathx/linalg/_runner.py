@@ -71,9 +71,11 @@ class GpuRunner:
         epilog = problem.epilog
         if epilog is not None and epilog.aux_output:
             dtype = "uint8" if epilog.aux_output == RELU_AUX_NAME else problem.result_dtype
-            padded = epilog.aux_output == GELU_AUX_NAME and traits.aux_shape[-1] != problem.shape.n
+            aux_shape = traits.aux_shape
+            assert aux_shape is not None  # lt_traits sizes the output of every epilog that has one
+            padded = epilog.aux_output == GELU_AUX_NAME and aux_shape[-1] != problem.shape.n
             keep = problem.shape.n if padded else None
-            self.outputs.append((epilog.aux_output, allocator(traits.aux_shape, dtype, device_id, memory_resource=mr),
+            self.outputs.append((epilog.aux_output, allocator(aux_shape, dtype, device_id, memory_resource=mr),
                                  _D.EPILOGUE_AUX_POINTER, keep))
         if epilog is not None and epilog.bgrad:
             self.outputs.append((epilog.bgrad, allocator(traits.bgrad_shape, problem.result_dtype, device_id,
@@ -203,11 +205,14 @@ class GpuRunner:
     def prepare(self, algorithms: list[MatmulAlgorithm]) -> None:
         """Make ``algorithms`` the candidates, allocate a workspace that fits every one of them (on
         the planning stream), select the first and build the launch arguments."""
+        stream = self.stream
+        if stream is None:
+            raise InvalidStateError("prepare() needs the planning stream; the workspace was released")
         self.algorithms = list(algorithms)
         self._args = self.plan.launch_arguments(self._a, self._b, self._c, self._d, self._algo, self._workspace_ptr,
                                                 self._workspace_size, self._stream_ptr)
         self._launch = lt.matmul_function()
-        stream, self.stream = self.stream, None
+        self.stream = None
         self.use_stream(stream)
         self.select(self.algorithms[0])
 

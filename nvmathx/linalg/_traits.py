@@ -8,6 +8,7 @@ and its B is the user's ``a``; D is the row-major result, column-major ``N x M``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .._core.dtypes import numpy_dtype
 from .._core.errors import OperandError, OptionsError, UnsupportedLayoutError
@@ -36,6 +37,9 @@ class LtTraits:
     lt_c: LtMatrix | None  # the user's c or a folded bias; None: C is not read
     lt_d: LtMatrix
     batch_count: int
+    # The calls over the batch: names "a", "b", "c" (the user's c or a folded bias), "d", "bias"
+    # (fused), "aux" (input or output) and "bgrad", offsets in elements of each.
+    batches: BatchPlan
     bias_batch_stride: int = 0
     aux_ld: int = 0  # elements; bits for the ReLU mask
     aux_batch_stride: int = 0
@@ -45,9 +49,6 @@ class LtTraits:
     alignment_a: int = 256  # minimum alignments of cuBLASLt's A, B and C, in bytes
     alignment_b: int = 256
     alignment_c: int = 256
-    # The calls over the batch: names "a", "b", "c" (the user's c or a folded bias), "d", "bias"
-    # (fused), "aux" (input or output) and "bgrad", offsets in elements of each.
-    batches: BatchPlan | None = None
     expansions: tuple = ()  # (name, OperandInfo as given, OperandInfo of its full-batch copy)
 
 
@@ -152,7 +153,8 @@ def _batch_operands(problem: MatmulProblem, infos: dict, aux_shape, bgrad_shape,
         aux = infos["aux"]
         operands["aux"] = BatchOperand(aux.shape[:-2], aux.strides[:-2], m * aux.shape[-1], _itemsize(aux.dtype))
     elif aux_shape is not None:
-        size = 1 if problem.epilog.aux_output == RELU_AUX_NAME else result_size
+        relu = problem.epilog is not None and problem.epilog.aux_output == RELU_AUX_NAME
+        size = 1 if relu else result_size
         operands["aux"] = BatchOperand(batch, dense_batch_strides(batch, m * aux_shape[-1]), m * aux_shape[-1], size)
     if bgrad_shape is not None:
         length = bgrad_shape[-1]
@@ -207,8 +209,9 @@ def lt_traits(problem: MatmulProblem, a: OperandInfo, b: OperandInfo, c: Operand
         infos["c"], addend_argument, pointers["c"] = inputs["bias"], "epilog_inputs['bias']", pointers.get("bias", 0)
     if addend_argument is not None:
         layouts["c"] = _row_major(infos["c"], problem, addend_argument)
-    fields = {}
-    aux_shape = bgrad_shape = None
+    fields: dict[str, Any] = {}
+    aux_shape: tuple | None = None
+    bgrad_shape: tuple | None = None
     if epilog is not None:
         if epilog.bgrad_of == "a" and layouts["a"].order != "col":
             raise UnsupportedLayoutError("a", "BGRADA needs a column-major a (cuBLASLt reduces it transposed)",
@@ -253,19 +256,19 @@ def lt_traits(problem: MatmulProblem, a: OperandInfo, b: OperandInfo, c: Operand
     if "bias" in strides:
         fields["bias_batch_stride"] = strides["bias"]
     if "aux" in strides:
-        bits = RELU_AUX_NAME in (epilog.aux_input, epilog.aux_output)  # the ReLU mask's stride counts bits
+        # The ReLU mask's stride counts bits (an aux buffer comes only with an epilog).
+        bits = epilog is not None and RELU_AUX_NAME in (epilog.aux_input, epilog.aux_output)
         fields["aux_batch_stride"] = strides["aux"] * (8 if bits else 1)
     if bgrad_shape is not None:
         fields.update(bgrad_shape=bgrad_shape, bgrad_batch_stride=strides["bgrad"])
     size = numpy_dtype(problem.a_dtype).itemsize
     return LtTraits(
-        lt_a, lt_b, lt_c, lt_d, batches.count,
+        lt_a, lt_b, lt_c, lt_d, batches.batch_count, batches,
         aux_shape=aux_shape,
         alignment_a=_alignment(pointers.get("b", 0), "b", batches, size),
         alignment_b=_alignment(pointers.get("a", 0), "a", batches, size),
         alignment_c=_alignment(pointers.get("c", 0), "c", batches, numpy_dtype(problem.lt_c_dtype).itemsize)
         if lt_c is not None else 256,
-        batches=batches,
         expansions=tuple(expansions),
         **fields,
     )

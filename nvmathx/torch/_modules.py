@@ -53,17 +53,17 @@ class FusedLinear(nn.Module):
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, activation: str | None = None,
-                 device=None, dtype=None, *, autotune: bool | None = None):
+                 device: torch.device | str | int | None = None, dtype: torch.dtype | None = None, *,
+                 autotune: bool | None = None) -> None:
         super().__init__()
         _activation(activation, allow_none=True)
         self.autotune = check_autotune(autotune)
-        factory = {"device": device, "dtype": dtype}
         self.in_features = in_features
         self.out_features = out_features
         self.activation = activation
-        self.weight = nn.Parameter(torch.empty((out_features, in_features), **factory))
+        self.weight = nn.Parameter(torch.empty((out_features, in_features), device=device, dtype=dtype))
         if bias:
-            self.bias = nn.Parameter(torch.empty(out_features, **factory))
+            self.bias = nn.Parameter(torch.empty(out_features, device=device, dtype=dtype))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -116,8 +116,9 @@ class FusedMLP(nn.Module):
     ['fc1.bias', 'fc1.weight', 'fc2.bias', 'fc2.weight']
     """
 
-    def __init__(self, d_model: int, hidden: int, activation: str = "gelu", bias: bool = True, device=None,
-                 dtype=None, *, autotune: bool | None = None):
+    def __init__(self, d_model: int, hidden: int, activation: str = "gelu", bias: bool = True,
+                 device: torch.device | str | int | None = None, dtype: torch.dtype | None = None, *,
+                 autotune: bool | None = None) -> None:
         super().__init__()
         _activation(activation, allow_none=False)
         self.activation = activation

@@ -155,6 +155,20 @@ def test_stateful_fft_on_device(rng, fake):
         f.execute()
 
 
+
+def test_a_freed_transform_refuses_to_run(rng, fake):
+    # The planned transform behind FFT (and the plan cache): after free() it raises a state error.
+    from nvmathx.fft._gpu import GpuTransform
+
+    device_x = to_device(_operand("fft", (4, 8), np.complex64, rng))
+    with nfft.FFT(device_x, axes=[1]) as f:
+        f.plan()
+        transform = f._transform
+        assert isinstance(transform, GpuTransform)
+        transform.free()
+        with pytest.raises(InvalidStateError, match="freed"):
+            transform.execute(device_x.ptr, device_x, transform.streams(), -1)
+
 def test_stateful_inplace_and_c2r(rng, fake):
     x = _operand("fft", (4, 6, 8), np.complex128, rng)
     device_x = to_device(x[:, ::2])

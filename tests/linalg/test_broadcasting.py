@@ -56,7 +56,7 @@ def _check_offsets_follow_numpy(plan, arrays, operands, batch):
     matrix_d = d.shape[-2] * d.shape[-1]
     seen = []
     for call in plan.offsets:
-        for i in range(plan.count):
+        for i in range(plan.batch_count):
             where_d = call[index["d"]] + i * plan.strides["d"]
             assert where_d % matrix_d == 0
             idx = np.unravel_index(where_d // matrix_d, batch) if batch else ()
@@ -85,7 +85,7 @@ def test_plan_offsets_reproduce_numpy_indexing(seed, case, launch_bytes, expanda
                                    expandable and name != "d")
                 for name, x in arrays.items()}
     plan = plan_batches(batch, operands, launch_bytes=launch_bytes)
-    assert plan.count * plan.calls == int(np.prod(batch, dtype=np.int64))
+    assert plan.batch_count * plan.calls == int(np.prod(batch, dtype=np.int64))
     assert all(plan.strides[name] >= 0 for name in plan.names)
     assert not set(plan.expand) - {name for name, op in operands.items() if op.expandable}
     _check_offsets_follow_numpy(plan, arrays, operands, batch)
@@ -98,16 +98,16 @@ def _op(shape, strides, elements=12, expandable=True):
 def test_regular_batches_take_one_call():
     d = _op((2, 3, 4), dense_batch_strides((2, 3, 4), 12), expandable=False)
     plan = plan_batches((2, 3, 4), {"a": _op((2, 3, 4), (120, 40, 10)), "b": _op((), ()), "d": d})
-    assert plan.single and plan.count == 24 and plan.strides == {"a": 10, "b": 0, "d": 12}
+    assert plan.single and plan.batch_count == 24 and plan.strides == {"a": 10, "b": 0, "d": 12}
     plan = plan_batches((1, 1), {"a": _op((1, 1), (7, 7)), "d": _op((1, 1), (12, 12))})
-    assert plan.single and plan.count == 1 and plan.offsets == ((0, 0),)
+    assert plan.single and plan.batch_count == 1 and plan.offsets == ((0, 0),)
 
 
 def test_partly_broadcast_batch_loops_over_one_axis():
     # (2, 1, M, K) @ (3, K, N): a varies along axis 0 only, b along axis 1 only
     operands = {"a": _op((2, 1), (12, 12)), "b": _op((3,), (12,)), "d": _op((2, 3), (36, 12), expandable=False)}
     plan = plan_batches((2, 3), operands)
-    assert not plan.expand and plan.calls == 2 and plan.count == 3
+    assert not plan.expand and plan.calls == 2 and plan.batch_count == 3
     assert plan.strides == {"a": 0, "b": 12, "d": 12} and plan.offsets == ((0, 0, 0), (12, 0, 36))
 
 
@@ -117,7 +117,7 @@ def test_many_small_calls_expand_instead():
     operands = {"a": _op((100, 1), (4, 4), 4), "b": _op((100,), (4,), 4),
                 "d": _op(batch, dense_batch_strides(batch, 4), 4, expandable=False)}
     plan = plan_batches(batch, operands)
-    assert plan.expand == ("a", "b") and plan.single is False and plan.calls == 1 and plan.count == 10_000
+    assert plan.expand == ("a", "b") and plan.single is False and plan.calls == 1 and plan.batch_count == 10_000
     assert plan.strides == {"a": 4, "b": 4, "d": 4}
     fixed = {name: op._replace(expandable=False) for name, op in operands.items()}
     assert plan_batches(batch, fixed).calls == 100
@@ -134,7 +134,7 @@ def test_large_matrices_never_expand():
 
 def test_a_negative_stride_is_never_the_cublaslt_batch():
     plan = plan_batches((4,), {"a": _op((4,), (-12,)), "d": _op((4,), (12,), expandable=False)}, launch_bytes=0)
-    assert plan.count == 1 and [call[0] for call in plan.offsets] == [0, -12, -24, -36]
+    assert plan.batch_count == 1 and [call[0] for call in plan.offsets] == [0, -12, -24, -36]
 
 
 def test_expandable_dtypes_are_those_the_device_copy_keeps():
@@ -158,7 +158,7 @@ def test_traits_of_a_partly_broadcast_product(rng):
                                options=MatmulOptions())
     traits = lt_traits(problem, _info(a), _info(b), _info(c), {}, {"a": 256, "b": 256, "c": 256})
     batches = traits.batches
-    assert traits.batch_count == batches.count == 3 and batches.calls == 2 and not traits.expansions
+    assert traits.batch_count == batches.batch_count == 3 and batches.calls == 2 and not traits.expansions
     assert traits.lt_b.batch_stride == 0 and traits.lt_a.batch_stride == 30 and traits.lt_c.batch_stride == 24
     assert traits.lt_d.batch_stride == 24
 

@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 import pytest
 
-from nvmathx import OptionsError
+from nvmathx import InvalidStateError, OptionsError
 from nvmathx._core.streams import resolve_stream
 from nvmathx.linalg import Matmul, matmul, plan_cache
 
@@ -109,6 +109,18 @@ def test_any_algorithm_after_the_workspace_was_released(fake, rng):
         assert relative_error(to_host(mm.execute()), a @ b) < tolerance("float32")
         assert fake.last_launch[0] == int(np.frombuffer(algorithms[0].algo, np.uint64)[0])
 
+
+
+def test_preparing_candidates_needs_the_planning_stream(fake, rng):
+    # After release_workspace the runner holds no stream; preparing then is a state error, not a crash.
+    a, b = random(rng, (8, 4)), random(rng, (4, 8))
+    with Matmul(to_device(a), to_device(b)) as mm:
+        algorithms = mm.plan()
+        mm.execute(release_workspace=True)
+        assert mm._runner.stream is None
+        with pytest.raises(InvalidStateError, match="planning stream"):
+            mm._runner.prepare(algorithms)
+        assert relative_error(to_host(mm.execute()), a @ b) < tolerance("float32")  # still usable
 
 def test_launch_offsets_move_the_bias_pointer(fake, rng):
     """A fifth offset moves the fused bias (a descriptor pointer), which is back at its base after the launches."""

@@ -97,7 +97,7 @@ def plan_stages(shape, axes, fft_type, source, *, reshape: bool, target=None, la
     last_length : int, optional
         C2R: the real length of the last transformed axis.
     """
-    stages = []
+    stages: list[LocalPass | Move] = []
     split = source if isinstance(source, SlabSplit) else SlabSplit(axes[0])
     if isinstance(source, BoxSplit):
         stages.append(Move(tuple(shape), source, split))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._exchange_plan import plan_exchange
+from .._exchange_plan import ExchangePlan, plan_exchange
 from .._host_exchange import exchange_host
 from ._algorithm import LocalPass, Move, decomposition_boxes
 
@@ -19,7 +19,7 @@ class CpuPipeline:
         self.problem = problem
         self.group = group
         self.loopback = loopback
-        self.steps = []
+        self.steps: list[tuple[LocalPass | Move, ExchangePlan | None]] = []
         for stage in problem.stages:
             if isinstance(stage, Move):
                 source = decomposition_boxes(stage.source, stage.shape, problem.world_size)
@@ -39,6 +39,7 @@ class CpuPipeline:
                     exchange_host(self.group, exchange, np.ascontiguousarray(data), target, loopback=self.loopback)
                     data = target
                 else:
+                    assert isinstance(stage, LocalPass)  # a Move always has its exchange
                     data = _local_pass(scipy.fft, stage, data, sign)
         if factor != 1.0:
             data = data * data.real.dtype.type(factor)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Union
 
 from ..._core.errors import InvalidStateError, OperandError, OptionsError
 from ..._core.options import check_or_create_options
 from ..._core.tensor import host_array, wrap_operand
 from ..._fftcore.normalize import normalize_direction
+from ...typing import ArrayLike, OptionsLike, StreamLike
 from .._agree import agree
 from .._context import current, warn_leaked
-from .._distributions import Box, Slab
+from .._distributions import Box, BoxLike, Slab
 from ._algorithm import BoxSplit
 from ._cpu import CpuPipeline
 from ._options import FFTOptions
@@ -20,7 +22,10 @@ if TYPE_CHECKING:
     from ...fft import FFT as SingleFFT
     from ._gpu import GpuPipeline
 
-__all__ = ["FFT", "check_space"]
+__all__ = ["FFT", "Distribution", "check_space"]
+
+Distribution = Union[Slab, tuple[BoxLike, BoxLike]]
+"""A ``distribution=`` argument: a slab, or this rank's (input, output) boxes."""
 
 
 class FFT:
@@ -65,7 +70,8 @@ class FFT:
             spectrum_local = f.execute()
     """
 
-    def __init__(self, x, distribution=Slab.X, *, axes=None, options=None, stream=None):
+    def __init__(self, x: ArrayLike, distribution: Distribution = Slab.X, *, axes: Sequence[int] | None = None,
+                 options: OptionsLike = None, stream: StreamLike = None) -> None:
         self._freed = True
         context = current("FFT")
         self._context = context
@@ -125,7 +131,7 @@ class FFT:
         return self._problem.result_shape
 
     @property
-    def result_distribution(self):
+    def result_distribution(self) -> Slab | Box:
         """``Slab.X``, ``Slab.Y`` or (for box inputs) this rank's output Box."""
         result = self._problem.result
         if isinstance(result, BoxSplit):
@@ -179,7 +185,7 @@ class FFT:
 
     # -- execution ------------------------------------------------------------------------------------
 
-    def execute(self, direction=None, stream=None):
+    def execute(self, direction: str | int | None = None, stream: StreamLike = None) -> ArrayLike:
         """Transform this rank's piece and return this rank's piece of the result (collective).
 
         Parameters
@@ -198,21 +204,22 @@ class FFT:
         return self._run(sign, 1.0, stream)
 
     def _run(self, sign: int, factor: float, stream):
-        if self._pipeline is None:
+        pipeline = self._pipeline
+        if pipeline is None:
             if self._single is not None:
                 return _single_run(self._single, sign, factor, stream)
             self._check_valid()
             raise InvalidStateError("call plan() before execute()")
         operand = self._operand
-        if operand.device_id < 0:
+        if isinstance(pipeline, CpuPipeline):  # numpy operands (a reset operand keeps its space)
             if stream is not None:
                 raise OptionsError("stream", "CPU execution takes no stream")
-            return operand.adapter.from_host(self._pipeline.run(host_array(operand), sign, factor))
-        return self._pipeline.execute(operand, stream, sign, factor)
+            return operand.adapter.from_host(pipeline.run(host_array(operand), sign, factor))
+        return pipeline.execute(operand, stream, sign, factor)
 
     # -- operands -------------------------------------------------------------------------------------
 
-    def reset_operand(self, x) -> None:
+    def reset_operand(self, x: ArrayLike) -> None:
         """Use ``x`` from now on: the same local shape, dtype, device and library (collective).
 
         Raises
@@ -267,7 +274,7 @@ class FFT:
         self._pipeline = self._single = None
         self._operand = None
 
-    def __enter__(self):
+    def __enter__(self) -> FFT:
         self._check_valid()
         return self
 

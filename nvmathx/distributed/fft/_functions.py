@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from ..._core.errors import OptionsError
 from ..._core.options import check_or_create_options
 from ..._core.tensor import wrap_operand
-from ..._fftcore.normalize import check_norm, scale_factor
+from ..._fftcore.normalize import Norm, check_norm, scale_factor
+from ...typing import ArrayLike, OptionsLike, StreamLike
 from .._agree import agree
 from .._context import current
 from .._distributions import Slab
-from ._fft import FFT, check_space
+from ._fft import FFT, Distribution, check_space
 from ._options import FFTOptions
 from ._problem import describe, resolve
 
@@ -71,7 +73,8 @@ def _single_process(name, operand, problem, norm, stream):
     return function(operand.obj, axes=problem.axes, norm=norm)
 
 
-def fft(x, distribution=Slab.X, *, axes=None, norm=None, reshape=True, options=None, stream=None):
+def fft(x: ArrayLike, distribution: Distribution = Slab.X, *, axes: Sequence[int] | None = None,
+        norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> ArrayLike:
     """The forward C2C transform of a distributed complex array (collective).
 
     Parameters
@@ -105,19 +108,23 @@ def fft(x, distribution=Slab.X, *, axes=None, norm=None, reshape=True, options=N
     return _transform("fft", "C2C", -1, x, distribution, axes, norm, reshape, options, stream)
 
 
-def ifft(x, distribution=Slab.X, *, axes=None, norm=None, reshape=True, options=None, stream=None):
+def ifft(x: ArrayLike, distribution: Distribution = Slab.X, *, axes: Sequence[int] | None = None,
+         norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> ArrayLike:
     """The inverse C2C transform of a distributed complex array (collective); arguments as
     :func:`fft` (``norm="backward"`` scales by 1/N)."""
     return _transform("ifft", "C2C", +1, x, distribution, axes, norm, reshape, options, stream)
 
 
-def rfft(x, distribution=Slab.X, *, axes=None, norm=None, reshape=True, options=None, stream=None):
+def rfft(x: ArrayLike, distribution: Distribution = Slab.X, *, axes: Sequence[int] | None = None,
+         norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> ArrayLike:
     """The R2C transform of a distributed real array (collective): the last transformed axis of the
     result holds ``n // 2 + 1`` points; arguments as :func:`fft`."""
     return _transform("rfft", "R2C", -1, x, distribution, axes, norm, reshape, options, stream)
 
 
-def irfft(x, distribution=Slab.X, *, s=None, axes=None, norm=None, reshape=True, options=None, stream=None):
+def irfft(x: ArrayLike, distribution: Distribution = Slab.X, *, s: Sequence[int] | None = None,
+          axes: Sequence[int] | None = None,
+          norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> ArrayLike:
     """The C2R transform of a distributed complex array (collective); arguments as :func:`fft`.
 
     Parameters

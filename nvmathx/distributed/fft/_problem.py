@@ -50,8 +50,8 @@ class Problem:
     axes: tuple
     fft_type: str
     dtype: str
-    source: object  # SlabSplit or BoxSplit
-    result: object  # the decomposition the result is in
+    source: SlabSplit | BoxSplit
+    result: SlabSplit | BoxSplit  # the decomposition the result is in
     stages: tuple
     rank: int
     world_size: int
@@ -180,7 +180,8 @@ def resolve(descriptions, rank: int, *, last_axis_parity: str = "even") -> Probl
     axes, kind = first.axes, first.fft_type
     if isinstance(first.distribution, Slab):
         global_shape = _slab_global_shape([d.shape for d in descriptions], split_axis(first.distribution, axes))
-        source, target = SlabSplit(split_axis(first.distribution, axes)), None
+        source: SlabSplit | BoxSplit = SlabSplit(split_axis(first.distribution, axes))
+        target = None
     else:
         inputs = [d.distribution[0] for d in descriptions]
         global_shape = check_tiling(inputs, "distribution")

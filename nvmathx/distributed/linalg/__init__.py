@@ -29,6 +29,9 @@ reference the GPU path is tested against.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from .._distributions import MatrixDistribution
 from ._functions import matmul
 from ._layout import layout_of, normalize_distribution
 from ._matmul import Matmul
@@ -37,7 +40,8 @@ from ._options import MatmulOptions
 __all__ = ["Matmul", "MatmulOptions", "matmul", "local_shape"]
 
 
-def local_shape(global_shape, distribution, *, rank=None, world_size=None) -> tuple:
+def local_shape(global_shape: Sequence[int], distribution: MatrixDistribution, *, rank: int | None = None,
+                world_size: int | None = None) -> tuple:
     """The shape of a rank's piece of a ``global_shape`` matrix distributed for matmul.
 
     Parameters

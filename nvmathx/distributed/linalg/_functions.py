@@ -4,9 +4,13 @@ distributed context (freed at ``finalize()``)."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
+from ..._matmulcore.epilogs import EpilogLike
+from ...typing import ArrayLike, OptionsLike, StreamLike
 from .._agree import agree
 from .._context import current
+from .._distributions import MatrixDistribution
 from ._cpu import GatherRunner
 from ._local import empty_piece, linalg_options, local_arguments
 from ._matmul import Matmul, describe_call
@@ -17,8 +21,10 @@ __all__ = ["matmul", "PLAN_CACHE_SIZE"]
 PLAN_CACHE_SIZE = 16  # cuBLASMp plans kept per process (least recently used dropped)
 
 
-def matmul(a, b, c=None, *, alpha=1, beta=0, distributions=None, epilog=None, epilog_inputs=None, options=None,
-           stream=None):
+def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
+           distributions: tuple[MatrixDistribution, MatrixDistribution, MatrixDistribution] | None = None,
+           epilog: EpilogLike = None, epilog_inputs: dict[str, ArrayLike] | None = None, options: OptionsLike = None,
+           stream: StreamLike = None) -> ArrayLike:
     """The distributed product ``alpha * a @ b + beta * c``, then an epilog (collective).
 
     The function form of :class:`Matmul` (construction, ``plan()`` and ``execute()`` in one call):
@@ -68,7 +74,7 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, distributions=None, epilog=None, ep
                    epilog_inputs={"bias": bias})  # this rank's columns of gelu(x @ W + bias)
     """
     context = current("matmul")
-    holder = {}
+    holder: dict[str, Any] = {}
 
     def local():  # every check, so that a rank that fails still takes part in the agreement
         description = describe_call(holder, context, a, b, c, distributions, alpha, beta, options, stream)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..._core.errors import InvalidStateError, OperandError, OptionsError
 from ..._core.logs import get_logger
 from ..._core.options import check_or_create_options
 from ..._core.streams import CallStreams, resolve_stream
 from ..._core.tensor import wrap_operand
+from ..._matmulcore.epilogs import EpilogLike
 from ..._matmulcore.scalars import check_scalars
+from ...typing import ArrayLike, OptionsLike, StreamLike
 from .._agree import agree, check_same
 from .._context import current, warn_leaked
+from .._distributions import MatrixDistribution
 from ._cpu import GatherRunner
 from ._layout import describe_layout
 from ._local import LocalRunner
@@ -106,10 +111,12 @@ class Matmul:
             y = mm.execute()
     """
 
-    def __init__(self, a, b, c=None, *, alpha=1, beta=0, distributions=None, options=None, stream=None):
+    def __init__(self, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
+                 distributions: tuple[MatrixDistribution, MatrixDistribution, MatrixDistribution] | None = None,
+                 options: OptionsLike = None, stream: StreamLike = None) -> None:
         self._freed = True
         context = current("Matmul")
-        holder = {}
+        holder: dict[str, Any] = {}
         descriptions = agree(context.group, lambda: describe_call(holder, context, a, b, c, distributions, alpha,
                                                                   beta, options, stream))
         self._setup(context, holder, descriptions, alpha, beta, stream)
@@ -165,7 +172,7 @@ class Matmul:
 
     # -- planning -------------------------------------------------------------------------------------
 
-    def plan(self, *, epilog=None, epilog_inputs=None) -> None:
+    def plan(self, *, epilog: EpilogLike = None, epilog_inputs: dict[str, ArrayLike] | None = None) -> None:
         """Prepare the product with an epilog (collective; a second call plans again).
 
         Parameters
@@ -188,7 +195,7 @@ class Matmul:
             On every rank, when planning fails on any rank.
         """
         self._check_valid()
-        holder = {}
+        holder: dict[str, Any] = {}
 
         def local():
             description, bias = describe_epilog(epilog, epilog_inputs, self._operands["a"], self._problem.dtype)
@@ -208,7 +215,7 @@ class Matmul:
             old, self._runner = self._runner, None
             old.free()
         self._bias = bias
-        holder = {}
+        holder: dict[str, Any] = {}
         group = self._context.group
 
         def build() -> None:
@@ -242,7 +249,7 @@ class Matmul:
 
     # -- execution ------------------------------------------------------------------------------------
 
-    def execute(self, *, stream=None):
+    def execute(self, *, stream: StreamLike = None) -> ArrayLike:
         """This rank's piece of the result (collective unless the strategy is local), the operands'
         kind of array.
 
@@ -267,7 +274,9 @@ class Matmul:
 
     # -- operands -------------------------------------------------------------------------------------
 
-    def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None, epilog_inputs=None) -> None:
+    def reset_operands(self, a: ArrayLike | None = None, b: ArrayLike | None = None, c: ArrayLike | None = None, *,
+                       alpha: complex | None = None, beta: complex | None = None,
+                       epilog_inputs: dict[str, ArrayLike] | None = None) -> None:
         """Use new pieces of the same local shape, dtype, device and library (and a new bias, alpha or
         beta) from now on (collective).
 
@@ -279,7 +288,7 @@ class Matmul:
             After ``free()``.
         """
         self._check_valid()
-        holder = {}
+        holder: dict[str, Any] = {}
 
         def local():
             operands = dict(self._operands)
@@ -334,7 +343,7 @@ class Matmul:
             runner.free()
         self._operands, self._bias = {}, None
 
-    def __enter__(self):
+    def __enter__(self) -> Matmul:
         self._check_valid()
         return self
 

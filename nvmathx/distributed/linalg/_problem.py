@@ -208,7 +208,7 @@ def describe_epilog(epilog, epilog_inputs, a, dtype: str):
                                             f"{sorted(wanted) or 'no inputs'} (got {sorted(given)})")
     if spec is not None and dtype.startswith("complex"):
         raise OptionsError("epilog", f"{spec.name} needs real operands (got {dtype}), as in nvmathx.linalg")
-    if not wanted:
+    if spec is None or not wanted:
         return EpilogDescription(None if spec is None else spec.name, None, None), None
     argument = "epilog_inputs['bias']"
     bias = wrap_operand(given["bias"], argument)
