@@ -44,22 +44,18 @@ def main() -> int:
     out = pathlib.Path(os.environ["NVMATHX_WORLD_OUT"]) / f"rank{rank}.pickle"
     out.write_bytes(pickle.dumps(result))
     if os.environ["NVMATHX_WORLD_LAUNCHER"] == "mpi":
-        from mpi4py import MPI
+        return 0  # mpi4py finalizes MPI at exit
+    import torch.distributed as dist
 
-        MPI.Finalize()  # explicit: the exit below skips mpi4py's atexit hook, and Open MPI fails a rank without it
-    else:
-        import torch.distributed as dist
-
-        dist.barrier()  # every rank is done with the group before any tears it down
-        dist.destroy_process_group()
-    return 0
-
-
-if __name__ == "__main__":
-    code = main()
+    dist.barrier()  # every rank is done with the group before any tears it down
+    dist.destroy_process_group()
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter teardown: under load, torch's gloo backend sometimes aborts in a static
     # destructor after destroy_process_group ("terminate called without an active exception"),
     # which would fail a world whose result is already written.
-    os._exit(code)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
