@@ -140,7 +140,8 @@ class Matmul:
         a, b, c = array_likes(a, b, c)
         a_op, b_op, c_op, _ = wrap_all(a, b, c, None)
         self._infos = {"a": info(a_op), "b": info(b_op), "c": info(c_op)}
-        self._base = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=beta, epilog=None,
+        # the info and operand dicts hold an Optional c; a and b are never None
+        self._base = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=beta, epilog=None,  # type: ignore[arg-type]
                                       epilog_inputs={}, options=self._options)
         self._alpha, self._beta = check_scalars(alpha, beta, complex_ok=self._base.a_dtype.startswith("complex"),
                                                 has_c=c is not None)
@@ -276,7 +277,8 @@ class Matmul:
         inputs = {name: wrap_operand(value, f"epilog_inputs[{name!r}]")
                   for name, value in _input_dict(epilog_inputs).items()}
         check_together(self._host, [(f"epilog_inputs[{name!r}]", op) for name, op in inputs.items()])
-        problem = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=self._beta, epilog=spec,
+        # the info and operand dicts hold an Optional c; a and b are never None
+        problem = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=self._beta, epilog=spec,  # type: ignore[arg-type]
                                    epilog_inputs={name: info(op) for name, op in inputs.items()}, options=self._options)
         self._logger.info("matmul plan: %s", problem)
         self._input_infos = {name: info(op) for name, op in inputs.items()}
@@ -465,7 +467,8 @@ class Matmul:
         self._alpha, self._beta = alpha, beta
         self._scales.update(scales)
         if self._runner is not None:
-            self._runner.bind(self._operands["a"], self._operands["b"], self._operands["c"], self._inputs)
+            # the info and operand dicts hold an Optional c; a and b are never None
+            self._runner.bind(self._operands["a"], self._operands["b"], self._operands["c"], self._inputs)  # type: ignore[arg-type]
             self._runner.set_scalars(alpha, beta)
             if scales:
                 self._runner.set_scales(scales, stream=stream)

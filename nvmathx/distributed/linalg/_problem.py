@@ -124,7 +124,8 @@ def _check_together(first, operand, argument: str) -> None:
 
 
 def _scalar(value) -> complex:
-    return complex(value) if isinstance(value, numbers.Number) else value
+    # complex() converts any numbers.Number (Decimal too); its stubs list fewer types
+    return complex(value) if isinstance(value, numbers.Number) else value  # type: ignore[call-overload]
 
 
 def default_compute_type(dtype: str) -> str:
