@@ -165,24 +165,25 @@ def result_strides(result_shape, operand_shape, operand_strides) -> tuple:
     return dense_strides(result_shape, order)
 
 
-def output_shape(fft_type, shape, axes, lengths) -> tuple:
-    """The result's shape: ``lengths`` (logical transform lengths) along ``axes``; the last axis of an
-    R2C result holds ``n // 2 + 1`` values."""
+def _with_lengths(shape, axes, lengths, half_spectrum: bool) -> tuple:
+    """``shape`` with ``lengths`` along ``axes``, the last one holding ``n // 2 + 1`` values when it is
+    a half spectrum (an R2C result, a C2R input)."""
     result = list(shape)
     for axis, length in zip(axes, lengths):
         result[axis] = length
-    if fft_type == R2C:
+    if half_spectrum:
         result[axes[-1]] = lengths[-1] // 2 + 1
     return tuple(result)
 
 
+def output_shape(fft_type, shape, axes, lengths) -> tuple:
+    """The result's shape: ``lengths`` (logical transform lengths) along ``axes``; the last axis of an
+    R2C result holds ``n // 2 + 1`` values."""
+    return _with_lengths(shape, axes, lengths, fft_type == R2C)
+
+
 def _needed_input_shape(fft_type, shape, axes, lengths) -> tuple:
-    needed = list(shape)
-    for axis, length in zip(axes, lengths):
-        needed[axis] = length
-    if fft_type == C2R:
-        needed[axes[-1]] = lengths[-1] // 2 + 1
-    return tuple(needed)
+    return _with_lengths(shape, axes, lengths, fft_type == C2R)
 
 
 def _span(shape, strides) -> int:
