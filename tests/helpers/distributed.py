@@ -49,7 +49,8 @@ def run_world(world_size: int, target: str, *, seed: int, launcher: str = "torch
     out = pathlib.Path(tempfile.mkdtemp(prefix="nvmathx-world-"))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), str(ROOT), os.environ.get("PYTHONPATH", "")]),
                NVMATHX_WORLD_TARGET=target, NVMATHX_WORLD_SEED=str(seed), NVMATHX_WORLD_OUT=str(out),
-               NVMATHX_WORLD_TIMEOUT=str(int(timeout)), OMP_NUM_THREADS="1", **(extra_env or {}))
+               NVMATHX_WORLD_TIMEOUT=str(int(timeout)), NVMATHX_WORLD_PARENT=str(os.getpid()),
+               OMP_NUM_THREADS="1", **(extra_env or {}))
     worker = [sys.executable, "-m", "helpers.distributed_worker"]
     if launcher == "mpi":
         commands = [[mpiexec(), "-n", str(world_size), *worker]]

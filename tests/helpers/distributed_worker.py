@@ -8,18 +8,33 @@ import pathlib
 import pickle
 import sys
 import threading
+import time
 
 
-def _watchdog(seconds: float) -> None:
-    """Exit the process if it outlives its deadline (a hang in a collective must fail, not block)."""
+def _watchdog(seconds: float, test_process: int) -> None:
+    """Exit the process if it outlives its deadline (a hang in a collective must fail, not block),
+    or the test process that started the world (ranks run in their own session, so a killed test
+    run would otherwise leave them running, and loading the machine, until their deadline)."""
     timer = threading.Timer(seconds, lambda: os._exit(124))
     timer.daemon = True
     timer.start()
 
+    def exit_when_orphaned() -> None:
+        while True:
+            time.sleep(1)
+            try:
+                os.kill(test_process, 0)
+            except ProcessLookupError:
+                os._exit(125)
+            except PermissionError:
+                pass  # exists, owned by another user
+
+    threading.Thread(target=exit_when_orphaned, daemon=True).start()
+
 
 def main() -> int:
     timeout = float(os.environ["NVMATHX_WORLD_TIMEOUT"])
-    _watchdog(timeout)
+    _watchdog(timeout, int(os.environ["NVMATHX_WORLD_PARENT"]))
     import nvmathx.distributed as distributed
 
     if os.environ["NVMATHX_WORLD_LAUNCHER"] == "mpi":
