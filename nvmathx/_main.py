@@ -17,12 +17,13 @@ import numpy as np
 
 from ._bindings import cuda_driver
 from ._bindings._loader import DISTRIBUTED_LIBRARIES, LIBRARIES, library_report
+from ._codegen.compilers import report as compiler_report
 from ._core.device import device_properties
 from ._version import __version__
 
 _PACKAGES = (
     "numpy", "scipy", "cuda-core", "cuda-bindings", "cuda-pathfinder", "ml_dtypes", "torch", "cupy-cuda13x",
-    "cupy-cuda12x", "jax", "numba", "numba-cuda", "cffi", "nvmath-python", "nvidia-libmathdx-cu13",
+    "cupy-cuda12x", "jax", "numba", "numba-cuda", "numba-cuda-mlir", "cffi", "nvmath-python", "nvidia-libmathdx-cu13",
     "nvidia-libmathdx-cu12",
 )
 _DEMO_MODULES = ("nvmathx._core._demo", "nvmathx.linalg._demo", "nvmathx.fft._demo")
@@ -145,6 +146,9 @@ def main(argv=None) -> int:
     print("\nCUDA libraries")
     for name, where, how in library_report([name for name in LIBRARIES if name not in DISTRIBUTED_LIBRARIES]):
         print(f"  {name:<10} {where}  [{how}]")
+    print("\nNumba compilers (nvmathx.device_api)")
+    for line in compiler_report():
+        print(f"  {line}")
     print("\nDistributed (nvmathx.distributed)")
     for line in distributed_report():
         print(f"  {line}")

@@ -1,7 +1,9 @@
-"""Device API suite: a fused FFT convolution kernel, and the time to its first launch.
+"""Device API suite: a fused FFT convolution kernel, and the time to its first launch, under each
+Numba compiler: columns ``nvmathx.numba_cuda_mlir`` and ``nvmathx.numba_cuda``; ``nvmathx`` is
+numba-cuda's too, so that history compares.
 
 - ``fused_conv_16384x1024_c64``: forward FFT, multiply by a filter, inverse FFT and scale of
-  16384 complex64 signals of 1024 points in one numba kernel (the kernel of
+  16384 complex64 signals of 1024 points in one Numba kernel (the kernel of
   ``examples/device_fft_convolution.py``; 8 elements per thread, 2 FFTs per block), beside torch's
   ``fft -> multiply -> ifft``. TB/s counts one read and one write of the signals.
 - ``first_launch_warm_cache`` / ``first_launch_cold_cache``: wall seconds of a fresh interpreter
@@ -10,15 +12,23 @@
   (libmathdx generates the code, nvJitLink links it).
 - ``first_launch_warm_cache_relink``: as ``first_launch_warm_cache`` with ``NVMATHX_LINK_CACHE=0``
   (generated code from the cache, the kernel linked again).
+
+Each first-launch case also records, in ``params["compiler_first_launch_s"][column]``, the same
+wall time for the compiler alone (import, then the first launch of a one-line kernel), measured in
+the same run: the difference is nvmathx's own share. numba-cuda-mlir keeps no linked image on disk
+(its link step is its own), so its warm-cache first launch links again.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 from benchmarks import Case, Skip, bandwidth
 
@@ -28,21 +38,49 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 _EXAMPLE = os.path.join(_REPO_ROOT, "examples", "device_fft_convolution.py")
 _BATCH, _SIZE = 16384, 1024
 
+# column -> the import line of its compiler's ``cuda`` module
+_COMPILERS = {
+    "nvmathx": "from numba import cuda",
+    "nvmathx.numba_cuda": "from numba import cuda",
+    "nvmathx.numba_cuda_mlir": "from numba_cuda_mlir import cuda",
+}
+
 _FIRST_LAUNCH = f"""
 import importlib.util
 import numpy as np
 spec = importlib.util.spec_from_file_location("conv", {_EXAMPLE!r})
 conv = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(conv)
-from numba import cuda
 forward, inverse = conv.make_ffts({_SIZE})
-kernel = conv.build_kernel(forward, inverse)
+kernel = conv.build_kernel(forward, inverse, cuda)
 x = cuda.device_array(({_BATCH}, {_SIZE}), np.complex64)
 f = cuda.device_array({_SIZE}, np.complex64)
 out = cuda.device_array_like(x)
 kernel[{_BATCH} // forward.ffts_per_block, forward.block_dim, 0, forward.shared_memory_size](x, f, out)
 cuda.synchronize()
 """
+
+_PLAIN_FIRST_LAUNCH = """
+import numpy as np
+
+@cuda.jit
+def plain(x):
+    x[cuda.grid(1)] += 1
+
+x = cuda.device_array(256, np.float32)
+plain[1, 256](x)
+cuda.synchronize()
+"""
+
+
+def _compiler(column):
+    """The ``cuda`` module of ``column``'s compiler, or Skip."""
+    namespace = {}
+    try:
+        exec(_COMPILERS[column], namespace)
+    except Exception as error:  # noqa: BLE001 (numba-cuda 0.30 fails to import on numpy 2.5, for one)
+        raise Skip(f"{_COMPILERS[column]!r} fails here: {type(error).__name__}: {error}") from None
+    return namespace["cuda"]
 
 
 def _example():
@@ -63,14 +101,11 @@ def _signals(ctx, batch, size):
 
 
 def _fused_setups(ctx, batch, size):
-    def nvmathx_kernel():
-        try:
-            from numba import cuda
-        except ImportError as error:
-            raise Skip(f"numba-cuda is not installed ({error})") from None
+    def nvmathx_kernel(column):
+        cuda = _compiler(column)
         example = _example()
         forward, inverse = example.make_ffts(size)
-        kernel = example.build_kernel(forward, inverse)
+        kernel = example.build_kernel(forward, inverse, cuda)
         signals, spectrum = _signals(ctx, batch, size)
         x, f = cuda.to_device(signals), cuda.to_device(spectrum)
         out = cuda.device_array_like(x)
@@ -87,25 +122,50 @@ def _fused_setups(ctx, batch, size):
         f = torch.from_numpy(spectrum).to(f"cuda:{ctx.device_id}")
         return lambda: torch.fft.ifft(torch.fft.fft(x, dim=1) * f, dim=1)
 
-    return {"nvmathx": nvmathx_kernel, "torch": torch_calls}
+    setups = {column: functools.partial(nvmathx_kernel, column) for column in _COMPILERS}
+    return {**setups, "torch": torch_calls}
 
 
-def _first_launch(cache_root_for_call, **variables):
+def _run_script(column, script, environment):
+    subprocess.run([sys.executable, "-c", f"{_COMPILERS[column]}\n{script}"], check=True, env=environment,
+                   cwd=_REPO_ROOT)
+
+
+def _first_launch(column, cache_root_for_call, **variables):
     def run():
         environment = dict(os.environ, NVMATHX_CACHE_DIR=cache_root_for_call(), **variables)
-        subprocess.run([sys.executable, "-c", _FIRST_LAUNCH], check=True, env=environment, cwd=_REPO_ROOT)
+        _run_script(column, _FIRST_LAUNCH, environment)
 
     return run
 
 
-def _warm_setup(**variables):
+def _measure_compiler_alone(column, params):
+    """The compiler's own first launch (median of 3 fresh interpreters), into ``params``."""
+    _compiler(column)
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        _run_script(column, _PLAIN_FIRST_LAUNCH, dict(os.environ))
+        times.append(time.perf_counter() - start)
+    params.setdefault("compiler_first_launch_s", {})[column] = round(statistics.median(times), 4)
+
+
+def _warm_setup(column, params, **variables):
+    _measure_compiler_alone(column, params)
     root = tempfile.mkdtemp(prefix="nvmathx-bench-warm-")
-    _first_launch(lambda: root)()  # fills the cache; not timed
-    return _first_launch(lambda: root, **variables)
+    _first_launch(column, lambda: root)()  # fills the cache; not timed
+    return _first_launch(column, lambda: root, **variables)
 
 
-def _cold_setup():
-    return _first_launch(lambda: tempfile.mkdtemp(prefix="nvmathx-bench-cold-"))
+def _cold_setup(column, params):
+    _measure_compiler_alone(column, params)
+    return _first_launch(column, lambda: tempfile.mkdtemp(prefix="nvmathx-bench-cold-"))
+
+
+def _first_launch_case(name, setup, repeats, note, **variables):
+    params = {"batch": _BATCH, "size": _SIZE}
+    setups = {column: functools.partial(setup, column, params, **variables) for column in _COMPILERS}
+    return Case(name=name, params=params, unit="s", setups=setups, repeats=repeats, note=note)
 
 
 def cases(ctx):
@@ -117,30 +177,13 @@ def cases(ctx):
             unit="ms",
             setups=_fused_setups(ctx, batch, _SIZE),
             derive=bandwidth(2 * batch * _SIZE * 8),
-            note="nvmathx: one numba kernel (fft, multiply, ifft, scale); torch: fft -> multiply -> ifft",
+            note="nvmathx: one Numba kernel (fft, multiply, ifft, scale); torch: fft -> multiply -> ifft",
         ),
-        Case(
-            name="first_launch_warm_cache",
-            params={"batch": _BATCH, "size": _SIZE},
-            unit="s",
-            setups={"nvmathx": _warm_setup},
-            repeats=3,
-            note="fresh interpreter to the first finished launch; code and linked image cached earlier",
-        ),
-        Case(
-            name="first_launch_warm_cache_relink",
-            params={"batch": _BATCH, "size": _SIZE},
-            unit="s",
-            setups={"nvmathx": lambda: _warm_setup(NVMATHX_LINK_CACHE="0")},
-            repeats=2,
-            note="as first_launch_warm_cache, with NVMATHX_LINK_CACHE=0: the kernel is linked again",
-        ),
-        Case(
-            name="first_launch_cold_cache",
-            params={"batch": _BATCH, "size": _SIZE},
-            unit="s",
-            setups={"nvmathx": _cold_setup},
-            repeats=2,
-            note="fresh interpreter to the first finished launch with an empty NVMATHX_CACHE_DIR",
-        ),
+        _first_launch_case("first_launch_warm_cache", _warm_setup, 3,
+                           "fresh interpreter to the first finished launch; code and linked image cached earlier"),
+        _first_launch_case("first_launch_warm_cache_relink", _warm_setup, 2,
+                           "as first_launch_warm_cache, with NVMATHX_LINK_CACHE=0: the kernel is linked again",
+                           NVMATHX_LINK_CACHE="0"),
+        _first_launch_case("first_launch_cold_cache", _cold_setup, 2,
+                           "fresh interpreter to the first finished launch with an empty NVMATHX_CACHE_DIR"),
     ]

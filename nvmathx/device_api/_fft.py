@@ -9,7 +9,7 @@ from the on-disk cache when an earlier process generated it.
 
 from __future__ import annotations
 
-import functools
+import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
@@ -18,6 +18,7 @@ from .._bindings import mathdx
 from .._codegen import descriptors
 from .._codegen.target import Target, max_shared_memory_per_block, resolve_target
 from .._core.errors import OptionsError
+from . import _compilers
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -126,8 +127,9 @@ class FFT:
 
     Notes
     -----
-    Host attributes are also compile-time constants inside kernels: ``value_type`` (a numba
-    type), ``input_type``, ``output_type``, ``storage_size``, ``stride``, ``elements_per_thread``,
+    Host attributes are also compile-time constants inside kernels: ``value_type`` (a numpy
+    scalar type on the host, the compiler's number class in a kernel),
+    ``input_type``, ``output_type``, ``storage_size``, ``stride``, ``elements_per_thread``,
     ``ffts_per_block``, ``block_dim``, ``shared_memory_size``, ``size``, ``input_length``,
     ``output_length``, ``input_elements_per_thread``, ``output_elements_per_thread``,
     ``alignment``. In a kernel:
@@ -153,6 +155,14 @@ class FFT:
     >>> fft.storage_size, fft.stride, fft.block_dim
     (8, 128, (128, 2, 1))
     """
+
+    # the traits that kernels read, as compile-time constants (both compilers' registrations)
+    _kernel_attributes = (
+        "size", "value_type", "input_type", "output_type", "storage_size", "stride", "elements_per_thread",
+        "ffts_per_block", "block_dim", "shared_memory_size", "shared_api_memory_size", "input_length",
+        "output_length", "input_elements_per_thread", "output_elements_per_thread", "implicit_type_batching",
+        "alignment", "max_threads_per_block",
+    )  # fmt: skip
 
     def __init__(self, size: int, precision: DTypeLike, fft_type: str = "c2c", direction: str | None = None,
                  execution: str = "Block", elements_per_thread: int | str = "suggested",
@@ -276,19 +286,20 @@ class FFT:
         return self._dtypes[0]
 
     @property
-    def value_type(self) -> Any:
-        """The numba type of one register element (complex64 or complex128)."""
-        return _numba_type_of(self._dtypes[0])
+    def value_type(self) -> type[np.number]:
+        """The numpy scalar type of one register element (``np.complex64`` or ``np.complex128``);
+        inside a kernel, the compiler's number class of it (a ``dtype=`` for local and shared arrays)."""
+        return self._dtypes[0].type
 
     @property
-    def input_type(self) -> Any:
-        """The numba type of one input element (float32/float64 for r2c)."""
-        return _numba_type_of(self._dtypes[1])
+    def input_type(self) -> type[np.number]:
+        """The numpy scalar type of one input element (``np.float32``/``np.float64`` for r2c)."""
+        return self._dtypes[1].type
 
     @property
-    def output_type(self) -> Any:
-        """The numba type of one output element (float32/float64 for c2r)."""
-        return _numba_type_of(self._dtypes[2])
+    def output_type(self) -> type[np.number]:
+        """The numpy scalar type of one output element (``np.float32``/``np.float64`` for c2r)."""
+        return self._dtypes[2].type
 
     @property
     def alignment(self) -> int:
@@ -341,9 +352,8 @@ class FFT:
 
     @property
     def _numba_type_(self):
-        from ._fft_numba import fft_numba_type
-
-        return fft_numba_type(self)
+        # Read by both compilers' typeof: the caller's frame says which one is typing a kernel.
+        return _compilers.numba_type(self, sys._getframe(1))
 
     def __repr__(self) -> str:
         knobs = (f", elements_per_thread={getattr(self, 'elements_per_thread', '?')}"
@@ -353,10 +363,3 @@ class FFT:
             f"direction={self.direction!r}, execution={self.execution!r}"
             f"{knobs if self.execution == 'Block' else ''}, sm={self.target.name!r})"
         )
-
-
-@functools.lru_cache(maxsize=None)
-def _numba_type_of(dtype: np.dtype):
-    from numba import from_dtype
-
-    return from_dtype(dtype)

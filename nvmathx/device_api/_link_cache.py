@@ -22,7 +22,7 @@ from .._codegen import link
 
 __all__ = ["mark_nvmathx_code", "links_nvmathx_code", "link_key", "install"]
 
-# ids of the LinkableCode objects nvmathx attaches; they live as long as the process (_numba_common)
+# ids of the LinkableCode objects nvmathx attaches; they live as long as the process (_numba_cuda)
 _nvmathx_code_ids: set[int] = set()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -11,7 +12,8 @@ from .._bindings import mathdx
 from .._codegen import descriptors
 from .._codegen.target import Target, max_shared_memory_per_block, resolve_target
 from .._core.errors import OptionsError
-from ._fft import _numba_type_of, normalize_precision
+from . import _compilers
+from ._fft import normalize_precision
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -96,6 +98,12 @@ class Matmul:
     >>> gemm.lda, gemm.a_size, gemm.shared_memory_size, gemm.block_dim
     (32, 1024, 12288, (128, 1, 1))
     """
+
+    # the traits that kernels read, as compile-time constants (both compilers' registrations)
+    _kernel_attributes = (
+        "size", "m", "n", "k", "value_type", "block_dim", "block_size", "lda", "ldb", "ldc",
+        "a_size", "b_size", "c_size", "shared_memory_size",
+    )  # fmt: skip
 
     def __init__(self, size: Sequence[int], precision: DTypeLike, data_type: str = "real",
                  arrangement: str | Sequence[str] = "row_major",
@@ -197,9 +205,10 @@ class Matmul:
         return self.precision if self.data_type == "real" else np.result_type(self.precision, np.complex64)
 
     @property
-    def value_type(self) -> Any:
-        """The numba type of the elements and of alpha and beta."""
-        return _numba_type_of(self.value_dtype)
+    def value_type(self) -> type[np.number]:
+        """The numpy scalar type of the elements and of alpha and beta; inside a kernel, the
+        compiler's number class of it."""
+        return self.value_dtype.type
 
     @property
     def shared_memory_size(self) -> int:
@@ -221,9 +230,8 @@ class Matmul:
 
     @property
     def _numba_type_(self):
-        from ._matmul_numba import matmul_numba_type
-
-        return matmul_numba_type(self)
+        # Read by both compilers' typeof: the caller's frame says which one is typing a kernel.
+        return _compilers.numba_type(self, sys._getframe(1))
 
     def __repr__(self) -> str:
         return (

@@ -1,10 +1,12 @@
 """Kernels the device_api tests compile (on the CPU) and launch (on a GPU).
 
-Each factory returns a plain Python function, so a test can either ``cuda.compile_ptx`` it or
-``cuda.jit`` it. Rows of ``x``/``y`` are transforms; every thread of a block calls ``execute``.
+Each factory returns a plain Python function whose ``cuda`` is unbound: ``compiler.bind`` (tests/helpers/
+compilers.py) gives it numba-cuda-mlir's or numba-cuda's, as a kernel author's import line would; the
+kernel body is the same for both. Rows of ``x``/``y`` are transforms; every thread of a block calls
+``execute``.
 """
 
-from numba import cuda
+cuda = None  # each kernel's compiler module, set by Compiler.bind
 
 
 def block_c2c(fft, scale=1):

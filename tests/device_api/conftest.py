@@ -16,3 +16,11 @@ def _session_code_cache(tmp_path_factory):
     set_cache_dir(tmp_path_factory.mktemp("nvmathx-code-cache"))
     yield
     set_cache_dir(None)
+
+
+@pytest.fixture(params=["numba-cuda-mlir", "numba-cuda"])
+def compiler(request):
+    """Each Numba compiler in turn (skipped where it is not installed or does not import)."""
+    from helpers.compilers import require
+
+    return require(request.param)

@@ -1,5 +1,9 @@
-"""The device examples run: on a GPU they check themselves against numpy; without one they say SKIPPED and
-exit with status 77 (nothing was checked)."""
+"""The device examples run under each Numba compiler: on a GPU they check themselves against numpy;
+without one they say SKIPPED and exit with status 77 (nothing was checked).
+
+An example takes numba-cuda-mlir when it imports, else numba-cuda; the numba-cuda run hides
+numba-cuda-mlir from the example's process, as an installation without it would.
+"""
 
 import os
 import subprocess
@@ -10,27 +14,33 @@ import pytest
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 NAMES = ["device_fft_convolution.py", "device_block_gemm.py"]
 
+_RUN_WITHOUT_MLIR = (
+    "import runpy, sys; sys.modules['numba_cuda_mlir'] = None; sys.argv = sys.argv[1:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
 
-def _run(name):
-    return subprocess.run([sys.executable, os.path.join(EXAMPLES, name)], capture_output=True, text=True, timeout=900)
+
+def _run(name, compiler):
+    path = os.path.join(EXAMPLES, name)
+    if compiler.name == "numba-cuda-mlir":
+        command = [sys.executable, path]
+    else:
+        command = [sys.executable, "-c", _RUN_WITHOUT_MLIR, path]
+    return subprocess.run(command, capture_output=True, text=True, timeout=900)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", NAMES)
-def test_example_passes_on_a_gpu(name):
-    result = _run(name)
+def test_example_passes_on_a_gpu(name, compiler):
+    result = _run(name, compiler)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "relative error" in result.stdout
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_example_exits_cleanly(name):
-    result = _run(name)
-    try:
-        from numba import cuda
-    except ImportError:  # no numba (a [test]-only install): the example says it cannot run
-        cuda = None
-    if cuda is None or not cuda.is_available():
+def test_example_exits_cleanly(name, compiler):
+    result = _run(name, compiler)
+    if not compiler.cuda.is_available():
         assert result.returncode == 77, result.stdout + result.stderr
         assert result.stdout.startswith("SKIPPED: ") and "needs an NVIDIA GPU" in result.stdout
     else:

@@ -53,7 +53,7 @@ def test_real_transform_lengths(fft_type, direction):
     expected = (real, half) if fft_type == "r2c" else (half, real)
     assert (fft.input_length, fft.output_length) == expected
     assert fft.direction == ("forward" if fft_type == "r2c" else "inverse")
-    assert {np.dtype(str(fft.input_type)), np.dtype(str(fft.output_type))} == {
+    assert {np.dtype(fft.input_type), np.dtype(fft.output_type)} == {
         np.dtype(np.float32),
         np.dtype(np.complex64),
     }

@@ -1,13 +1,11 @@
-"""FFT device functions run in numba kernels and match numpy.fft (needs a GPU)."""
+"""FFT device functions run in kernels of each Numba compiler and match numpy.fft (needs a GPU)."""
 
 import math
 
 import numpy as np
 import pytest
 
-pytest.importorskip("numba.cuda", reason="the device API tests need numba-cuda (the device extra)")
-
-from . import _kernels  # noqa: E402
+from . import _kernels
 
 pytestmark = pytest.mark.gpu
 
@@ -48,13 +46,12 @@ def ffts():
     return built
 
 
-def _launch(fft, kernel_factory, x, out_shape, out_dtype):
-    from numba import cuda
-
+def _launch(compiler, fft, kernel_factory, x, out_shape, out_dtype):
     from nvmathx.device_api import set_max_dynamic_shared_memory
 
+    cuda = compiler.cuda
     # Launch bounds keep the registers within the block's share (16384 points in float64 needs it).
-    kernel = cuda.jit(kernel_factory(fft), launch_bounds=fft.max_threads_per_block)
+    kernel = cuda.jit(compiler.bind(kernel_factory(fft)), launch_bounds=fft.max_threads_per_block)
     x_d = cuda.to_device(x)
     y_d = cuda.device_array(out_shape, dtype=out_dtype)
     if fft.execution == "Thread":
@@ -75,7 +72,7 @@ def _tolerance(precision):
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=_name)
-def test_matches_numpy(ffts, spec):
+def test_matches_numpy(compiler, ffts, spec):
     fft = ffts[spec]
     fft_type, direction, execution, size, precision = spec
     rng = np.random.default_rng(size)
@@ -84,7 +81,7 @@ def test_matches_numpy(ffts, spec):
     if fft_type == "c2c":
         x = (rng.standard_normal((batch, size)) + 1j * rng.standard_normal((batch, size))).astype(complex_dtype)
         factory = _kernels.block_c2c if execution == "Block" else _kernels.thread_c2c
-        y = _launch(fft, factory, x, x.shape, complex_dtype)
+        y = _launch(compiler, fft, factory, x, x.shape, complex_dtype)
         reference = (
             np.fft.fft(x.astype(np.complex128), axis=1)
             if direction == "forward"
@@ -92,33 +89,33 @@ def test_matches_numpy(ffts, spec):
         )
     elif fft_type == "r2c":
         x = rng.standard_normal((batch, size)).astype(precision)
-        y = _launch(fft, _kernels.block_r2c, x, (batch, size // 2 + 1), complex_dtype)
+        y = _launch(compiler, fft, _kernels.block_r2c, x, (batch, size // 2 + 1), complex_dtype)
         reference = np.fft.rfft(x.astype(np.float64), axis=1)
     else:
         signal = rng.standard_normal((batch, size))
         x = np.fft.rfft(signal, axis=1).astype(complex_dtype)
-        y = _launch(fft, _kernels.block_c2r, x, (batch, size), precision)
+        y = _launch(compiler, fft, _kernels.block_c2r, x, (batch, size), precision)
         reference = np.fft.irfft(x.astype(np.complex128), n=size, axis=1) * size
     error = np.linalg.norm(y - reference) / np.linalg.norm(reference)
     assert error < _tolerance(precision) * max(1.0, math.log2(size)), f"relative error {error:.2e}"
 
 
 @pytest.mark.parametrize("size", [16, 256, 1024])
-def test_shared_memory_form_matches_numpy(size):
+def test_shared_memory_form_matches_numpy(compiler, size):
     from nvmathx.device_api import FFT
 
     fft = FFT(size, np.float32, direction="forward", elements_per_thread=min(8, size), ffts_per_block=2)
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((5, size)) + 1j * rng.standard_normal((5, size))).astype(np.complex64)
-    y = _launch(fft, _kernels.block_c2c_shared, x, x.shape, np.complex64)
+    y = _launch(compiler, fft, _kernels.block_c2c_shared, x, x.shape, np.complex64)
     reference = np.fft.fft(x.astype(np.complex128), axis=1)
     assert np.linalg.norm(y - reference) / np.linalg.norm(reference) < 1e-5
 
 
-def test_small_r2c_runs():
+def test_small_r2c_runs(compiler):
     from nvmathx.device_api import FFT
 
     fft = FFT(16, np.float32, fft_type="r2c")
     x = np.random.default_rng(3).standard_normal((fft.ffts_per_block, 16)).astype(np.float32)
-    y = _launch(fft, _kernels.block_r2c, x, (x.shape[0], 9), np.complex64)
+    y = _launch(compiler, fft, _kernels.block_r2c, x, (x.shape[0], 9), np.complex64)
     assert np.allclose(y, np.fft.rfft(x, axis=1), atol=1e-4)

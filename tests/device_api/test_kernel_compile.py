@@ -1,41 +1,38 @@
-"""Kernels that call FFT/Matmul compile on a machine without a GPU; they link where nvJitLink is found.
+"""Kernels that call FFT/Matmul compile on a machine without a GPU, under each Numba compiler; under
+numba-cuda they also link where nvJitLink is found.
 
-Compiling to PTX types and lowers the kernel (traits as compile-time constants, execute's
-typing); linking checks the generated symbol resolves against libmathdx's LTO-IR.
+Compiling types and lowers the kernel (traits as compile-time constants, execute's typing) down to
+a call of the generated symbol: PTX for numba-cuda, the MLIR module for numba-cuda-mlir (which
+needs the driver from PTX on). Linking checks the symbol resolves against libmathdx's LTO-IR.
 """
 
 import numpy as np
 import pytest
 
-pytest.importorskip("numba.cuda", reason="the device API tests need numba-cuda (the device extra)")
+from helpers.compilers import H100, require
+from helpers.requirements import needs_mathdx
+from nvmathx.device_api import FFT, Matmul
 
-from numba import cuda  # noqa: E402
-from numba.cuda import types  # noqa: E402
-
-from helpers.requirements import needs_mathdx  # noqa: E402
-from nvmathx.device_api import FFT, Matmul  # noqa: E402
-
-from . import _kernels  # noqa: E402
+from . import _kernels
 
 pytestmark = needs_mathdx
 
-H100 = (9, 0)
-C64_2D = types.complex64[:, ::1]
-F32_2D = types.float32[:, ::1]
 
-
-def _ptx(kernel, signature):
+def _calls(compiler, kernel, signature):
     try:
-        ptx, _ = cuda.compile_ptx(kernel, signature, cc=H100)
+        return compiler.generated_calls(kernel, signature)
     except Exception as error:  # NVVM missing is "not available", anything else is a failure
         if "NVVM" in str(error) or "libnvvm" in str(error):
             pytest.skip(f"libNVVM not available: {error}")
         raise
-    return ptx
 
 
-def _extern_calls(ptx):
-    return [line.split()[-1] for line in ptx.splitlines() if line.startswith(".extern .func") and "nvmathx_" in line]
+def _c64(compiler):
+    return compiler.types.complex64[:, ::1]
+
+
+def _f32(compiler):
+    return compiler.types.float32[:, ::1]
 
 
 @pytest.fixture(scope="module")
@@ -43,67 +40,109 @@ def block_fft():
     return FFT(16, np.float32, direction="forward", elements_per_thread=4, ffts_per_block=2, sm=H100)
 
 
-def test_block_fft_kernel_compiles_to_a_call_of_the_generated_symbol(block_fft):
-    ptx = _ptx(_kernels.block_c2c(block_fft), (C64_2D, C64_2D))
-    assert _extern_calls(ptx) == [block_fft.code("registers").symbol]
+def test_block_fft_kernel_compiles_to_a_call_of_the_generated_symbol(compiler, block_fft):
+    calls = _calls(compiler, _kernels.block_c2c(block_fft), (_c64(compiler), _c64(compiler)))
+    assert calls == [block_fft.code("registers").symbol]
 
 
-@pytest.mark.gpu  # Array.view is a jitted overload, which numba-cuda compiles only with a device
-def test_real_transforms_compile():
+def test_real_transforms_compile(compiler):
+    if compiler.name == "numba-cuda":
+        pytest.skip("Array.view is a jitted overload, which numba-cuda compiles only with a device (a gpu test)")
     r2c = FFT(16, np.float32, fft_type="r2c", sm=H100)
-    assert _extern_calls(_ptx(_kernels.block_r2c(r2c), (F32_2D, C64_2D))) == [r2c.code().symbol]
+    assert _calls(compiler, _kernels.block_r2c(r2c), (_f32(compiler), _c64(compiler))) == [r2c.code().symbol]
 
 
-def test_shared_memory_form_calls_its_own_symbol(block_fft):
-    ptx = _ptx(_kernels.block_c2c_shared(block_fft), (C64_2D, C64_2D))
-    assert _extern_calls(ptx) == [block_fft.code("shared").symbol]
+def test_shared_memory_form_calls_its_own_symbol(compiler, block_fft):
+    calls = _calls(compiler, _kernels.block_c2c_shared(block_fft), (_c64(compiler), _c64(compiler)))
+    assert calls == [block_fft.code("shared").symbol]
     assert block_fft.code("shared").symbol != block_fft.code("registers").symbol
 
 
-def test_thread_fft_kernel_compiles():
+def test_thread_fft_kernel_compiles(compiler):
     fft = FFT(4, np.float32, direction="forward", execution="Thread", sm=H100)
-    assert _extern_calls(_ptx(_kernels.thread_c2c(fft), (C64_2D, C64_2D))) == [fft.code().symbol]
+    assert _calls(compiler, _kernels.thread_c2c(fft), (_c64(compiler), _c64(compiler))) == [fft.code().symbol]
 
 
-def test_wrong_dtype_is_a_typing_error_naming_the_expected_call(block_fft):
+def test_wrong_dtype_is_a_typing_error_naming_the_expected_call(compiler, block_fft):
     def kernel(x):
-        regs = cuda.local.array(4, dtype=np.float32)
+        regs = cuda.local.array(4, dtype=np.float32)  # noqa: F821 (bound by the compiler)
         block_fft.execute(regs, regs)
 
     with pytest.raises(Exception, match="execute\\(thread_data, shared\\)"):
-        _ptx(kernel, (C64_2D,))
+        _calls(compiler, kernel, (_c64(compiler),))
 
 
-def test_shared_form_of_a_real_transform_is_refused():
+def test_shared_form_of_a_real_transform_is_refused(compiler):
     r2c = FFT(16, np.float32, fft_type="r2c", sm=H100)
 
     def kernel(x):
-        shared = cuda.shared.array(0, dtype=r2c.value_type)
+        shared = cuda.shared.array(0, dtype=r2c.value_type)  # noqa: F821
         r2c.execute(shared)
 
     with pytest.raises(Exception, match="c2c transforms only"):
-        _ptx(kernel, (C64_2D,))
+        _calls(compiler, kernel, (_c64(compiler),))
+
+
+def test_traits_that_are_not_constants_are_refused_in_kernels(compiler):
+    fft = FFT(4, np.float32, direction="forward", execution="Thread", sm=H100)
+    assert fft.max_threads_per_block is None
+
+    def kernel(out):
+        out[0] = fft.max_threads_per_block  # None for Thread execution: not offered inside kernels
+
+    with pytest.raises(Exception, match="not available inside a kernel"):
+        _calls(compiler, kernel, (compiler.types.int64[::1],))
 
 
 def test_traits_are_constants_in_kernels(block_fft):
+    numba_cuda = require("numba-cuda")
+
     def kernel(out):
         out[0] = block_fft.storage_size
         out[1] = block_fft.stride
         out[2] = block_fft.block_dim[0]
         out[3] = block_fft.shared_memory_size
 
-    ptx = _ptx(kernel, (types.int64[::1],))
+    ptx, _ = numba_cuda.cuda.compile_ptx(numba_cuda.bind(kernel), (numba_cuda.types.int64[::1],), cc=H100)
     for value in (block_fft.stride, block_fft.shared_memory_size):
         assert f", {value};" in ptx
 
 
-def test_gemm_kernel_compiles():
+def test_traits_are_constants_in_kernels_under_numba_cuda_mlir(block_fft):
+    mlir = require("numba-cuda-mlir")
+
+    def kernel(out):
+        regs = cuda.local.array(block_fft.storage_size, dtype=block_fft.value_type)  # noqa: F821
+        regs[0] = 1
+        out[0] = regs.size
+        out[1] = block_fft.stride
+        out[2] = block_fft.block_dim[0]
+        out[3] = block_fft.shared_memory_size
+
+    text = mlir.cuda.compile_mlir(mlir.bind(kernel), (mlir.types.int64[::1],), cc=H100)
+    # a local array's shape must be a compile-time constant: it types only if storage_size is one
+    assert f"memref<{block_fft.storage_size}xcomplex<f32>" in text
+    for value in (block_fft.stride, block_fft.shared_memory_size):
+        assert f"{value} : i64" in text
+
+
+def test_gemm_kernel_compiles(compiler):
     gemm = Matmul((8, 8, 8), np.float32, block_dim=(32,), sm=H100)
-    ptx = _ptx(_kernels.block_gemm(gemm), (F32_2D, F32_2D, F32_2D, types.float32, types.float32))
-    assert _extern_calls(ptx) == [gemm.code().symbol]
+    f32 = compiler.types.float32
+    calls = _calls(compiler, _kernels.block_gemm(gemm), (_f32(compiler), _f32(compiler), _f32(compiler), f32, f32))
+    assert calls == [gemm.code().symbol]
+
+
+def test_both_compilers_in_one_process_type_the_same_descriptor(block_fft):
+    """One FFT object, a kernel for each compiler: each gets its own compiler's type."""
+    mlir, numba_cuda = require("numba-cuda-mlir"), require("numba-cuda")
+    for compiler in (mlir, numba_cuda, mlir):
+        calls = compiler.generated_calls(_kernels.block_c2c(block_fft), (_c64(compiler), _c64(compiler)))
+        assert calls == [block_fft.code("registers").symbol]
 
 
 def test_kernel_links_against_generated_code(block_fft):
+    numba_cuda = require("numba-cuda")
     from numba.cuda.compiler import compile_cuda
 
     from nvmathx import LibraryNotFoundError
@@ -113,6 +152,8 @@ def test_kernel_links_against_generated_code(block_fft):
         load_library("nvJitLink")
     except LibraryNotFoundError as error:
         pytest.skip(f"nvJitLink not available: {error}")
-    result = compile_cuda(_kernels.block_c2c(block_fft), types.void, (C64_2D, C64_2D), cc=H100)
+    types = numba_cuda.types
+    result = compile_cuda(numba_cuda.bind(_kernels.block_c2c(block_fft)), types.void,
+                          (_c64(numba_cuda), _c64(numba_cuda)), cc=H100)
     cubin = result.library.get_cubin(cc=(9, 0, "a"))
     assert len(cubin.code) > 10000

@@ -1,13 +1,16 @@
-"""What the FFT and Matmul numba glue share: a type per descriptor object, constant attributes,
-pointers to array data, and calls to generated functions whose code links itself.
+"""numba-cuda's typing and lowering of ``FFT`` and ``Matmul`` (llvmlite).
 
-Imported only when a kernel is typed (through the objects' ``_numba_type_``), so numba stays out
-of ``import nvmathx``. Methods are typed with templates and lowered directly, without
-``overload_method``, so that kernels compile (to PTX or LTO-IR) on a machine without a GPU.
+A type per descriptor object, its traits as constant attributes, and ``execute`` lowered to a call
+of the generated function, whose LTO-IR links itself. Methods are typed with templates and
+lowered directly, without ``overload_method``, so that kernels compile (to PTX or LTO-IR) on a
+machine without a GPU. Imported only when numba-cuda types a kernel (see ``_compilers``).
 """
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 from llvmlite import ir
 from numba.cuda import cgutils, types
 from numba.cuda.core.errors import TypingError
@@ -17,58 +20,40 @@ from numba.cuda.cudaimpl import lower_constant
 from numba.cuda.cudaimpl import registry as lowering_registry
 from numba.cuda.datamodel.models import OpaqueModel
 from numba.cuda.extending import register_model
+from numba.cuda.np.numpy_support import from_dtype
 from numba.cuda.typing.templates import AttributeTemplate, bound_function, signature
 
-from . import _link_cache
+from .._codegen.compilers import kernel_constant
+from . import _link_cache, _signatures
+from ._fft import FFT
+from ._matmul import Matmul
 
-__all__ = [
-    "DescriptorType",
-    "TypingError",
-    "numba_type_for",
-    "register_descriptor_type",
-    "refresh_contexts",
-    "constant_attribute_type",
-    "data_pointer",
-    "scalar_pointer",
-    "call_generated",
-    "typing_registry",
-    "lowering_registry",
-]
+__all__ = ["numba_type", "TypingError"]
 
 
-class DescriptorType(types.Type):
-    """The numba type of one host descriptor object (FFT or Matmul); it carries the object."""
-
-    def __init__(self, host, kind: str):
-        self.host = host
-        super().__init__(name=f"nvmathx.{kind}({host!r})")
+numba_type = _signatures.DescriptorTypes(types.Type)
+FFTType, MatmulType = numba_type.fft, numba_type.matmul
 
 
-_types: dict[tuple[type, int], DescriptorType] = {}
+@functools.cache
+def _value_type(dtype: np.dtype):
+    return from_dtype(dtype)
 
 
-def numba_type_for(type_class, host) -> DescriptorType:
-    """The numba type of ``host`` (one per object, while the object lives)."""
-    cached = _types.get((type_class, id(host)))
-    if cached is None or cached.host is not host:
-        cached = _types[(type_class, id(host))] = type_class(host)
-    return cached
-
-
-def constant_attribute_type(value):
+def _constant_type(value):
     """The numba type under which a host trait is a compile-time constant, or None."""
-    if isinstance(value, bool):
+    constant = kernel_constant(value)
+    if constant is None:
         return None
-    if isinstance(value, int):
-        return types.IntegerLiteral(value)
-    if isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):
-        return types.UniTuple(types.intp, len(value))
-    if isinstance(value, types.Number):
-        return types.NumberClass(value)
-    return None
+    kind, content = constant
+    if kind == "int":
+        return types.IntegerLiteral(content)
+    if kind == "ints":
+        return types.UniTuple(types.intp, len(content))
+    return types.NumberClass(_value_type(content))
 
 
-def register_descriptor_type(type_class, attributes: tuple[str, ...], check_execute, lower_execute) -> None:
+def _register(type_class, attributes: tuple[str, ...], check_execute, lower_execute) -> None:
     """Register data model, constant lowering, constant attributes and ``execute`` for ``type_class``.
 
     ``check_execute(host, arg_types)`` raises TypingError for calls it does not accept;
@@ -89,7 +74,7 @@ def register_descriptor_type(type_class, attributes: tuple[str, ...], check_exec
             if attr not in attributes:
                 return None
             value = getattr(ty.host, attr)
-            resolved = constant_attribute_type(value)
+            resolved = _constant_type(value)
             if resolved is None:
                 raise TypingError(f"{ty.host!r}.{attr} is {value!r}, which is not available inside a kernel")
             return resolved
@@ -103,10 +88,10 @@ def register_descriptor_type(type_class, attributes: tuple[str, ...], check_exec
 
     @lowering_registry.lower_getattr_generic(type_class)
     def _attribute(context, builder, ty, val, attr):
-        value = getattr(ty.host, attr)
-        if isinstance(value, types.Number):
+        kind, value = kernel_constant(getattr(ty.host, attr))
+        if kind == "dtype":
             return context.get_dummy_value()
-        if isinstance(value, tuple):
+        if kind == "ints":
             return context.make_tuple(
                 builder, types.UniTuple(types.intp, len(value)), [context.get_constant(types.intp, v) for v in value]
             )
@@ -118,29 +103,32 @@ def register_descriptor_type(type_class, attributes: tuple[str, ...], check_exec
         return context.get_dummy_value()
 
 
-def refresh_contexts() -> None:
-    """Load templates registered after numba's CUDA contexts were built.
-
-    The glue is imported while a kernel is being typed (from ``_numba_type_``), after the
-    typing context last refreshed its registries.
-    """
+def _refresh_contexts() -> None:
+    """Load templates registered after numba's CUDA contexts were built (this module is imported
+    while a kernel is being typed, after the typing context last refreshed its registries)."""
     from numba.cuda.descriptor import cuda_target
 
     cuda_target.typing_context.refresh()
     cuda_target.target_context.refresh()
 
 
-def data_pointer(context, builder, array_type, array_value):
+def _data_pointer(context, builder, array_type, array_value):
     """The data pointer of a numba array, as an ``i8*``."""
     data = cgutils.create_struct_proxy(array_type)(context, builder, array_value).data
     return builder.bitcast(data, ir.IntType(8).as_pointer())
+
+
+def _scalar_pointer(context, builder, from_type, to_type, value):
+    """A pointer (``i8*``) to a stack copy of ``value`` cast to ``to_type`` (by-pointer scalars)."""
+    slot = cgutils.alloca_once_value(builder, context.cast(builder, value, from_type, to_type))
+    return builder.bitcast(slot, ir.IntType(8).as_pointer())
 
 
 _linkables: dict[str, LTOIR] = {}
 _link_cache.install()  # kernels that link this code keep their linked image on disk
 
 
-def call_generated(context, builder, entry, arguments) -> None:
+def _call_generated(context, builder, entry, arguments) -> None:
     """Call the generated function ``entry.symbol`` with ``arguments`` (LLVM values) and link its code.
 
     Every argument is a pointer, so the declaration uses ``i8*``; LTO resolves the definition.
@@ -156,8 +144,36 @@ def call_generated(context, builder, entry, arguments) -> None:
     builder.call(function, arguments)
 
 
-def scalar_pointer(context, builder, from_type, to_type, value):
-    """A pointer (``i8*``) to a stack copy of ``value`` cast to ``to_type`` (by-pointer scalars)."""
-    slot = cgutils.alloca_once_value(builder, context.cast(builder, value, from_type, to_type))
-    return builder.bitcast(slot, ir.IntType(8).as_pointer())
+# -- FFT ----------------------------------------------------------------------------------------
 
+
+def _fft_call_form(fft, args) -> str:
+    return _signatures.fft_call_form(fft, args, value_type=_value_type(fft.value_dtype), types=types,
+                                     error=TypingError)
+
+
+def _lower_fft_execute(context, builder, fft, arg_types, args):
+    pointers = [_data_pointer(context, builder, t, v) for t, v in zip(arg_types, args, strict=True)]
+    _call_generated(context, builder, fft.code(_fft_call_form(fft, arg_types)), pointers)
+
+
+# -- Matmul -------------------------------------------------------------------------------------
+
+
+def _check_gemm_arguments(gemm, args) -> None:
+    _signatures.check_gemm_arguments(gemm, args, value_type=_value_type(gemm.value_dtype), types=types,
+                                     error=TypingError)
+
+
+def _lower_gemm_execute(context, builder, gemm, arg_types, args):
+    value_type = _value_type(gemm.value_dtype)
+    pointers = [
+        _scalar_pointer(context, builder, t, value_type, v) if i in (0, 3) else _data_pointer(context, builder, t, v)
+        for i, (t, v) in enumerate(zip(arg_types, args, strict=True))
+    ]
+    _call_generated(context, builder, gemm.code(), pointers)
+
+
+_register(FFTType, FFT._kernel_attributes, _fft_call_form, _lower_fft_execute)
+_register(MatmulType, Matmul._kernel_attributes, _check_gemm_arguments, _lower_gemm_execute)
+_refresh_contexts()

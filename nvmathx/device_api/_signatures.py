@@ -1,0 +1,85 @@
+"""What both compilers' registrations decide alike: a type per descriptor object, and which
+``execute(...)`` calls a kernel may make.
+
+Both compilers' type systems descend from numba's (``Type``; ``Array`` with ``dtype`` and
+``layout``; ``Number``), so each registration module passes its own base class or ``types``
+module, the compiler's type of the descriptor's value type, and its ``TypingError``.
+"""
+
+from __future__ import annotations
+
+from ._fft import FFT
+from ._matmul import Matmul
+
+
+class DescriptorTypes:
+    """One compiler's type per descriptor object (FFT or Matmul), while the object lives; the type
+    carries the object (``.host``), whose traits and generated code the lowering reads."""
+
+    def __init__(self, base: type) -> None:
+        def type_class(kind: str) -> type:
+            def __init__(self, host):
+                self.host = host
+                base.__init__(self, name=f"nvmathx.{kind}({host!r})")
+
+            return type(f"{kind}Type", (base,), {"__init__": __init__})
+
+        self.fft = type_class("FFT")
+        self.matmul = type_class("Matmul")
+        self._classes = {FFT: self.fft, Matmul: self.matmul}
+        self._types: dict[int, object] = {}
+
+    def __call__(self, host):
+        cached = self._types.get(id(host))
+        if cached is None or cached.host is not host:
+            cached = self._types[id(host)] = self._classes[type(host)](host)
+        return cached
+
+
+def _is_array_of(argument, dtype, types) -> bool:
+    return isinstance(argument, types.Array) and argument.dtype == dtype
+
+
+def fft_call_form(fft, args, *, value_type, types, error: type[Exception]) -> str:
+    """Which generated function ``fft.execute(*args)`` calls, or ``error`` saying why none.
+
+    ``"registers"``: (thread_data, shared) for Block, (thread_data,) for Thread; ``"shared"``:
+    (shared,) for Block c2c.
+    """
+    data_first = len(args) >= 1 and _is_array_of(args[0], value_type, types)
+    if fft.execution == "Thread" and len(args) == 1 and data_first:
+        return "registers"
+    if fft.execution == "Block" and len(args) == 2 and data_first and isinstance(args[1], types.Array):
+        return "registers"
+    if fft.execution == "Block" and len(args) == 1 and data_first:
+        if fft.fft_type != "c2c":
+            raise error(f"{fft!r}: execute(shared) supports c2c transforms only; use execute(thread_data, shared)")
+        return "shared"
+    usage = "execute(thread_data)" if fft.execution == "Thread" else "execute(thread_data, shared) or execute(shared)"
+    got = ", ".join(str(a) for a in args)
+    raise error(f"{fft!r}: expected {usage} with arrays of {value_type} (got {got})")
+
+
+def check_gemm_arguments(gemm, args, *, value_type, types, error: type[Exception]) -> None:
+    """Accept execute(alpha, a, b, beta, c): numbers, then arrays of the value type."""
+    if len(args) == 5:
+        alpha, a, b, beta, c = args
+        scalars_ok = all(isinstance(s, types.Number) for s in (alpha, beta))
+        arrays_ok = all(_is_array_of(x, value_type, types) for x in (a, b, c))
+        if scalars_ok and arrays_ok:
+            return
+    got = ", ".join(str(a) for a in args)
+    raise error(
+        f"{gemm!r}: expected execute(alpha, a, b, beta, c) with numbers alpha, beta and shared-memory "
+        f"arrays of {value_type} (got {got})"
+    )
+
+
+def require_contiguous(host, args, types, error: type[Exception]) -> None:
+    """numba-cuda-mlir passes array data by ``ffi.from_buffer``, which needs C-contiguous arrays."""
+    for position, argument in enumerate(args):
+        if isinstance(argument, types.Array) and argument.layout != "C":
+            raise error(
+                f"{host!r}: execute's argument {position} must be a C-contiguous array under numba-cuda-mlir "
+                f"(got {argument}); local and shared arrays are, slices with a step are not"
+            )
