@@ -78,6 +78,8 @@ def _compiler(column):
     namespace = {}
     try:
         exec(_COMPILERS[column], namespace)
+        if "numba_cuda_mlir" not in _COMPILERS[column]:
+            importlib.import_module("numba.cuda.cudaimpl")  # where numba-cuda 0.30 meets numpy 2.5 and fails
     except Exception as error:  # noqa: BLE001 (numba-cuda 0.30 fails to import on numpy 2.5, for one)
         raise Skip(f"{_COMPILERS[column]!r} fails here: {type(error).__name__}: {error}") from None
     return namespace["cuda"]

@@ -53,6 +53,7 @@ def load(name: str) -> Compiler | str:
         if name == _compilers.NUMBA_CUDA:
             cuda = importlib.import_module("numba.cuda")
             types = importlib.import_module("numba.cuda.types")
+            importlib.import_module("numba.cuda.cudaimpl")  # where numba-cuda 0.30 meets numpy 2.5 and fails
         else:
             cuda = importlib.import_module("numba_cuda_mlir.cuda")
             types = importlib.import_module("numba_cuda_mlir.numba_cuda.types")
