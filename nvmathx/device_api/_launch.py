@@ -10,7 +10,8 @@ __all__ = ["set_max_dynamic_shared_memory"]
 
 
 def set_max_dynamic_shared_memory(kernel: Any, nbytes: int) -> None:
-    """Let every compiled overload of the numba ``kernel`` use ``nbytes`` of dynamic shared memory.
+    """Let every compiled overload of the Numba ``kernel`` (numba-cuda-mlir's or numba-cuda's) use
+    ``nbytes`` of dynamic shared memory.
 
     CUDA limits dynamic shared memory to 48 KiB unless a kernel opts in; large FFTs and GEMMs
     need more (``fft.shared_memory_size``). Compile the kernel first (call it once, or
@@ -29,6 +30,9 @@ def set_max_dynamic_shared_memory(kernel: Any, nbytes: int) -> None:
     attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     for compiled in overloads:
         function = compiled._codelibrary.get_cufunc()
-        (status,) = driver.cuKernelSetAttribute(attribute, int(nbytes), function.handle, function.device.id)
+        if hasattr(function, "device"):  # numba-cuda: a library kernel (CUkernel), set per device
+            (status,) = driver.cuKernelSetAttribute(attribute, int(nbytes), function.handle, function.device.id)
+        else:  # numba-cuda-mlir: a module's function (CUfunction)
+            (status,) = driver.cuFuncSetAttribute(function.handle, attribute, int(nbytes))
         if status != driver.CUresult.CUDA_SUCCESS:
             raise OptionsError("nbytes", f"cuKernelSetAttribute refused {nbytes} bytes ({status.name})")

@@ -15,7 +15,10 @@ import sys
 
 import pytest
 
-pytest.importorskip("numba.cuda", reason="the device API tests need numba-cuda (the device extra)")
+from helpers.compilers import load  # noqa: E402
+
+if isinstance(load("numba-cuda"), str):  # the link cache serves numba-cuda's linker
+    pytest.skip(load("numba-cuda"), allow_module_level=True)
 
 from cuda.core import ObjectCode  # noqa: E402
 from numba.cuda.cudadrv import driver  # noqa: E402
