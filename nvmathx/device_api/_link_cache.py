@@ -1,4 +1,4 @@
-"""numba-cuda's link step through the on-disk image cache of :mod:`nvmathx._codegen.link`.
+"""Both compilers' link steps through the on-disk image cache of :mod:`nvmathx._codegen.link`.
 
 numba-cuda's own ``cache=True`` refuses kernels that link files. For code libraries that link
 nvmathx code, numba-cuda's ``CUDACodeLibrary.get_cubin`` is wrapped: the linker is prepared as
@@ -7,8 +7,13 @@ inputs and options are keyed by :func:`nvmathx._codegen.link.link_key`, and on a
 cubin is handed to numba-cuda instead of linking; on a miss the link runs as before and its result
 is stored.
 
+numba-cuda-mlir links with its own copy of numba-cuda's ``_Linker``, whose ``complete`` is wrapped
+in the same way (:func:`install_numba_cuda_mlir`): a link whose inputs include nvmathx code (LTO-IR
+whose digest :func:`mark_nvmathx_bytes` recorded; the linker's objects carry no names) is keyed,
+and a hit returns the stored cubin.
+
 Code libraries that link no nvmathx code, and any link whose inputs cannot be hashed, go through
-numba-cuda unchanged, as does every link under numba-cuda releases other than 0.30 (whose
+the compiler unchanged, as does every link under numba-cuda releases other than 0.30 (whose
 ``get_cubin`` the wrapper reproduces). Entries live beside the generated code (``cache_dir()``)
 and :func:`clear_cache` removes them too.
 """
@@ -16,19 +21,29 @@ and :func:`clear_cache` removes them too.
 from __future__ import annotations
 
 import functools
+import hashlib
 
 from .._codegen import cache as _cache
 from .._codegen import link
 
-__all__ = ["mark_nvmathx_code", "links_nvmathx_code", "link_key", "install"]
+__all__ = [
+    "mark_nvmathx_code", "mark_nvmathx_bytes", "links_nvmathx_code", "link_key", "install", "install_numba_cuda_mlir",
+]
 
 # ids of the LinkableCode objects nvmathx attaches; they live as long as the process (_numba_cuda)
 _nvmathx_code_ids: set[int] = set()
+# SHA-256 digests of the LTO-IR nvmathx attaches to numba-cuda-mlir kernels
+_nvmathx_digests: set[str] = set()
 
 
 def mark_nvmathx_code(linkable) -> None:
     """Record ``linkable`` (kept alive by the caller) as code that nvmathx attaches to kernels."""
     _nvmathx_code_ids.add(id(linkable))
+
+
+def mark_nvmathx_bytes(code: bytes) -> None:
+    """Record ``code`` (LTO-IR) as code that nvmathx attaches to numba-cuda-mlir kernels."""
+    _nvmathx_digests.add(hashlib.sha256(code).hexdigest())
 
 
 def links_nvmathx_code(library) -> bool:
@@ -135,4 +150,51 @@ def install() -> bool:
 
     get_cubin._nvmathx_link_cache = True  # type: ignore[attr-defined]  # a marker on the wrapper
     CUDACodeLibrary.get_cubin = get_cubin
+    return True
+
+
+class _CachedLink:
+    """Stands for the cuda.core linker of a link answered from the cache (nothing to close)."""
+
+    def close(self) -> None:
+        pass
+
+
+def _is_nvmathx_object(code) -> bool:
+    data = getattr(code, "code", None)
+    return isinstance(data, (bytes, bytearray)) and hashlib.sha256(data).hexdigest() in _nvmathx_digests
+
+
+def install_numba_cuda_mlir() -> bool:
+    """Wrap numba-cuda-mlir's ``_Linker.complete`` (once); returns whether the wrapper is in place."""
+    from numba_cuda_mlir.numba_cuda.cudadrv import driver
+
+    original = driver._Linker.complete
+    if getattr(original, "_nvmathx_link_cache", False):
+        return True
+    if not all(hasattr(driver._Linker, name) for name in ("_materialize_pending_cu", "_get_linker_options")):
+        return False
+
+    @functools.wraps(original)
+    def complete(self):
+        if not link.enabled():
+            return original(self)
+        self._materialize_pending_cu()  # .cu inputs become objects first; the original finds none left
+        if not any(_is_nvmathx_object(code) for code in self._object_codes):
+            return original(self)
+        key = link_key(self)
+        image = _cache.load_linked(key) if key is not None else None
+        if image is not None:
+            from cuda.core import ObjectCode
+
+            self.linker, self._complete, self._info_log, self._error_log = _CachedLink(), True, image.info_log, ""
+            return ObjectCode.from_cubin(image.cubin, name="nvmathx-linked.cubin")
+        result = original(self)
+        code = result.code
+        if key is not None and isinstance(code, (bytes, bytearray)) and code:
+            _cache.store_linked(key, _cache.LinkedImage(bytes(code), str(self._info_log or "")))
+        return result
+
+    complete._nvmathx_link_cache = True  # type: ignore[attr-defined]  # a marker on the wrapper
+    driver._Linker.complete = complete
     return True

@@ -31,7 +31,7 @@ from numba_cuda_mlir.numba_cuda.types.abstract import Type
 from numba_cuda_mlir.numba_cuda.types.misc import CPointer, Omitted
 
 from .._codegen.compilers import kernel_constant
-from . import _signatures
+from . import _link_cache, _signatures
 from ._fft import FFT
 from ._matmul import Matmul
 
@@ -87,6 +87,7 @@ def _attribute_typer(attr):
 
 
 _declarations: dict[tuple, object] = {}
+_link_cache.install_numba_cuda_mlir()  # kernels that link this code keep their linked image on disk
 
 
 def _declared(entry, argument_dtypes: tuple) -> object:
@@ -97,6 +98,7 @@ def _declared(entry, argument_dtypes: tuple) -> object:
     if function is None:
         signature = types.void(*(CPointer(dtype) for dtype in argument_dtypes))
         linkable = LTOIR(entry.code, name=f"{entry.symbol}.ltoir")
+        _link_cache.mark_nvmathx_bytes(entry.code)
         function = _declarations[key] = declare_device(entry.symbol, signature, link=linkable, abi="c")
     return function
 

@@ -44,6 +44,22 @@ def compile_library(pyfunc, cc=H100):
     return library
 
 
+def stand_in_complete(calls, record=lambda linker: 1):
+    """A linker ``complete`` for tests: appends ``record(linker)`` to ``calls`` and returns a 'cubin'
+    that digests the inputs, plus random bytes (so only a cache hit repeats one)."""
+    from cuda.core import ObjectCode
+
+    def complete(self):
+        calls.append(record(self))
+        self.linker, self._complete, self._info_log, self._error_log = object(), True, "stand-in log", ""
+        digest = hashlib.sha256()
+        for code in self._object_codes:
+            digest.update(bytes(code.code))
+        return ObjectCode.from_cubin(b"STAND-IN-CUBIN" + digest.digest() + os.urandom(8))
+
+    return complete
+
+
 def count_links():
     """A list whose length is the number of links numba's linker completes from now on."""
     from numba.cuda.cudadrv import driver

@@ -20,7 +20,6 @@ from helpers.compilers import load  # noqa: E402
 if isinstance(load("numba-cuda"), str):  # the link cache serves numba-cuda's linker
     pytest.skip(load("numba-cuda"), allow_module_level=True)
 
-from cuda.core import ObjectCode  # noqa: E402
 from numba.cuda.cudadrv import driver  # noqa: E402
 from numba.cuda.cudadrv.linkable_code import LTOIR  # noqa: E402
 
@@ -69,15 +68,7 @@ def folder(tmp_path, monkeypatch):
 def links(monkeypatch):
     """Replace the link by a stand-in: a 'cubin' that is a digest of the inputs; counts calls."""
     calls = []
-
-    def complete(self):
-        calls.append(1)
-        self.linker, self._complete, self._info_log, self._error_log = object(), True, "stand-in log", ""
-        digest = hashlib.sha256()
-        for code in self._object_codes:
-            digest.update(bytes(code.code))
-        return ObjectCode.from_cubin(b"STAND-IN-CUBIN" + digest.digest() + os.urandom(8))
-
+    complete = _link_probe.stand_in_complete(calls)
     monkeypatch.setattr(driver._Linker, "complete", complete)
     return calls
 
