@@ -15,8 +15,7 @@ numba-cuda's too, so that history compares.
 
 Each first-launch case also records, in ``params["compiler_first_launch_s"][column]``, the same
 wall time for the compiler alone (import, then the first launch of a one-line kernel), measured in
-the same run: the difference is nvmathx's own share. numba-cuda-mlir keeps no linked image on disk
-(its link step is its own), so its warm-cache first launch links again.
+the same run: the difference is nvmathx's own share.
 """
 
 from __future__ import annotations
