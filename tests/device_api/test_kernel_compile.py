@@ -157,3 +157,21 @@ def test_kernel_links_against_generated_code(block_fft):
                           (_c64(numba_cuda), _c64(numba_cuda)), cc=H100)
     cubin = result.library.get_cubin(cc=(9, 0, "a"))
     assert len(cubin.code) > 10000
+
+
+def test_numba_cuda_mlir_kernel_links_against_generated_code(block_fft):
+    """The whole numba-cuda-mlir pipeline, link included (nvJitLink needs no GPU)."""
+    mlir = require("numba-cuda-mlir")
+    from numba_cuda_mlir.compiler import _compile_and_optimize
+
+    from nvmathx import LibraryNotFoundError
+    from nvmathx._bindings._loader import load_library
+
+    try:
+        load_library("nvJitLink")
+    except LibraryNotFoundError as error:
+        pytest.skip(f"nvJitLink not available: {error}")
+    # the compile step that links (compile_ptx stops before the link, compile() discards its result)
+    result = _compile_and_optimize(mlir.bind(_kernels.block_c2c(block_fft)), (_c64(mlir), _c64(mlir)),
+                                   {"chip": "sm_90"})
+    assert len(result.metadata["cubin"]) > 10000
