@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .callback_errors import CallbackCompileError
+from .callback_errors import CallbackCompileError, plain_message
 
 __all__ = ["lower"]
 
@@ -56,7 +56,7 @@ def lower(role: str, fn, element: str, user_info: str | None, target: str, symbo
         names = "data, offset, user_info, smem" if role == "prolog" else "data, offset, value, user_info, smem"
         raise CallbackCompileError(
             "fn", f"{function.__qualname__} does not compile as a {role} {restype}({names}) with types "
-                  f"{', '.join(str(t) for t in argtypes)}: {_plain(str(error))}") from None
+                  f"{', '.join(str(t) for t in argtypes)}: {plain_message(str(error))}") from None
     if role == "prolog" and cres.signature.return_type != value:
         raise CallbackCompileError("fn", f"a prolog returns the {element} value to transform")
     try:
@@ -64,13 +64,6 @@ def lower(role: str, fn, element: str, user_info: str | None, target: str, symbo
     except Exception as error:  # noqa: BLE001 (NVVM rejected the module; numba raises several error types)
         raise CallbackCompileError("fn", f"NVVM could not compile {function.__qualname__} as {symbol}: "
                                          f"{type(error).__name__}: {error}") from None
-
-
-def _plain(message: str) -> str:
-    """numba's message without its terminal colour codes."""
-    import re
-
-    return re.sub(r"\x1b\[[0-9;]*m", "", message).strip()
 
 
 def _link_entry(cres, role, element, value, argtypes, symbol, cc, call_conv_class) -> bytes:

@@ -1,14 +1,15 @@
-"""cuFFT load and store callbacks written in Python: compiled to LTO-IR with numba-cuda, cached on disk.
+"""cuFFT load and store callbacks written in Python: compiled to LTO-IR by numba-cuda-mlir or
+numba-cuda, cached on disk.
 
 cuFFT calls a load callback (a *prolog*) for every element it reads and a store callback (an
 *epilog*) for every element it writes, and links them into its kernels at plan time (JIT LTO), so a
 window, a filter or a scale costs no pass of its own over memory. cuFFT declares them with plain C
 signatures (``float2 load(void* data, unsigned long long offset, void* info, void* smem)``;
 ``void store(void* data, unsigned long long offset, float2 value, void* info, void* smem)``), whose
-complex values are passed by value. numba's C ABI splits such values into their parts, so the
-user's function is compiled behind an adapter that takes only pointers and integers, and a small
-entry point with cuFFT's exact signature, written in NVVM IR, calls it; both are compiled by NVVM
-into one LTO-IR module.
+complex values are passed by value as named structs. Each compiler module builds an entry point
+with exactly that signature around the user's function: in NVVM IR for numba-cuda
+(:mod:`.callback_codegen`), in Python with named structs for numba-cuda-mlir
+(:mod:`.callback_codegen_mlir`); either way one LTO-IR module.
 
 The user's function is compiled as a numba device function and called as
 
@@ -42,8 +43,9 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
-from .._bindings import cufft
+from .._bindings import cuda_driver, cufft
 from .._bindings._loader import load_library
+from .._codegen import compilers
 from .._codegen.target import resolve_target
 from .._core.errors import LibraryNotFoundError, OperandError, OptionsError, UnsupportedOperandError
 from .._core.memo import BuildOnce
@@ -130,15 +132,16 @@ class CompiledCallback:
 
 
 def compile_prolog(fn: Callable[..., Any], *, element_dtype: DTypeLike, user_info_dtype: DTypeLike | None = None,
-                   target: str | int | tuple[int, int] | None = None) -> CompiledCallback:
+                   target: str | int | tuple[int, int] | None = None,
+                   compiler: str | None = None) -> CompiledCallback:
     """Compile ``fn`` into a cuFFT load callback: ``fn(data, offset, user_info, smem)`` returns the
     value cuFFT transforms in place of ``data[offset]``.
 
     Parameters
     ----------
     fn : callable
-        A Python function (or a ``numba.cuda.jit(device=True)`` function) of four arguments, in the
-        subset of Python numba-cuda compiles. ``data`` is a pointer to the operand's elements,
+        A Python function (or a Numba ``cuda.jit(device=True)`` function) of four arguments, in the
+        subset of Python the Numba compilers compile. ``data`` is a pointer to the operand's elements,
         ``offset`` (int64) counts elements from the operand's start following its strides,
         ``user_info`` points to the user data given at plan time, ``smem`` is unused.
     element_dtype : {"complex64", "complex128", "float32", "float64"}
@@ -149,6 +152,10 @@ def compile_prolog(fn: Callable[..., Any], *, element_dtype: DTypeLike, user_inf
     target : str or tuple, optional
         The GPU architecture ("sm_90", (9, 0), 90); default: the current device's. Give it to
         compile on a machine without a GPU.
+    compiler : {"numba-cuda-mlir", "numba-cuda"}, optional
+        Which Numba compiler compiles ``fn``; the function is the same for both. Default:
+        numba-cuda-mlir when it is installed and a CUDA driver is present (it asks the driver for
+        the architecture), else numba-cuda.
 
     Returns
     -------
@@ -159,9 +166,10 @@ def compile_prolog(fn: Callable[..., Any], *, element_dtype: DTypeLike, user_inf
     UnsupportedOperandError
         For an element type cuFFT has no callbacks for (half precision, integers).
     CallbackCompileError
-        When ``fn`` does not compile for the signature (numba's message included).
+        When ``fn`` does not compile for the signature (the compiler's message included), or the
+        compiler asked for is not installed or cannot compile here (``compiler``).
     OptionsError
-        For an unknown ``target``, or no ``target`` and no CUDA device.
+        For an unknown ``target`` or ``compiler``, or no ``target`` and no CUDA device.
 
     Notes
     -----
@@ -183,11 +191,12 @@ def compile_prolog(fn: Callable[..., Any], *, element_dtype: DTypeLike, user_inf
     >>> prolog.role, prolog.element_dtype
     ('prolog', 'float32')
     """
-    return _compile("prolog", fn, element_dtype, user_info_dtype, target)
+    return _compile("prolog", fn, element_dtype, user_info_dtype, target, compiler)
 
 
 def compile_epilog(fn: Callable[..., Any], *, element_dtype: DTypeLike, user_info_dtype: DTypeLike | None = None,
-                   target: str | int | tuple[int, int] | None = None) -> CompiledCallback:
+                   target: str | int | tuple[int, int] | None = None,
+                   compiler: str | None = None) -> CompiledCallback:
     """Compile ``fn`` into a cuFFT store callback: ``fn(data, offset, value, user_info, smem)`` is
     called with each element cuFFT computed and stores what it wants (``data[offset] = ...``).
 
@@ -206,7 +215,7 @@ def compile_epilog(fn: Callable[..., Any], *, element_dtype: DTypeLike, user_inf
     >>> epilog.callback_type  # CUFFT_CB_ST_COMPLEX
     4
     """
-    return _compile("epilog", fn, element_dtype, user_info_dtype, target)
+    return _compile("epilog", fn, element_dtype, user_info_dtype, target, compiler)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -303,22 +312,44 @@ def _function_digest(function: types.FunctionType, depth: int = 0) -> str:
     return hashlib.sha256(repr(token).encode()).hexdigest()
 
 
-@functools.lru_cache(maxsize=1)
-def _compiler_identity() -> dict:
-    """numba-cuda's version and the NVVM library it compiles with (a newer NVVM writes LTO-IR an
-    older nvJitLink refuses), found without importing numba."""
-    from importlib import metadata
-
+@functools.cache
+def _compiler_identity(compiler: str) -> dict:
+    """The compiler, its version and the NVVM library it compiles with (a newer NVVM writes LTO-IR an
+    older nvJitLink refuses), found without importing the compiler."""
     from .._codegen.link import library_file
 
-    try:
-        numba_cuda = metadata.version("numba-cuda")
-    except metadata.PackageNotFoundError:
-        numba_cuda = None
-    return {"numba_cuda": numba_cuda, "nvvm_file": library_file("nvvm")}
+    return {"compiler": compiler, "compiler_version": compilers.version(compiler), "nvvm_file": library_file("nvvm")}
 
 
-def callback_cache_key(role, fn, element_dtype, user_info_dtype, target) -> dict | None:
+def resolve_callback_compiler(compiler: str | None) -> str:
+    """The Numba compiler that compiles callbacks: ``compiler``, or by default numba-cuda-mlir when
+    it is installed and a CUDA driver is present (it needs one to compile), else numba-cuda.
+
+    Raises
+    ------
+    OptionsError
+        For a name other than "numba-cuda-mlir" and "numba-cuda".
+    CallbackCompileError
+        When the compiler (or, by default, any) is not installed.
+    """
+    installed = compilers.installed()
+    if compiler is None:
+        if compilers.NUMBA_CUDA_MLIR in installed and (
+            compilers.NUMBA_CUDA not in installed or cuda_driver.driver_available()
+        ):
+            return compilers.NUMBA_CUDA_MLIR
+        if compilers.NUMBA_CUDA in installed:
+            return compilers.NUMBA_CUDA
+        raise CallbackCompileError("compiler", "compiling a callback needs numba-cuda-mlir or numba-cuda "
+                                               "(pip install 'nvmathx[device]')")
+    if compiler not in compilers.COMPILERS:
+        raise OptionsError("compiler", f"expected 'numba-cuda-mlir' or 'numba-cuda' (got {compiler!r})")
+    if compiler not in installed:
+        raise CallbackCompileError("compiler", f"{compiler} is not installed (pip install {compiler})")
+    return compiler
+
+
+def callback_cache_key(role, fn, element_dtype, user_info_dtype, target, compiler) -> dict | None:
     """The disk-cache key of a callback (a JSON-able dict), or None when ``fn`` refers to a value
     whose contents cannot be hashed (such a callback is compiled and kept only in this process)."""
     function = getattr(fn, "py_func", fn)
@@ -329,7 +360,7 @@ def callback_cache_key(role, fn, element_dtype, user_info_dtype, target) -> dict
     except _Uncacheable:
         return None
     return {"kind": "fft-callback", "format": FORMAT, "role": role, "element": element_dtype,
-            "user_info": user_info_dtype, "target": target, "function": digest, **dict(_compiler_identity())}
+            "user_info": user_info_dtype, "target": target, "function": digest, **dict(_compiler_identity(compiler))}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -354,31 +385,34 @@ def _check_arity(fn, role):
                                          f"{function.__qualname__} takes {code.co_argcount}")
 
 
-def _compile(role, fn, element_dtype, user_info_dtype, target) -> CompiledCallback:
+def _compile(role, fn, element_dtype, user_info_dtype, target, compiler) -> CompiledCallback:
     element = _element_name(element_dtype, "element_dtype")
     user_info = _user_info_name(user_info_dtype)
     if not callable(fn):
         raise CallbackCompileError("fn", f"expected a Python function (got {type(fn).__name__})")
     _check_arity(fn, role)
+    compiler = resolve_callback_compiler(compiler)
     arch = resolve_callback_target(target)
-    key = callback_cache_key(role, fn, element, user_info, arch)
+    key = callback_cache_key(role, fn, element, user_info, arch, compiler)
     memo = _digest(key) if key is not None else ("uncached", id(getattr(fn, "py_func", fn)), role, element,
-                                                  user_info, arch)
-    return _compiled.get_or_build(memo, lambda: _load_or_build(role, fn, element, user_info, arch, key))
+                                                  user_info, arch, compiler)
+    return _compiled.get_or_build(memo, lambda: _load_or_build(role, fn, element, user_info, arch, key, compiler))
 
 
-def _load_or_build(role, fn, element, user_info, arch, key) -> CompiledCallback:
+def _load_or_build(role, fn, element, user_info, arch, key, compiler) -> CompiledCallback:
     from .._codegen import cache as _cache
 
-    digest = _digest(key) if key is not None else hashlib.sha256(repr((id(fn), role, element, user_info, arch))
-                                                                  .encode()).hexdigest()
+    digest = _digest(key) if key is not None else hashlib.sha256(
+        repr((id(fn), role, element, user_info, arch, compiler)).encode()).hexdigest()
     symbol = cufft_symbol(role, element)
     if key is not None:
         entry = _cache.load(key)
         if entry is not None and entry.symbol == symbol:
             return CompiledCallback(role, element, user_info, arch, symbol, entry.code, digest)
-    from .callback_codegen import lower
-
+    if compiler == compilers.NUMBA_CUDA_MLIR:
+        from .callback_codegen_mlir import lower
+    else:
+        from .callback_codegen import lower
     ltoir = lower(role, fn, element, user_info, arch, symbol)
     if key is not None:
         _cache.store(key, _cache.CodeEntry(symbol, ltoir))

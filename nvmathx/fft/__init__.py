@@ -14,7 +14,7 @@ operand directly only from an address aligned to the complex element (a cuFFT ru
 view is copied first.
 
 Python functions become cuFFT load and store callbacks (:func:`compile_prolog`,
-:func:`compile_epilog`; numba-cuda compiles them to LTO-IR, cached on disk) that cuFFT links into its
+:func:`compile_epilog`; numba-cuda-mlir or numba-cuda compiles them to LTO-IR, cached on disk) that cuFFT links into its
 kernels, so a window, a filter or a scale costs no pass of its own: ``FFT.plan(prolog=, epilog=)`` and
 the functions' ``prolog=``/``epilog=`` take them, with a user-data array. ``norm="ortho"`` and
 ``norm="forward"`` are applied the same way, by a built-in store callback, where cuFFT writes the

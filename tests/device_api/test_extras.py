@@ -24,11 +24,12 @@ def _installed_on(extra, python_version):
 @pytest.mark.parametrize(
     "extra, python_version, expected, absent",
     [
-        ("device", "3.12", {"numba-cuda-mlir", "numba-cuda", "nvidia-libmathdx-cu13", "cffi"}, set()),
+        ("device", "3.12", {"numba-cuda-mlir", "numba-cuda", "nvidia-libmathdx-cu13", "nvidia-nvjitlink", "cffi"},
+         set()),
         ("device", "3.11", {"numba-cuda-mlir", "numba-cuda"}, set()),
         ("device", "3.10", {"numba-cuda", "nvidia-libmathdx-cu13", "cffi"}, {"numba-cuda-mlir"}),  # needs 3.11
-        ("device-numba-cuda", "3.12", {"numba-cuda", "nvidia-libmathdx-cu13", "cffi"}, {"numba-cuda-mlir"}),
-        ("device-cu12", "3.12", {"numba-cuda", "nvidia-libmathdx-cu12"}, {"numba-cuda-mlir"}),
+        ("device-numba-cuda", "3.12", {"numba-cuda", "nvidia-libmathdx-cu13", "nvidia-nvjitlink"}, {"numba-cuda-mlir"}),
+        ("device-cu12", "3.12", {"numba-cuda", "nvidia-libmathdx-cu12", "nvidia-nvjitlink-cu12"}, {"numba-cuda-mlir"}),
     ],
 )
 def test_device_extras(extra, python_version, expected, absent):

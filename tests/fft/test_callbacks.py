@@ -165,8 +165,8 @@ def test_cache_hit_in_process_and_clear(cache):
     assert rebuilt.key == first.key and cache_info().entries == 1
 
 
-def _key(fn, role="prolog", element="complex64", info=None, target="sm_90"):
-    return _callbacks.callback_cache_key(role, fn, element, info, target)
+def _key(fn, role="prolog", element="complex64", info=None, target="sm_90", compiler="numba-cuda"):
+    return _callbacks.callback_cache_key(role, fn, element, info, target, compiler)
 
 
 def test_cache_key_follows_code_types_target_and_values():
@@ -185,7 +185,8 @@ def test_cache_key_follows_code_types_target_and_values():
         return data[offset] * 2.0 + 1.0
 
     assert _key(other_code) != _key(scale_load)
-    assert base["numba_cuda"] and "nvvm_file" in base
+    assert base["compiler"] == "numba-cuda" and "compiler_version" in base and "nvvm_file" in base
+    assert base != _key(make(2.0, 0), compiler="numba-cuda-mlir")  # the compiler is part of the key
 
 
 def test_cache_key_follows_globals_and_called_functions():

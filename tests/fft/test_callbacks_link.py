@@ -10,11 +10,10 @@ than the compilers (ERROR_OUTDATED_LIBRARY).
 import pytest
 
 import nvmathx.fft as nfft
+from helpers.compilers import require  # noqa: E402
 from nvmathx._fftcore import callbacks as _callbacks
 from nvmathx._fftcore import scale_callback as _scale_callback
 from nvmathx.device_api import set_cache_dir
-
-pytest.importorskip("numba.cuda")
 
 CALLER = r"""
 extern "C" __device__ float2 LOAD_C64(void*, unsigned long long, void*, void*);
@@ -84,7 +83,9 @@ def _link_ptx(nvjitlink, blobs):
         nvjitlink.destroy(handle)
 
 
-def test_callbacks_inline_with_the_values_cufft_passes(tmp_path):
+@pytest.mark.parametrize("compiler_name", ["numba-cuda-mlir", "numba-cuda"])
+def test_callbacks_inline_with_the_values_cufft_passes(tmp_path, compiler_name):
+    require(compiler_name)  # skips where it is missing; lets numba-cuda-mlir compile without a driver
     nvjitlink = _nvjitlink()
     set_cache_dir(tmp_path)
     _callbacks._compiled.clear()
@@ -95,13 +96,14 @@ def test_callbacks_inline_with_the_values_cufft_passes(tmp_path):
         def store_twice(data, offset, value, info, smem):
             data[offset] = value * 2
 
+        options = dict(target="sm_90", compiler=compiler_name)
         made = {
-            "LOAD_C64": nfft.compile_prolog(load_add, element_dtype="complex64", target="sm_90"),
-            "STORE_C64": nfft.compile_epilog(store_twice, element_dtype="complex64", target="sm_90"),
-            "LOAD_C128": nfft.compile_prolog(load_add, element_dtype="complex128", target="sm_90"),
-            "STORE_C128": nfft.compile_epilog(store_twice, element_dtype="complex128", target="sm_90"),
-            "LOAD_F32": nfft.compile_prolog(load_add, element_dtype="float32", target="sm_90"),
-            "STORE_F64": nfft.compile_epilog(store_twice, element_dtype="float64", target="sm_90"),
+            "LOAD_C64": nfft.compile_prolog(load_add, element_dtype="complex64", **options),
+            "STORE_C64": nfft.compile_epilog(store_twice, element_dtype="complex64", **options),
+            "LOAD_C128": nfft.compile_prolog(load_add, element_dtype="complex128", **options),
+            "STORE_C128": nfft.compile_epilog(store_twice, element_dtype="complex128", **options),
+            "LOAD_F32": nfft.compile_prolog(load_add, element_dtype="float32", **options),
+            "STORE_F64": nfft.compile_epilog(store_twice, element_dtype="float64", **options),
         }
         # Each callback defines cuFFT's one name for its role and type, so each links on its own, as in
         # a cuFFT plan (where a load and a store callback are the most that meet).
