@@ -14,21 +14,12 @@ import nvmathx.fft as nfft
 from nvmathx import OperandError, OptionsError, UnsupportedOperandError
 from nvmathx._bindings import cufft
 from nvmathx._fftcore import callbacks as _callbacks
-from nvmathx.device_api import cache_info, clear_cache, set_cache_dir
+from nvmathx.device_api import cache_info, clear_cache
 
 pytest.importorskip("numba.cuda")
 
 ELEMENTS = ["complex64", "complex128", "float32", "float64"]
 LTOIR_MAGIC = b"\xedCN\x7f"  # what NVVM's and NVRTC's LTO-IR start with
-
-
-@pytest.fixture
-def cache(tmp_path):
-    set_cache_dir(tmp_path)
-    _callbacks._compiled.clear()
-    yield tmp_path
-    set_cache_dir(None)
-    _callbacks._compiled.clear()
 
 
 def scale_load(data, offset, info, smem):
@@ -45,7 +36,7 @@ def windowed(data, offset, window, smem):
 
 @pytest.mark.parametrize("element", ELEMENTS)
 @pytest.mark.parametrize("role", ["prolog", "epilog"])
-def test_every_signature_compiles_to_ltoir(cache, role, element):
+def test_every_signature_compiles_to_ltoir(callback_cache, role, element):
     compile_ = nfft.compile_prolog if role == "prolog" else nfft.compile_epilog
     callback = compile_(scale_load if role == "prolog" else scale_store, element_dtype=element, target="sm_90")
     assert isinstance(callback, nfft.CompiledCallback)
@@ -58,7 +49,7 @@ def test_every_signature_compiles_to_ltoir(cache, role, element):
     assert callback.compute_capability == (9, 0)
 
 
-def test_user_info_types_and_targets(cache):
+def test_user_info_types_and_targets(callback_cache):
     a = nfft.compile_prolog(windowed, element_dtype=np.complex64, user_info_dtype=np.float32, target=(8, 0))
     b = nfft.compile_prolog(windowed, element_dtype="complex64", user_info_dtype="float64", target="sm_90a")
     assert a.user_info_dtype == "float32" and a.target == "sm_80"
@@ -66,7 +57,7 @@ def test_user_info_types_and_targets(cache):
     assert a.key != b.key and a.ltoir != b.ltoir
 
 
-def test_pickles(cache):
+def test_pickles(callback_cache):
     callback = nfft.compile_epilog(scale_store, element_dtype="float64", target="sm_90")
     again = pickle.loads(pickle.dumps(callback))
     assert again == callback and again.ltoir == callback.ltoir
@@ -78,7 +69,7 @@ def test_pickles(cache):
 # -- typed errors ----------------------------------------------------------------------------------
 
 
-def test_bad_functions_raise_with_numbas_message(cache):
+def test_bad_functions_raise_with_numbas_message(callback_cache):
     def three_arguments(data, offset, info):
         return data[offset]
 
@@ -100,14 +91,14 @@ def test_bad_functions_raise_with_numbas_message(cache):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "complex32" if hasattr(np, "complex32") else "int32", "bfloat16", object])
-def test_element_types_without_callbacks(cache, dtype):
+def test_element_types_without_callbacks(callback_cache, dtype):
     if dtype == "bfloat16":
         dtype = pytest.importorskip("ml_dtypes").bfloat16
     with pytest.raises(UnsupportedOperandError, match=r"^element_dtype: "):
         nfft.compile_prolog(scale_load, element_dtype=dtype, target="sm_90")
 
 
-def test_bad_user_info_and_target(cache):
+def test_bad_user_info_and_target(callback_cache):
     with pytest.raises(UnsupportedOperandError, match=r"^user_info_dtype: "):
         nfft.compile_prolog(windowed, element_dtype="float32", user_info_dtype="U4", target="sm_90")
     with pytest.raises(OptionsError, match=r"^target: "):
@@ -116,7 +107,7 @@ def test_bad_user_info_and_target(cache):
         nfft.compile_prolog(windowed, element_dtype="float32", target=(6, 0))
 
 
-def test_no_target_needs_a_device(cache, monkeypatch):
+def test_no_target_needs_a_device(callback_cache, monkeypatch):
     from nvmathx._codegen import target
 
     monkeypatch.setattr(target, "_current_device_capability", lambda: (_ for _ in ()).throw(RuntimeError("no driver")))
@@ -128,14 +119,14 @@ def test_no_target_needs_a_device(cache, monkeypatch):
 # -- the disk cache ------------------------------------------------------------------------------------
 
 
-def test_disk_cache_hit_in_a_new_process_without_numba(cache):
+def test_disk_cache_hit_in_a_new_process_without_numba(callback_cache):
     callback = nfft.compile_prolog(windowed, element_dtype="float32", user_info_dtype="float32", target="sm_90")
     assert cache_info().entries == 1
     script = f"""
 import sys
 from nvmathx.device_api import set_cache_dir, cache_info
 import nvmathx.fft
-set_cache_dir({str(cache)!r})
+set_cache_dir({str(callback_cache)!r})
 {_source_of_windowed()}
 callback = nvmathx.fft.compile_prolog(windowed, element_dtype="float32", user_info_dtype="float32", target="sm_90")
 assert "numba" not in sys.modules, "a cache hit imports no numba"
@@ -152,7 +143,7 @@ def _source_of_windowed():
     return "def windowed(data, offset, window, smem):\n    return data[offset] * window[offset % 16]\n"
 
 
-def test_cache_hit_in_process_and_clear(cache):
+def test_cache_hit_in_process_and_clear(callback_cache):
     first = nfft.compile_prolog(scale_load, element_dtype="float32", target="sm_90")
     assert nfft.compile_prolog(scale_load, element_dtype="float32", target="sm_90") is first
     _callbacks._compiled.clear()
@@ -206,7 +197,7 @@ def test_cache_key_follows_globals_and_called_functions():
     assert _key(namespace["load"]) is None  # unhashable contents: compiled but not cached on disk
 
 
-def test_uncacheable_function_writes_no_entry(cache):
+def test_uncacheable_function_writes_no_entry(callback_cache):
     marker = object()
 
     def load(data, offset, info, smem):

@@ -10,20 +10,10 @@ from helpers.compilers import require
 from nvmathx import OptionsError
 from nvmathx._codegen import compilers
 from nvmathx._fftcore import callbacks as _callbacks
-from nvmathx.device_api import set_cache_dir
 
 ELEMENTS = ["complex64", "complex128", "float32", "float64"]
 LTOIR_MAGIC = b"\xedCN\x7f"
 MLIR, NUMBA_CUDA = compilers.NUMBA_CUDA_MLIR, compilers.NUMBA_CUDA
-
-
-@pytest.fixture
-def cache(tmp_path):
-    set_cache_dir(tmp_path)
-    _callbacks._compiled.clear()
-    yield tmp_path
-    set_cache_dir(None)
-    _callbacks._compiled.clear()
 
 
 @pytest.fixture
@@ -74,7 +64,7 @@ def test_compiler_names(monkeypatch):
 
 @pytest.mark.parametrize("element", ELEMENTS)
 @pytest.mark.parametrize("role", ["prolog", "epilog"])
-def test_every_signature_compiles_under_numba_cuda_mlir(cache, mlir, role, element):
+def test_every_signature_compiles_under_numba_cuda_mlir(callback_cache, mlir, role, element):
     compile_ = nfft.compile_prolog if role == "prolog" else nfft.compile_epilog
     callback = compile_(scale_load if role == "prolog" else scale_store, element_dtype=element, target="sm_90",
                         compiler=MLIR)
@@ -86,7 +76,7 @@ def test_every_signature_compiles_under_numba_cuda_mlir(cache, mlir, role, eleme
         assert numba_cuda.symbol == callback.symbol and numba_cuda.key != callback.key
 
 
-def test_bad_functions_name_fn_under_numba_cuda_mlir(cache, mlir):
+def test_bad_functions_name_fn_under_numba_cuda_mlir(callback_cache, mlir):
     def untypable(data, offset, info, smem):
         return data[offset] + "text"
 
@@ -99,7 +89,7 @@ def test_bad_functions_name_fn_under_numba_cuda_mlir(cache, mlir):
         nfft.compile_prolog(returns_nothing, element_dtype="complex64", target="sm_90", compiler=MLIR)
 
 
-def test_user_info_is_typed_under_numba_cuda_mlir(cache, mlir):
+def test_user_info_is_typed_under_numba_cuda_mlir(callback_cache, mlir):
     def windowed(data, offset, window, smem):
         return data[offset] * window[offset % 16]
 
