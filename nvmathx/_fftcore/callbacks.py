@@ -340,8 +340,10 @@ def resolve_callback_compiler(compiler: str | None) -> str:
             return compilers.NUMBA_CUDA_MLIR
         if compilers.NUMBA_CUDA in installed:
             return compilers.NUMBA_CUDA
-        raise CallbackCompileError("compiler", "compiling a callback needs numba-cuda-mlir or numba-cuda "
-                                               "(pip install 'nvmathx[device]')")
+        try:
+            compilers.default_compiler()  # raises ImportError naming the extra: none is installed
+        except ImportError as error:
+            raise CallbackCompileError("compiler", str(error)) from error
     if compiler not in compilers.COMPILERS:
         raise OptionsError("compiler", f"expected 'numba-cuda-mlir' or 'numba-cuda' (got {compiler!r})")
     if compiler not in installed:
