@@ -32,8 +32,9 @@ __all__ = [
 
 # ids of the LinkableCode objects nvmathx attaches; they live as long as the process (_numba_cuda)
 _nvmathx_code_ids: set[int] = set()
-# SHA-256 digests of the LTO-IR nvmathx attaches to numba-cuda-mlir kernels
-_nvmathx_digests: set[str] = set()
+# SHA-256 digests of the LTO-IR nvmathx attaches to numba-cuda-mlir kernels, by size in bytes (a
+# link's other objects are hashed only where their size matches)
+_nvmathx_digests: dict[int, set[str]] = {}
 
 
 def mark_nvmathx_code(linkable) -> None:
@@ -43,7 +44,7 @@ def mark_nvmathx_code(linkable) -> None:
 
 def mark_nvmathx_bytes(code: bytes) -> None:
     """Record ``code`` (LTO-IR) as code that nvmathx attaches to numba-cuda-mlir kernels."""
-    _nvmathx_digests.add(hashlib.sha256(code).hexdigest())
+    _nvmathx_digests.setdefault(len(code), set()).add(hashlib.sha256(code).hexdigest())
 
 
 def links_nvmathx_code(library) -> bool:
@@ -162,7 +163,9 @@ class _CachedLink:
 
 def _is_nvmathx_object(code) -> bool:
     data = getattr(code, "code", None)
-    return isinstance(data, (bytes, bytearray)) and hashlib.sha256(data).hexdigest() in _nvmathx_digests
+    if not isinstance(data, (bytes, bytearray)) or len(data) not in _nvmathx_digests:
+        return False
+    return hashlib.sha256(data).hexdigest() in _nvmathx_digests[len(data)]
 
 
 def install_numba_cuda_mlir() -> bool:
