@@ -40,19 +40,6 @@ def _value_type(dtype: np.dtype):
     return from_dtype(dtype)
 
 
-def _constant_type(value):
-    """The numba type under which a host trait is a compile-time constant, or None."""
-    constant = kernel_constant(value)
-    if constant is None:
-        return None
-    kind, content = constant
-    if kind == "int":
-        return types.IntegerLiteral(content)
-    if kind == "ints":
-        return types.UniTuple(types.intp, len(content))
-    return types.NumberClass(_value_type(content))
-
-
 def _register(type_class, attributes: tuple[str, ...], check_execute, lower_execute) -> None:
     """Register data model, constant lowering, constant attributes and ``execute`` for ``type_class``.
 
@@ -66,19 +53,11 @@ def _register(type_class, attributes: tuple[str, ...], check_execute, lower_exec
     def _constant(context, builder, ty, pyval):
         return context.get_constant_null(ty)
 
+    attribute_template = _signatures.attribute_template(
+        AttributeTemplate, type_class, attributes, types=types, value_type_of=_value_type, error=TypingError)
+
     @typing_registry.register_attr
-    class _Attributes(AttributeTemplate):
-        key = type_class
-
-        def generic_resolve(self, ty, attr):
-            if attr not in attributes:
-                return None
-            value = getattr(ty.host, attr)
-            resolved = _constant_type(value)
-            if resolved is None:
-                raise TypingError(f"{ty.host!r}.{attr} is {value!r}, which is not available inside a kernel")
-            return resolved
-
+    class _Attributes(attribute_template):
         @bound_function(method_key)
         def resolve_execute(self, ty, args, kws):
             if kws:

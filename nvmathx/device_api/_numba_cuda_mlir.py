@@ -1,7 +1,8 @@
 """numba-cuda-mlir's typing and lowering of ``FFT`` and ``Matmul`` (MLIR).
 
 The descriptor object is a typing-time value (an ``i8`` placeholder once lowered); its traits are
-attributes whose implementations return constants; ``execute`` is a method whose implementation
+attributes typed as compile-time constants (an integer literal, a tuple of integers, a number
+class) and lowered to MLIR constants where they are read; ``execute`` is a method whose implementation
 calls the generated function, declared with ``declare_device`` and the C ABI, its LTO-IR attached
 to the declaration, so that the compiler links it (and turns on LTO) for every kernel that calls it.
 Array data reaches that function as ``ffi.from_buffer`` pointers; scalars (the GEMM's alpha and
@@ -19,8 +20,8 @@ from numba_cuda_mlir import cuda
 from numba_cuda_mlir._mlir.dialects import llvm
 from numba_cuda_mlir._mlir.extras import types as mlir_types
 from numba_cuda_mlir.compiler import declare_device
-from numba_cuda_mlir.extending import lowering_registry, overload_attribute, overload_method, typing_registry
-from numba_cuda_mlir.lowering_utilities import to_mlir_type, unverified_convert
+from numba_cuda_mlir.extending import lowering_registry, overload_method, refresh_registries, typing_registry
+from numba_cuda_mlir.lowering_utilities import constant, to_mlir_type, unverified_convert
 from numba_cuda_mlir.models import PrimitiveModel, register_model
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core.errors import TypingError
@@ -29,6 +30,7 @@ from numba_cuda_mlir.numba_cuda.extending import typeof_impl
 from numba_cuda_mlir.numba_cuda.np.numpy_support import from_dtype
 from numba_cuda_mlir.numba_cuda.types.abstract import Type
 from numba_cuda_mlir.numba_cuda.types.misc import CPointer, Omitted
+from numba_cuda_mlir.numba_cuda.typing.templates import AttributeTemplate
 
 from .._codegen.compilers import kernel_constant
 from . import _link_cache, _signatures
@@ -56,34 +58,31 @@ class _PlaceholderModel(PrimitiveModel):
         super().__init__(dmm, fe_type, mlir_types.i8())
 
 
-def _constant_implementation(host, attr):
-    """The implementation of ``host.attr`` inside kernels: a function returning the constant."""
-    constant = kernel_constant(getattr(host, attr))
-    if constant is None:
-        raise TypingError(f"{host!r}.{attr} is {getattr(host, attr)!r}, which is not available inside a kernel")
-    kind, value = constant
-    if kind == "dtype":
-        value = _value_type(value)
-    return lambda descriptor: value
-
-
 def _register(type_class, host_class, attributes: tuple[str, ...]) -> None:
-    """Register typeof, data model, the constant placeholder and the attributes of ``type_class``."""
+    """Register typeof, data model, the constant placeholder and the attributes of ``type_class``.
+
+    Attributes are typed by a template and lowered to constants directly: one ``overload_attribute``
+    per read would compile a small function at every read site (~10 ms each, most of a first
+    launch's typing time in a kernel that reads a dozen traits).
+    """
     typeof_impl.register(host_class)(lambda value, context: numba_type(value))
     register_model(type_class)(_PlaceholderModel)
     to_mlir_type.register(type_class)(lambda value, context=None: mlir_types.i8())
     unverified_convert.register(host_class)(lambda value, target_type, signed=None: llvm.mlir_undef(mlir_types.i8()))
 
+    typing_registry.register_attr(_signatures.attribute_template(
+        AttributeTemplate, type_class, attributes, types=types, value_type_of=_value_type, error=TypingError))
     for attr in attributes:
-        overload_attribute(type_class, attr, inline="always", typing_registry=typing_registry,
-                           lowering_registry=lowering_registry)(_attribute_typer(attr))
+        lowering_registry.lower_getattr(type_class, attr)(functools.partial(_lower_constant_attribute, attr))
 
 
-def _attribute_typer(attr):
-    def typer(descriptor):  # the implementation's argument names must match the typer's
-        return _constant_implementation(descriptor.host, attr)
-
-    return typer
+def _lower_constant_attribute(attr, context, builder, target, value):
+    host = builder.get_numba_type(value.name).host
+    kind, content = kernel_constant(getattr(host, attr))
+    if kind == "ints":
+        builder.store_var(target, tuple(constant(item, mlir_types.i64()) for item in content))
+    else:  # an integer, or a number class, whose value nothing reads (its type is the information)
+        builder.store_var(target, constant(content if kind == "int" else 0, builder.get_mlir_type(target)))
 
 
 _declarations: dict[tuple, object] = {}
@@ -156,3 +155,5 @@ def _gemm_execute(descriptor, alpha, a, b, beta, c):
 
 _register(FFTType, FFT, FFT._kernel_attributes)
 _register(MatmulType, Matmul, Matmul._kernel_attributes)
+# this module is imported while a kernel is being typed: the contexts load the templates above now
+refresh_registries(typing=True, target=True, include_uninitialized_cuda=False)

@@ -8,6 +8,7 @@ module, the compiler's type of the descriptor's value type, and its ``TypingErro
 
 from __future__ import annotations
 
+from .._codegen.compilers import kernel_constant
 from ._fft import FFT
 from ._matmul import Matmul
 
@@ -34,6 +35,38 @@ class DescriptorTypes:
         if cached is None or cached.host is not host:
             cached = self._types[id(host)] = self._classes[type(host)](host)
         return cached
+
+
+def constant_type(value, *, types, value_type_of):
+    """The compiler's type under which a host trait is a compile-time constant inside kernels (an
+    integer literal, a tuple of integers, a number class), or None where it is not offered there.
+    ``value_type_of(numpy dtype)`` is the compiler's number type."""
+    constant = kernel_constant(value)
+    if constant is None:
+        return None
+    kind, content = constant
+    if kind == "int":
+        return types.IntegerLiteral(content)
+    if kind == "ints":
+        return types.UniTuple(types.intp, len(content))
+    return types.NumberClass(value_type_of(content))
+
+
+def attribute_template(base: type, type_class: type, attributes: tuple[str, ...], *, types, value_type_of,
+                       error: type[Exception]) -> type:
+    """An attribute-typing template (a subclass of the compiler's ``AttributeTemplate`` ``base``)
+    typing ``attributes`` of ``type_class`` as constants; a trait with no kernel form is ``error``."""
+
+    def generic_resolve(self, ty, attr):
+        if attr not in attributes:
+            return None
+        value = getattr(ty.host, attr)
+        resolved = constant_type(value, types=types, value_type_of=value_type_of)
+        if resolved is None:
+            raise error(f"{ty.host!r}.{attr} is {value!r}, which is not available inside a kernel")
+        return resolved
+
+    return type(f"{type_class.__name__}Attributes", (base,), {"key": type_class, "generic_resolve": generic_resolve})
 
 
 def _is_array_of(argument, dtype, types) -> bool:
