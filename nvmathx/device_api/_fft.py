@@ -142,6 +142,14 @@ class FFT:
     - Block, c2c only: ``fft.execute(shared)`` with transform ``j`` at ``shared[j * size:]``;
       launch with ``shared_api_memory_size`` bytes.
     - Thread: ``fft.execute(thread_data)`` with element ``i`` in ``thread_data[i]``.
+    - Block, c2c only: ``fft.load(source, thread_data, row)`` and ``fft.store(thread_data,
+      destination, row)`` copy row ``row`` of a C-contiguous 2-D array (a 1-D array is one row) to
+      and from ``thread_data`` in the order above; the row of a thread is typically
+      ``cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y``. A row outside the array is
+      neither read nor written; positions past a row's length load as zero and are not stored. The
+      copy is generated CUDA C++ with vector loads and stores, the same instructions under either
+      compiler (indexing rows in the kernel costs ~10% more under numba-cuda-mlir, which indexes
+      through run-time strides).
 
     Real data (r2c input, c2r output) sits in ``thread_data.view(fft.input_type)`` (or
     ``output_type``) at the same positions. Generated code is cached on disk (see
@@ -349,6 +357,14 @@ class FFT:
     def execute(self, *args: Any) -> NoReturn:
         """Run the FFT: only inside a ``numba.cuda.jit`` kernel (see the class Notes)."""
         raise RuntimeError("FFT.execute can only be called inside a numba.cuda.jit kernel")
+
+    def load(self, source: Any, thread_data: Any, row: Any) -> NoReturn:
+        """Copy row ``row`` of ``source`` into ``thread_data``: only inside a kernel (see the class Notes)."""
+        raise RuntimeError("FFT.load can only be called inside a numba.cuda.jit kernel")
+
+    def store(self, thread_data: Any, destination: Any, row: Any) -> NoReturn:
+        """Copy ``thread_data`` into row ``row`` of ``destination``: only inside a kernel (see the class Notes)."""
+        raise RuntimeError("FFT.store can only be called inside a numba.cuda.jit kernel")
 
     @property
     def _numba_type_(self):

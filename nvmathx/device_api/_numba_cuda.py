@@ -24,7 +24,7 @@ from numba.cuda.np.numpy_support import from_dtype
 from numba.cuda.typing.templates import AttributeTemplate, bound_function, signature
 
 from .._codegen.compilers import kernel_constant
-from . import _link_cache, _signatures
+from . import _link_cache, _rows, _signatures
 from ._fft import FFT
 from ._matmul import Matmul
 
@@ -40,14 +40,13 @@ def _value_type(dtype: np.dtype):
     return from_dtype(dtype)
 
 
-def _register(type_class, attributes: tuple[str, ...], check_execute, lower_execute) -> None:
-    """Register data model, constant lowering, constant attributes and ``execute`` for ``type_class``.
+def _register(type_class, attributes: tuple[str, ...], methods: dict) -> None:
+    """Register data model, constant lowering, constant attributes and the methods of ``type_class``.
 
-    ``check_execute(host, arg_types)`` raises TypingError for calls it does not accept;
-    ``lower_execute(context, builder, host, arg_types, args)`` emits the call.
+    ``methods`` maps a name to ``(check, lower)``: ``check(host, arg_types)`` raises TypingError for
+    calls it does not accept; ``lower(context, builder, host, arg_types, args)`` emits the call.
     """
     register_model(type_class)(OpaqueModel)
-    method_key = f"{type_class.__name__}.execute"
 
     @lower_constant(type_class)
     def _constant(context, builder, ty, pyval):
@@ -55,15 +54,12 @@ def _register(type_class, attributes: tuple[str, ...], check_execute, lower_exec
 
     attribute_template = _signatures.attribute_template(
         AttributeTemplate, type_class, attributes, types=types, value_type_of=_value_type, error=TypingError)
-
-    @typing_registry.register_attr
-    class _Attributes(attribute_template):
-        @bound_function(method_key)
-        def resolve_execute(self, ty, args, kws):
-            if kws:
-                raise TypingError(f"{ty.host!r}: execute takes positional arguments only")
-            check_execute(ty.host, args)
-            return signature(types.void, *args)
+    resolvers = {}
+    for name, (check, lower) in methods.items():
+        key = f"{type_class.__name__}.{name}"
+        resolvers[f"resolve_{name}"] = bound_function(key)(_method_typer(name, check))
+        lowering_registry.lower(key, type_class, types.VarArg(types.Any))(_method_lowering(lower))
+    typing_registry.register_attr(type(f"{type_class.__name__}Methods", (attribute_template,), resolvers))
 
     @lowering_registry.lower_getattr_generic(type_class)
     def _attribute(context, builder, ty, val, attr):
@@ -76,10 +72,23 @@ def _register(type_class, attributes: tuple[str, ...], check_execute, lower_exec
             )
         return context.get_constant(types.intp, value)
 
-    @lowering_registry.lower(method_key, type_class, types.VarArg(types.Any))
-    def _execute(context, builder, sig, args):
-        lower_execute(context, builder, sig.args[0].host, sig.args[1:], args[1:])
+
+def _method_typer(name, check):
+    def resolve(self, ty, args, kws):
+        if kws:
+            raise TypingError(f"{ty.host!r}: {name} takes positional arguments only")
+        check(ty.host, args)
+        return signature(types.void, *args)
+
+    return resolve
+
+
+def _method_lowering(lower):
+    def implementation(context, builder, sig, args):
+        lower(context, builder, sig.args[0].host, sig.args[1:], args[1:])
         return context.get_dummy_value()
+
+    return implementation
 
 
 def _refresh_contexts() -> None:
@@ -110,7 +119,7 @@ _link_cache.install()  # kernels that link this code keep their linked image on 
 def _call_generated(context, builder, entry, arguments) -> None:
     """Call the generated function ``entry.symbol`` with ``arguments`` (LLVM values) and link its code.
 
-    Every argument is a pointer, so the declaration uses ``i8*``; LTO resolves the definition.
+    Pointers are passed as ``i8*`` and integers as they are; LTO resolves the definition.
     """
     linkable = _linkables.get(entry.symbol)
     if linkable is None:
@@ -118,7 +127,7 @@ def _call_generated(context, builder, entry, arguments) -> None:
         linkable = _linkables[entry.symbol] = LTOIR(entry.code, name=f"{entry.symbol}.ltoir")
         _link_cache.mark_nvmathx_code(linkable)
     context.active_code_library.add_linking_file(linkable)
-    function_type = ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer()] * len(arguments))
+    function_type = ir.FunctionType(ir.VoidType(), [argument.type for argument in arguments])
     function = cgutils.get_or_insert_function(builder.module, function_type, entry.symbol)
     builder.call(function, arguments)
 
@@ -134,6 +143,32 @@ def _fft_call_form(fft, args) -> str:
 def _lower_fft_execute(context, builder, fft, arg_types, args):
     pointers = [_data_pointer(context, builder, t, v) for t, v in zip(arg_types, args, strict=True)]
     _call_generated(context, builder, fft.code(_fft_call_form(fft, arg_types)), pointers)
+
+
+def _check_fft_rows(method):
+    def check(fft, args) -> None:
+        _signatures.check_row_arguments(fft, method, args, value_type=_value_type(fft.value_dtype), types=types,
+                                        error=TypingError)
+
+    return check
+
+
+def _lower_fft_rows(method):
+    """``fft.load(source, thread_data, row)`` / ``fft.store(thread_data, destination, row)``: the
+    generated copy with the array's data pointer, its row count and length, and the row."""
+
+    def lower(context, builder, fft, arg_types, args):
+        rows_at, data_at = (0, 1) if method == "load" else (1, 0)
+        rows_type = arg_types[rows_at]
+        array = cgutils.create_struct_proxy(rows_type)(context, builder, args[rows_at])
+        shape = cgutils.unpack_tuple(builder, array.shape, rows_type.ndim)
+        count, length = shape if rows_type.ndim == 2 else (context.get_constant(types.intp, 1), shape[0])
+        row = context.cast(builder, args[2], arg_types[2], types.int64)
+        arguments = [_data_pointer(context, builder, rows_type, args[rows_at]), count, length, row,
+                     _data_pointer(context, builder, arg_types[data_at], args[data_at])]
+        _call_generated(context, builder, _rows.row_code(fft, method), arguments)
+
+    return lower
 
 
 # -- Matmul -------------------------------------------------------------------------------------
@@ -153,6 +188,10 @@ def _lower_gemm_execute(context, builder, gemm, arg_types, args):
     _call_generated(context, builder, gemm.code(), pointers)
 
 
-_register(FFTType, FFT._kernel_attributes, _fft_call_form, _lower_fft_execute)
-_register(MatmulType, Matmul._kernel_attributes, _check_gemm_arguments, _lower_gemm_execute)
+_register(FFTType, FFT._kernel_attributes, {
+    "execute": (_fft_call_form, _lower_fft_execute),
+    "load": (_check_fft_rows("load"), _lower_fft_rows("load")),
+    "store": (_check_fft_rows("store"), _lower_fft_rows("store")),
+})
+_register(MatmulType, Matmul._kernel_attributes, {"execute": (_check_gemm_arguments, _lower_gemm_execute)})
 _refresh_contexts()

@@ -33,7 +33,7 @@ from numba_cuda_mlir.numba_cuda.types.misc import CPointer, Omitted
 from numba_cuda_mlir.numba_cuda.typing.templates import AttributeTemplate
 
 from .._codegen.compilers import kernel_constant
-from . import _link_cache, _signatures
+from . import _link_cache, _rows, _signatures
 from ._fft import FFT
 from ._matmul import Matmul
 
@@ -89,13 +89,15 @@ _declarations: dict[tuple, object] = {}
 _link_cache.install_numba_cuda_mlir()  # kernels that link this code keep their linked image on disk
 
 
-def _declared(entry, argument_dtypes: tuple) -> object:
+def _declared(entry, argument_types: tuple) -> object:
     """The generated function ``entry.symbol`` as a callable device function, its LTO-IR attached
-    (one declaration per symbol and argument types, so a kernel links each code object once)."""
-    key = (entry.symbol, argument_dtypes)
+    (one declaration per symbol and argument types, so a kernel links each code object once).
+    ``argument_types``: a number type for each pointer argument (a pointer to it), or ``types.int64``
+    for an integer passed by value."""
+    key = (entry.symbol, argument_types)
     function = _declarations.get(key)
     if function is None:
-        signature = types.void(*(CPointer(dtype) for dtype in argument_dtypes))
+        signature = types.void(*(t if t == types.int64 else CPointer(t) for t in argument_types))
         linkable = LTOIR(entry.code, name=f"{entry.symbol}.ltoir")
         _link_cache.mark_nvmathx_bytes(entry.code)
         function = _declarations[key] = declare_device(entry.symbol, signature, link=linkable, abi="c")
@@ -128,6 +130,52 @@ def _fft_execute(descriptor, first, second=None):
         function(_ffi.from_buffer(first), _ffi.from_buffer(second))
 
     return two_arrays
+
+
+def _fft_rows(method):
+    """``fft.load(source, thread_data, row)`` / ``fft.store(thread_data, destination, row)``: the
+    generated copy with the array's data pointer, its row count and length, and the row."""
+
+    def typer(descriptor, first, second, row):
+        fft = descriptor.host
+        value_type = _value_type(fft.value_dtype)
+        _signatures.check_row_arguments(fft, method, (first, second, row), value_type=value_type, types=types,
+                                        error=TypingError)
+        function = _declared(_rows.row_code(fft, method), (value_type, types.int64, types.int64, types.int64,
+                                                           value_type))
+        rows_type = first if method == "load" else second
+        if method == "load" and rows_type.ndim == 2:
+
+            def load_row(descriptor, first, second, row):
+                function(_ffi.from_buffer(first), first.shape[0], first.shape[1], np.int64(row),
+                         _ffi.from_buffer(second))
+
+            return load_row
+        if method == "load":
+
+            def load_vector(descriptor, first, second, row):
+                function(_ffi.from_buffer(first), 1, first.shape[0], np.int64(row), _ffi.from_buffer(second))
+
+            return load_vector
+        if rows_type.ndim == 2:
+
+            def store_row(descriptor, first, second, row):
+                function(_ffi.from_buffer(second), second.shape[0], second.shape[1], np.int64(row),
+                         _ffi.from_buffer(first))
+
+            return store_row
+
+        def store_vector(descriptor, first, second, row):
+            function(_ffi.from_buffer(second), 1, second.shape[0], np.int64(row), _ffi.from_buffer(first))
+
+        return store_vector
+
+    return typer
+
+
+for _method in ("load", "store"):
+    overload_method(FFTType, _method, strict=False, inline="always", typing_registry=typing_registry)(
+        _fft_rows(_method))
 
 
 # -- Matmul -------------------------------------------------------------------------------------

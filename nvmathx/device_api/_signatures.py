@@ -93,6 +93,26 @@ def fft_call_form(fft, args, *, value_type, types, error: type[Exception]) -> st
     raise error(f"{fft!r}: expected {usage} with arrays of {value_type} (got {got})")
 
 
+def check_row_arguments(fft, method: str, args, *, value_type, types, error: type[Exception]) -> None:
+    """Accept ``fft.load(source, thread_data, row)`` / ``fft.store(thread_data, destination, row)``:
+    a Block c2c descriptor, a C-contiguous 1-D or 2-D array of the value type, a local array of it
+    and an integer row."""
+    usage = ("load(source, thread_data, row)" if method == "load" else "store(thread_data, destination, row)")
+    if fft.execution != "Block" or fft.fft_type != "c2c":
+        raise error(f"{fft!r}: {method} supports Block c2c transforms only")
+    if len(args) == 3:
+        rows, thread_data = (args[0], args[1]) if method == "load" else (args[1], args[0])
+        rows_ok = _is_array_of(rows, value_type, types) and rows.ndim in (1, 2) and rows.layout == "C"
+        data_ok = _is_array_of(thread_data, value_type, types) and thread_data.ndim == 1
+        if rows_ok and data_ok and isinstance(args[2], types.Integer):
+            return
+    got = ", ".join(str(a) for a in args)
+    raise error(
+        f"{fft!r}: expected {usage} with a C-contiguous 1-D or 2-D array of {value_type} (rows of the "
+        f"transform's input or output), thread_data a 1-D array of {value_type} and an integer row (got {got})"
+    )
+
+
 def check_gemm_arguments(gemm, args, *, value_type, types, error: type[Exception]) -> None:
     """Accept execute(alpha, a, b, beta, c): numbers, then arrays of the value type."""
     if len(args) == 5:

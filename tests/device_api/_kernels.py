@@ -33,6 +33,35 @@ def block_c2c(fft, scale=1):
     return kernel
 
 
+def block_c2c_rows(fft):
+    """Rows of ``x`` transformed into rows of ``y`` through ``fft.load`` / ``fft.store``."""
+
+    def kernel(x, y):
+        regs = cuda.local.array(fft.storage_size, dtype=fft.value_type, alignment=fft.alignment)
+        shared = cuda.shared.array(0, dtype=fft.value_type, alignment=16)
+        row = cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y
+        fft.load(x, regs, row)
+        fft.execute(regs, shared)
+        fft.store(regs, y, row)
+
+    return kernel
+
+
+def block_c2c_vector_rows(fft):
+    """``x`` (1-D: one row) transformed into ``y`` (1-D) through load/store of row 0; the block's
+    other transforms ask for row 1, which a 1-D array does not have (nothing read or written)."""
+
+    def kernel(x, y):
+        regs = cuda.local.array(fft.storage_size, dtype=fft.value_type, alignment=fft.alignment)
+        shared = cuda.shared.array(0, dtype=fft.value_type, alignment=16)
+        row = cuda.threadIdx.y
+        fft.load(x, regs, row)
+        fft.execute(regs, shared)
+        fft.store(regs, y, row)
+
+    return kernel
+
+
 def block_c2c_shared(fft):
     def kernel(x, y):
         shared = cuda.shared.array(0, dtype=fft.value_type, alignment=16)

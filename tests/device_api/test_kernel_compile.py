@@ -175,3 +175,63 @@ def test_numba_cuda_mlir_kernel_links_against_generated_code(block_fft):
     result = _compile_and_optimize(mlir.bind(_kernels.block_c2c(block_fft)), (_c64(mlir), _c64(mlir)),
                                    {"chip": "sm_90"})
     assert len(result.metadata["cubin"]) > 10000
+
+
+def test_row_load_and_store_call_their_generated_copies(compiler, block_fft):
+    from nvmathx.device_api import _rows
+
+    calls = _calls(compiler, _kernels.block_c2c_rows(block_fft), (_c64(compiler), _c64(compiler)))
+    expected = [_rows.row_code(block_fft, "load").symbol, block_fft.code("registers").symbol,
+                _rows.row_code(block_fft, "store").symbol]
+    assert sorted(calls) == sorted(expected)
+    vector = compiler.types.complex64[::1]
+    assert len(_calls(compiler, _kernels.block_c2c_vector_rows(block_fft), (vector, vector))) == 3
+
+
+@pytest.mark.parametrize(
+    "case, match",
+    [
+        ("wrong dtype", "C-contiguous 1-D or 2-D array of complex64"),
+        ("3-D array", "C-contiguous 1-D or 2-D array of complex64"),
+        ("strided rows", "C-contiguous 1-D or 2-D array of complex64"),
+        ("float row", "an integer row"),
+        ("arguments swapped", "load\\(source, thread_data, row\\)"),
+    ],
+)
+def test_row_copies_refuse_bad_arguments(compiler, block_fft, case, match):
+    types = compiler.types
+    signature = {
+        "wrong dtype": (types.complex128[:, ::1],),
+        "3-D array": (types.complex64[:, :, ::1],),
+        "strided rows": (types.complex64[:, :],),
+    }.get(case, (_c64(compiler),))
+
+    def kernel(x):
+        regs = cuda.local.array(block_fft.storage_size, dtype=block_fft.value_type)  # noqa: F821
+        if case == "float row":
+            block_fft.load(x, regs, 1.5)
+        elif case == "arguments swapped":
+            block_fft.load(regs, x, 0)
+        else:
+            block_fft.load(x, regs, 0)
+
+    with pytest.raises(Exception, match=match):
+        _calls(compiler, kernel, signature)
+
+
+def test_row_copies_are_block_c2c_only(compiler):
+    r2c = FFT(16, np.float32, fft_type="r2c", sm=H100)
+
+    def kernel(x):
+        regs = cuda.local.array(r2c.storage_size, dtype=r2c.value_type)  # noqa: F821
+        r2c.load(x, regs, 0)
+
+    with pytest.raises(Exception, match="load supports Block c2c transforms only"):
+        _calls(compiler, kernel, (_c64(compiler),))
+
+
+def test_row_copies_raise_on_the_host(block_fft):
+    with pytest.raises(RuntimeError, match="can only be called inside a numba.cuda.jit kernel"):
+        block_fft.load(np.zeros(16, np.complex64), np.zeros(4, np.complex64), 0)
+    with pytest.raises(RuntimeError, match="can only be called inside a numba.cuda.jit kernel"):
+        block_fft.store(np.zeros(4, np.complex64), np.zeros(16, np.complex64), 0)
