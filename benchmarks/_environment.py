@@ -19,6 +19,8 @@ _DISTRIBUTIONS = {
     "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy"),
     "nvmath-python": ("nvmath-python",),
     "libmathdx": ("nvidia-libmathdx-cu13", "nvidia-libmathdx-cu12"),
+    "numba-cuda": ("numba-cuda",),
+    "numba-cuda-mlir": ("numba-cuda-mlir", "numba_cuda_mlir"),
     "matplotlib": ("matplotlib",),
 }
 

@@ -141,10 +141,10 @@ def _first_launch(column, cache_root_for_call, **variables):
 
 
 def _measure_compiler_alone(column, params):
-    """The compiler's own first launch (median of 3 fresh interpreters), into ``params``."""
+    """The compiler's own first launch (median of 5 fresh interpreters), into ``params``."""
     _compiler(column)
     times = []
-    for _ in range(3):
+    for _ in range(5):
         start = time.perf_counter()
         _run_script(column, _PLAIN_FIRST_LAUNCH, dict(os.environ))
         times.append(time.perf_counter() - start)
@@ -180,7 +180,7 @@ def cases(ctx):
             derive=bandwidth(2 * batch * _SIZE * 8),
             note="nvmathx: one Numba kernel (fft, multiply, ifft, scale); torch: fft -> multiply -> ifft",
         ),
-        _first_launch_case("first_launch_warm_cache", _warm_setup, 3,
+        _first_launch_case("first_launch_warm_cache", _warm_setup, 5,
                            "fresh interpreter to the first finished launch; code and linked image cached earlier"),
         _first_launch_case("first_launch_warm_cache_relink", _warm_setup, 2,
                            "as first_launch_warm_cache, with NVMATHX_LINK_CACHE=0: the kernel is linked again",
