@@ -5,7 +5,7 @@ and linked into kernels beside it. It indexes through a raw row pointer with uns
 the descriptor's size, stride and elements per thread as constants, so whichever compiler builds
 the kernel, the loads and stores are the same vector instructions: numba-cuda-mlir indexes arrays
 through run-time strides (its memrefs have dynamic strides even for C-contiguous arrays) and wraps
-signed indices, which costs a block FFT kernel ~10% of its time when the kernel indexes rows itself.
+signed indices, which cost the convolution example 12% of its time on the H200 when the kernel indexed rows itself.
 
 One function per descriptor and direction, with the C signature
 ``void f(T* array, long long rows, long long length, long long row, T* thread_data)``: ``array``
