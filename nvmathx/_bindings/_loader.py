@@ -47,7 +47,7 @@ LIBRARIES = {
         _LibrarySpec("cufft", "cufft", "nvidia-cufft (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("nvrtc", "nvrtc", "nvidia-cuda-nvrtc"),
         _LibrarySpec("nvJitLink", "nvJitLink", "nvidia-nvjitlink"),
-        _LibrarySpec("mathdx", "mathdx", "nvidia-libmathdx-cu13 (or nvidia-libmathdx-cu12)"),
+        _LibrarySpec("mathdx", "mathdx", "nvidia-libmathdx-cu13==0.3.1.9 (or nvidia-libmathdx-cu12==0.3.1.9)"),
         _LibrarySpec("cudart", "cudart", "nvidia-cuda-runtime"),
         _LibrarySpec("nccl", "nccl", "nvidia-nccl-cu13 (or nvmathx[distributed])"),
         _LibrarySpec("nvshmem_host", "nvshmem_host", "nvidia-nvshmem-cu13 (or nvmathx[distributed])"),
@@ -156,12 +156,16 @@ class FunctionTable:
     required)`` where ``required=False`` marks a symbol only some releases export (it is left out
     of the table where missing). Calling the table runs ``before_load`` (if given), loads the library
     once (thread-safe) and returns ``{symbol: ctypes function}`` with those types set.
+    ``after_load(functions)`` (if given) sees that table first and may refuse the library by
+    raising; the table then stays unbound and every later call raises again.
     """
 
-    def __init__(self, library: str, signatures: dict, before_load: Callable[[], object] | None = None) -> None:
+    def __init__(self, library: str, signatures: dict, before_load: Callable[[], object] | None = None,
+                 after_load: Callable[[dict], object] | None = None) -> None:
         self.library = library
         self.signatures = signatures
         self.before_load = before_load
+        self.after_load = after_load
         self._functions: dict | None = None
         self._lock = threading.Lock()
 
@@ -181,6 +185,8 @@ class FunctionTable:
                         function.restype = restype
                         function.argtypes = argtypes
                         bound[name] = function
+                    if self.after_load is not None:
+                        self.after_load(bound)
                     self._functions = bound
                 functions = bound
         return functions

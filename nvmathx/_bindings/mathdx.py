@@ -1,10 +1,10 @@
-"""ctypes bindings to libmathdx (cuFFTDx and cuBLASDx code generation), releases 0.3.x and 0.4.x.
+"""ctypes bindings to libmathdx (cuFFTDx and cuBLASDx code generation), release 0.3.1 (``BOUND_VERSION``).
 
-libmathdx turns a cuFFTDx or cuBLASDx descriptor into LTO-IR at run time; it needs no GPU. Only
-functions present in both 0.3.1 and 0.4.x are required; the few that a release may lack
-(``commondxGetLastErrorStr``, ``mathdxGetCommit``, ``nvrtcVersion``) are looked up at run time
-and their absence is handled by the callers. Both releases use the same enum values; 0.3.1 also
-needs ``CUFFTDX_OPERATOR_API`` set before any cuFFTDx trait query.
+libmathdx turns a cuFFTDx or cuBLASDx descriptor into LTO-IR at run time; it needs no GPU. Any other
+release is refused when the library loads (:class:`LibraryNotFoundError` naming both versions): its
+C entry points keep their names when their signatures change. The few functions looked up at run
+time (``commondxGetLastErrorStr``, ``mathdxGetCommit``, ``nvrtcVersion``) may be absent from a build;
+callers handle that. 0.3.1 needs ``CUFFTDX_OPERATOR_API`` set before any cuFFTDx trait query.
 
 Handles are ``long long`` integers. Every wrapper returns Python values and raises
 :class:`MathdxError` (carrying the C status name) on a nonzero status.
@@ -16,7 +16,7 @@ import ctypes
 import enum
 
 from .._core.errors import CudaLibraryError, LibraryNotFoundError
-from ._loader import FunctionTable, load_library
+from ._loader import LIBRARIES, FunctionTable, load_library
 
 __all__ = [
     "MathdxError",
@@ -37,6 +37,7 @@ __all__ = [
     "BlasType",
     "BlasArrangement",
     "BlasFunction",
+    "BOUND_VERSION",
     "version",
     "commit",
     "nvrtc_version",
@@ -265,7 +266,28 @@ def _preload_nvrtc() -> None:
         pass
 
 
-_functions = FunctionTable("mathdx", _SIGNATURES, before_load=_preload_nvrtc)
+# The release whose C API this module binds. The entry points are extern "C", so another release
+# links silently and can read garbage (0.4 changed cuRANDDx's generate signature and dropped
+# cuSOLVERDx traits): a different release is refused when the library loads. Keep it equal to the
+# pin of the `device` extras (pyproject.toml) and to the GPU machine's (LIBMATHDX= of the wheel fetch).
+BOUND_VERSION = (0, 3, 1)
+
+
+def _require_bound_release(functions: dict) -> None:
+    major, minor, patch = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    _check(functions["mathdxGetVersionEx"](ctypes.byref(major), ctypes.byref(minor), ctypes.byref(patch)),
+           "mathdxGetVersionEx")
+    loaded = (major.value, minor.value, patch.value)
+    if loaded != BOUND_VERSION:
+        spec = LIBRARIES["mathdx"]
+        raise LibraryNotFoundError(
+            "mathdx", spec.pip_package, spec.env_var,
+            f"{load_library('mathdx').path} is libmathdx {'.'.join(map(str, loaded))}; nvmathx binds the C API "
+            f"of {'.'.join(map(str, BOUND_VERSION))}",
+        )
+
+
+_functions = FunctionTable("mathdx", _SIGNATURES, before_load=_preload_nvrtc, after_load=_require_bound_release)
 
 
 def has_function(name: str) -> bool:

@@ -33,10 +33,19 @@ def _fft(size, ept=None, fpb=None, precision=mathdx.Precision.F32, execution=mat
     return handle
 
 
-def test_version_is_a_supported_release():
-    major, minor, patch = mathdx.version()
-    assert (major, minor) >= (0, 3)
-    assert all(isinstance(v, int) and v >= 0 for v in (major, minor, patch))
+def test_the_loaded_release_is_the_bound_one():
+    assert mathdx.version() == mathdx.BOUND_VERSION
+
+
+def test_another_release_is_refused_when_the_library_loads():
+    def reports_0_4_2(major, minor, patch):
+        major._obj.value, minor._obj.value, patch._obj.value = 0, 4, 2
+        return 0
+
+    refusal = r"is libmathdx 0\.4\.2; nvmathx binds the C API of 0\.3\.1"
+    with pytest.raises(LibraryNotFoundError, match=refusal) as caught:
+        mathdx._require_bound_release({"mathdxGetVersionEx": reports_0_4_2})
+    assert caught.value.library == "mathdx" and "==0.3.1.9" in caught.value.pip_package
 
 
 def test_nvrtc_version_is_reported():

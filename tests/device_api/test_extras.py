@@ -40,3 +40,13 @@ def test_device_extras(extra, python_version, expected, absent):
 def test_the_mlir_compiler_is_at_least_the_release_tested():
     (mlir,) = [r for r in _extra("device") if r.name == "numba-cuda-mlir"]
     assert mlir.specifier.contains("0.6.0") and not mlir.specifier.contains("0.5.4")
+
+
+@pytest.mark.parametrize("extra", ["device", "device-numba-cuda", "device-cu12"])
+def test_every_device_extra_pins_the_libmathdx_release_the_binding_binds(extra):
+    from nvmathx._bindings.mathdx import BOUND_VERSION
+
+    (mathdx,) = [r for r in _extra(extra) if r.name.startswith("nvidia-libmathdx")]
+    # one release only: the binding refuses any other when the library loads
+    assert str(mathdx.specifier).startswith("==")
+    assert tuple(int(part) for part in str(mathdx.specifier)[2:].split(".")[:3]) == BOUND_VERSION
