@@ -1,8 +1,9 @@
-"""ctypes bindings to libmathdx (cuFFTDx and cuBLASDx code generation), release 0.3.1 (``BOUND_VERSION``).
+"""ctypes bindings to libmathdx (cuFFTDx, cuBLASDx, cuRANDDx and cuSOLVERDx code generation), release 0.3.1
+(``BOUND_VERSION``).
 
-libmathdx turns a cuFFTDx or cuBLASDx descriptor into LTO-IR at run time; it needs no GPU. Any other
-release is refused when the library loads (:class:`LibraryNotFoundError` naming both versions): its
-C entry points keep their names when their signatures change. The few functions looked up at run
+libmathdx turns a cuFFTDx, cuBLASDx, cuRANDDx or cuSOLVERDx descriptor into LTO-IR at run time; it needs
+no GPU. Any other release is refused when the library loads (:class:`LibraryNotFoundError` naming both
+versions): its C entry points keep their names when their signatures change. The few functions looked up at run
 time (``commondxGetLastErrorStr``, ``mathdxGetCommit``, ``nvrtcVersion``) may be absent from a build;
 callers handle that. 0.3.1 needs ``CUFFTDX_OPERATOR_API`` set before any cuFFTDx trait query.
 
@@ -12,6 +13,7 @@ Handles are ``long long`` integers. Every wrapper returns Python values and rais
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import enum
 
@@ -37,14 +39,36 @@ __all__ = [
     "BlasType",
     "BlasArrangement",
     "BlasFunction",
+    "RandOperator",
+    "RandTrait",
+    "RandDistribution",
+    "RandNormalMethod",
+    "RandGenerateMethod",
+    "RandGenerator",
+    "RandDeviceFunction",
+    "SolverOperator",
+    "SolverTrait",
+    "SolverApi",
+    "SolverType",
+    "SolverFunction",
+    "SolverArrangement",
+    "SolverTransposeMode",
+    "SolverFillMode",
+    "SolverSide",
+    "SolverDiag",
     "BOUND_VERSION",
     "version",
     "commit",
     "nvrtc_version",
+    "rand_version",
+    "solver_version",
     "has_function",
     "fft_descriptor",
     "blas_descriptor",
+    "rand_descriptor",
+    "solver_descriptor",
     "generate_ltoir",
+    "generate_ltoirs",
 ]
 
 
@@ -200,6 +224,160 @@ class BlasFunction(enum.IntEnum):
     MM = 0
 
 
+class RandOperator(enum.IntEnum):
+    """curanddxOperatorType."""
+
+    GENERATOR = 0
+    PHILOX_ROUNDS = 1
+    SM = 2
+    EXECUTION = 3  # THREAD only
+    DISTRIBUTION = 4
+    OUTPUT_TYPE = 5  # a ValueType
+    GENERATE_METHOD = 6
+    NORMAL_METHOD = 7
+    DEVICE_FUNCTIONS = 8  # RandDeviceFunction flags
+    DISTRIBUTION_PARAMETERS = 9  # one or two doubles: set_doubles()
+
+
+class RandTrait(enum.IntEnum):
+    """curanddxTraitType."""
+
+    SYMBOL_GENERATE_NAME = 0
+    SYMBOL_INIT_STATE_NAME = 1
+    SYMBOL_DESTROY_STATE_NAME = 2
+    SYMBOL_SKIP_OFFSET_NAME = 3
+    SYMBOL_SKIP_SUBSEQUENCE_NAME = 4
+    SYMBOL_SKIP_SEQUENCE_NAME = 5
+    STATE_SIZE = 6
+    STATE_ALIGNMENT = 7
+
+
+class RandDistribution(enum.IntEnum):
+    UNIFORM_BITS = 0
+    UNIFORM = 1
+    NORMAL = 2
+    LOG_NORMAL = 3
+    POISSON = 4
+
+
+class RandNormalMethod(enum.IntEnum):
+    ICDF = 0
+    BOX_MULLER = 1
+
+
+class RandGenerateMethod(enum.IntEnum):
+    SINGLE = 0  # generate
+    PAIR = 1  # generate2
+    QUAD = 2  # generate4
+
+
+class RandGenerator(enum.IntEnum):
+    XORWOW = 0
+    MRG32K3A = 1
+    PHILOX4_32 = 2
+    PCG = 3
+    SOBOL32 = 4
+    SCRAMBLED_SOBOL32 = 5
+    SOBOL64 = 6
+    SCRAMBLED_SOBOL64 = 7
+
+
+class RandDeviceFunction(enum.IntFlag):
+    """curanddxDeviceFunctionType: bit flags, or-ed into ``RandOperator.DEVICE_FUNCTIONS``."""
+
+    GENERATE = 1 << 1
+    INIT_STATE = 1 << 2
+    DESTROY_STATE = 1 << 3
+    SKIP_OFFSET = 1 << 4
+    SKIP_SUBSEQUENCE = 1 << 5
+    SKIP_SEQUENCE = 1 << 6
+
+
+class SolverOperator(enum.IntEnum):
+    """cusolverdxOperatorType."""
+
+    SIZE = 0  # M, (M, N) or (M, N, K)
+    TYPE = 1
+    PRECISION = 2
+    SM = 3
+    EXECUTION = 4
+    BLOCK_DIM = 5
+    API = 6
+    FUNCTION = 7
+    ARRANGEMENT = 8
+    FILL_MODE = 9
+    SIDE = 10
+    DIAG = 11
+    TRANSPOSE_MODE = 12
+    LEADING_DIMENSION = 13
+    BATCHES_PER_BLOCK = 14
+
+
+class SolverTrait(enum.IntEnum):
+    """cusolverdxTraitType (it starts at 1)."""
+
+    SHARED_MEMORY_SIZE = 1
+    SYMBOL_NAME = 2
+    BLOCK_DIM = 3
+    SUGGESTED_LEADING_DIMENSION = 4
+    SUGGESTED_BLOCK_DIM = 5
+    SUGGESTED_BATCHES_PER_BLOCK = 6
+
+
+class SolverApi(enum.IntEnum):
+    SMEM = 0
+    SMEM_DYNAMIC_LD = 1
+
+
+class SolverType(enum.IntEnum):
+    REAL = 0
+    COMPLEX = 1
+
+
+class SolverFunction(enum.IntEnum):
+    GETRF_NO_PIVOT = 0
+    GETRS_NO_PIVOT = 1
+    POTRF = 2
+    POTRS = 3
+    TRSM = 4
+    GETRF_PARTIAL_PIVOT = 5
+    GETRS_PARTIAL_PIVOT = 6
+    GEQRF = 7
+    UNMQR = 8
+    GELQF = 9
+    UNMLQ = 10
+    POSV = 11
+    GESV_NO_PIVOT = 12
+    GESV_PARTIAL_PIVOT = 13
+    GELS = 14
+
+
+class SolverArrangement(enum.IntEnum):
+    COL_MAJOR = 0
+    ROW_MAJOR = 1
+
+
+class SolverTransposeMode(enum.IntEnum):
+    NON_TRANSPOSED = 0
+    TRANSPOSED = 1
+    CONJ_TRANSPOSED = 2
+
+
+class SolverFillMode(enum.IntEnum):
+    UPPER = 0
+    LOWER = 1
+
+
+class SolverSide(enum.IntEnum):
+    LEFT = 0
+    RIGHT = 1
+
+
+class SolverDiag(enum.IntEnum):
+    UNIT = 0
+    NON_UNIT = 1
+
+
 class MathdxError(CudaLibraryError):
     """A libmathdx call returned a nonzero ``commondxStatusType``."""
 
@@ -216,6 +394,8 @@ _intp = ctypes.POINTER(ctypes.c_int)
 _size = ctypes.c_size_t
 _sizep = ctypes.POINTER(ctypes.c_size_t)
 _str = ctypes.c_char_p
+_strp = ctypes.POINTER(ctypes.c_char_p)
+_doublep = ctypes.POINTER(ctypes.c_double)
 _SIGNATURES = {
     "mathdxGetVersionEx": (_int, [_intp, _intp, _intp], True),
     "mathdxGetCommit": (_int, [ctypes.POINTER(_str)], False),
@@ -229,6 +409,9 @@ _SIGNATURES = {
     "commondxSetCodeOptionStr": (_int, [_ll, _int, _str], True),
     "commondxGetCodeLTOIRSize": (_int, [_ll, _sizep], True),
     "commondxGetCodeLTOIR": (_int, [_ll, _size, ctypes.c_void_p], True),
+    "commondxGetCodeNumLTOIRs": (_int, [_ll, _sizep], True),
+    "commondxGetCodeLTOIRSizes": (_int, [_ll, _size, _sizep], True),
+    "commondxGetCodeLTOIRs": (_int, [_ll, _size, ctypes.POINTER(ctypes.c_void_p)], True),
     "cufftdxCreateDescriptor": (_int, [_llp], True),
     "cufftdxDestroyDescriptor": (_int, [_ll], True),
     "cufftdxSetOptionStr": (_int, [_ll, _int, _str], True),
@@ -253,6 +436,34 @@ _SIGNATURES = {
     "cublasdxGetTraitStrSize": (_int, [_ll, _int, _sizep], True),
     "cublasdxGetTraitStr": (_int, [_ll, _int, _size, ctypes.c_char_p], True),
     "cublasdxFinalizeCode": (_int, [_ll, _ll], True),
+    # cuRANDDx has no SetOperatorInt64s and no GetTraitInt64s.
+    "curanddxGetVersion": (_int, [_intp, _intp, _intp], True),
+    "curanddxCreateDescriptor": (_int, [_llp], True),
+    "curanddxDestroyDescriptor": (_int, [_ll], True),
+    "curanddxSetOptionStr": (_int, [_ll, _int, _str], True),
+    "curanddxSetOptionStrs": (_int, [_ll, _int, _size, _strp], True),
+    "curanddxSetOperatorInt64": (_int, [_ll, _int, _ll], True),
+    "curanddxSetOperatorDoubles": (_int, [_ll, _int, _size, _doublep], True),
+    "curanddxGetTraitStrSize": (_int, [_ll, _int, _sizep], True),
+    "curanddxGetTraitStr": (_int, [_ll, _int, _size, ctypes.c_char_p], True),
+    "curanddxGetTraitInt64": (_int, [_ll, _int, _llp], True),
+    "curanddxFinalizeCode": (_int, [_ll, _ll], True),
+    "cusolverdxGetVersion": (_int, [_intp, _intp, _intp], True),
+    "cusolverdxCreateDescriptor": (_int, [_llp], True),
+    "cusolverdxDestroyDescriptor": (_int, [_ll], True),
+    "cusolverdxSetOptionStr": (_int, [_ll, _int, _str], True),
+    "cusolverdxSetOptionStrs": (_int, [_ll, _int, _size, _strp], True),
+    "cusolverdxSetOperatorInt64": (_int, [_ll, _int, _ll], True),
+    "cusolverdxSetOperatorInt64s": (_int, [_ll, _int, _size, _llp], True),
+    "cusolverdxGetLTOIRSize": (_int, [_ll, _sizep], True),
+    "cusolverdxGetLTOIR": (_int, [_ll, _size, ctypes.c_void_p], True),
+    "cusolverdxGetUniversalFATBINSize": (_int, [_ll, _sizep], True),
+    "cusolverdxGetUniversalFATBIN": (_int, [_ll, _size, ctypes.c_void_p], True),
+    "cusolverdxGetTraitStrSize": (_int, [_ll, _int, _sizep], True),
+    "cusolverdxGetTraitStr": (_int, [_ll, _int, _size, ctypes.c_char_p], True),
+    "cusolverdxGetTraitInt64": (_int, [_ll, _int, _llp], True),
+    "cusolverdxGetTraitInt64s": (_int, [_ll, _int, _size, _llp], True),
+    "cusolverdxFinalizeCode": (_int, [_ll, _ll], True),
     # libmathdx links libnvrtc; dlsym through its handle finds the NVRTC it actually uses.
     "nvrtcVersion": (_int, [_intp, _intp], False),
 }
@@ -302,7 +513,7 @@ def _status_name(status: int) -> str:
         return f"COMMONDX_STATUS_{status}"
 
 
-def _last_error_detail() -> str:
+def _last_error_detail(status: int) -> str:
     lib = _functions()
     if "commondxGetLastErrorStr" not in lib or "commondxGetLastErrorStrSize" not in lib:
         return ""
@@ -311,14 +522,16 @@ def _last_error_detail() -> str:
         return ""
     buffer = ctypes.create_string_buffer(size.value)
     code = ctypes.c_int()
-    if lib["commondxGetLastErrorStr"](ctypes.byref(code), size, buffer) != 0:
+    # The last error outlives its call (a compilation log stays until the next one): attach it only
+    # to the status it records, not to a later INVALID_VALUE.
+    if lib["commondxGetLastErrorStr"](ctypes.byref(code), size, buffer) != 0 or code.value != status:
         return ""
     return buffer.value.decode(errors="replace").strip()
 
 
 def _check(status: int, function: str) -> None:
     if status != 0:
-        raise MathdxError(status, _status_name(status), function, _last_error_detail())
+        raise MathdxError(status, _status_name(status), function, _last_error_detail(status))
 
 
 def _call(name: str, *args) -> None:
@@ -351,14 +564,31 @@ def nvrtc_version() -> tuple[int, int]:
     return major.value, minor.value
 
 
+def _component_version(prefix: str) -> tuple[int, int, int]:
+    major, minor, patch = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    _call(f"{prefix}GetVersion", ctypes.byref(major), ctypes.byref(minor), ctypes.byref(patch))
+    return major.value, minor.value, patch.value
+
+
+def rand_version() -> tuple[int, int, int]:
+    """The (major, minor, patch) of the cuRANDDx inside the loaded libmathdx."""
+    return _component_version("curanddx")
+
+
+def solver_version() -> tuple[int, int, int]:
+    """The (major, minor, patch) of the cuSOLVERDx inside the loaded libmathdx."""
+    return _component_version("cusolverdx")
+
+
 def _int64_array(values) -> ctypes.Array:
     return (_ll * len(values))(*values)
 
 
 class _Descriptor:
-    """A cuFFTDx or cuBLASDx descriptor handle: set operators, read traits, generate code.
+    """A cuFFTDx, cuBLASDx, cuRANDDx or cuSOLVERDx descriptor handle: set operators, read traits, generate code.
 
-    ``prefix`` is "cufftdx" or "cublasdx"; the C function names differ only by it.
+    ``prefix`` is "cufftdx", "cublasdx", "curanddx" or "cusolverdx"; the C function names differ only by
+    it. A method whose C function the library lacks (e.g. ``traits`` of cuRANDDx) raises TypeError.
     """
 
     def __init__(self, prefix: str):
@@ -378,13 +608,24 @@ class _Descriptor:
     def __exit__(self, *exc_info):
         self.close()
 
+    def _function(self, suffix: str) -> str:
+        name = self._prefix + suffix
+        if name not in _SIGNATURES:
+            raise TypeError(f"libmathdx {'.'.join(map(str, BOUND_VERSION))} has no {name}")
+        return name
+
     def set(self, operator: int, value) -> None:
         """Set an operator to an int or to a sequence of ints."""
         if isinstance(value, (tuple, list)):
             array = _int64_array(value)
-            _call(f"{self._prefix}SetOperatorInt64s", self.handle, int(operator), len(value), array)
+            _call(self._function("SetOperatorInt64s"), self.handle, int(operator), len(value), array)
         else:
             _call(f"{self._prefix}SetOperatorInt64", self.handle, int(operator), int(value))
+
+    def set_doubles(self, operator: int, values) -> None:
+        """Set an operator to a sequence of floats (cuRANDDx's ``DISTRIBUTION_PARAMETERS``)."""
+        array = (ctypes.c_double * len(values))(*values)
+        _call(self._function("SetOperatorDoubles"), self.handle, int(operator), len(values), array)
 
     def set_symbol_name(self, name: str) -> None:
         _call(f"{self._prefix}SetOptionStr", self.handle, int(CodeOption.SYMBOL_NAME), name.encode())
@@ -396,7 +637,7 @@ class _Descriptor:
 
     def traits(self, trait: int, count: int) -> tuple[int, ...]:
         array = (_ll * count)()
-        _call(f"{self._prefix}GetTraitInt64s", self.handle, int(trait), count, array)
+        _call(self._function("GetTraitInt64s"), self.handle, int(trait), count, array)
         return tuple(array)
 
     def trait_str(self, trait: int) -> str:
@@ -405,6 +646,25 @@ class _Descriptor:
         buffer = ctypes.create_string_buffer(size.value)
         _call(f"{self._prefix}GetTraitStr", self.handle, int(trait), size, buffer)
         return buffer.value.decode()
+
+    def _bytes(self, what: str) -> bytes:
+        size = ctypes.c_size_t()
+        _call(self._function(f"Get{what}Size"), self.handle, ctypes.byref(size))
+        buffer = ctypes.create_string_buffer(size.value)
+        _call(self._function(f"Get{what}"), self.handle, size, buffer)
+        return buffer.raw[: size.value]
+
+    def ltoir(self) -> bytes:
+        """cuSOLVERDx's LTO-IR of the descriptor, for its ``SM`` operator; costs seconds of CPU.
+
+        The bytes :func:`generate_ltoir` gives for that SM without NVRTC arguments. Calls into the
+        library's own code remain unresolved: link :meth:`universal_fatbin` with it.
+        """
+        return self._bytes("LTOIR")
+
+    def universal_fatbin(self) -> bytes:
+        """cuSOLVERDx's library code that its LTO-IR calls, as a fatbin (the same for every descriptor)."""
+        return self._bytes("UniversalFATBIN")
 
     def value_type(self, trait: int) -> int:
         """A commondxValueType trait (cuFFTDx only)."""
@@ -443,12 +703,27 @@ def blas_descriptor() -> _Descriptor:
     return _Descriptor("cublasdx")
 
 
-def generate_ltoir(descriptor: _Descriptor, sm: int, arch_specific: bool, nvrtc_args=("-gen-opt-lto",)) -> bytes:
-    """Compile ``descriptor`` to LTO-IR for ``sm`` (e.g. 900); costs seconds of CPU.
+def rand_descriptor() -> _Descriptor:
+    """A new cuRANDDx descriptor (use as a context manager).
 
-    ``arch_specific`` asks for the ``sm_XXa`` target (what numba-cuda compiles for on Hopper and
-    later): ``COMMONDX_OPTION_TARGET_SM`` given as the pair ``[sm, 1]``.
+    Set every operator first: the first trait query compiles (seconds) and freezes the descriptor,
+    later ``set`` calls fail with COMMONDX_INVALID_VALUE. 0.3.1 accepts ``set_symbol_name`` but keeps
+    its own symbol names: read them from the ``RandTrait.SYMBOL_*`` traits.
     """
+    return _Descriptor("curanddx")
+
+
+def solver_descriptor() -> _Descriptor:
+    """A new cuSOLVERDx descriptor (use as a context manager).
+
+    Set every operator first: the first trait query compiles (seconds) and freezes the descriptor,
+    later ``set`` calls fail with COMMONDX_INVALID_VALUE.
+    """
+    return _Descriptor("cusolverdx")
+
+
+@contextlib.contextmanager
+def _finalized_code(descriptor: _Descriptor, sm: int, arch_specific: bool, nvrtc_args):
     code = ctypes.c_longlong()
     _call("commondxCreateCode", ctypes.byref(code))
     try:
@@ -460,10 +735,33 @@ def generate_ltoir(descriptor: _Descriptor, sm: int, arch_specific: bool, nvrtc_
         for argument in nvrtc_args:
             _call("commondxSetCodeOptionStr", code.value, int(CodeOption.EXTRA_NVRTC_ARGS), argument.encode())
         _call(f"{descriptor._prefix}FinalizeCode", code.value, descriptor.handle)
-        size = ctypes.c_size_t()
-        _call("commondxGetCodeLTOIRSize", code.value, ctypes.byref(size))
-        buffer = ctypes.create_string_buffer(size.value)
-        _call("commondxGetCodeLTOIR", code.value, size, buffer)
-        return buffer.raw[: size.value]
+        yield code.value
     finally:
         _check(_functions()["commondxDestroyCode"](code.value), "commondxDestroyCode")
+
+
+def generate_ltoir(descriptor: _Descriptor, sm: int, arch_specific: bool, nvrtc_args=("-gen-opt-lto",)) -> bytes:
+    """Compile ``descriptor`` to LTO-IR for ``sm`` (e.g. 900); costs seconds of CPU.
+
+    ``arch_specific`` asks for the ``sm_XXa`` target (what numba-cuda compiles for on Hopper and
+    later): ``COMMONDX_OPTION_TARGET_SM`` given as the pair ``[sm, 1]``.
+    """
+    with _finalized_code(descriptor, sm, arch_specific, nvrtc_args) as code:
+        size = ctypes.c_size_t()
+        _call("commondxGetCodeLTOIRSize", code, ctypes.byref(size))
+        buffer = ctypes.create_string_buffer(size.value)
+        _call("commondxGetCodeLTOIR", code, size, buffer)
+        return buffer.raw[: size.value]
+
+
+def generate_ltoirs(descriptor: _Descriptor, sm: int, arch_specific: bool, nvrtc_args=("-gen-opt-lto",)) -> list[bytes]:
+    """:func:`generate_ltoir`, returning every LTO-IR object of the code (libmathdx may make more than one)."""
+    with _finalized_code(descriptor, sm, arch_specific, nvrtc_args) as code:
+        count = ctypes.c_size_t()
+        _call("commondxGetCodeNumLTOIRs", code, ctypes.byref(count))
+        sizes = (ctypes.c_size_t * count.value)()
+        _call("commondxGetCodeLTOIRSizes", code, count, sizes)
+        buffers = [ctypes.create_string_buffer(size) for size in sizes]
+        pointers = (ctypes.c_void_p * count.value)(*(ctypes.addressof(buffer) for buffer in buffers))
+        _call("commondxGetCodeLTOIRs", code, count, pointers)
+        return [buffer.raw[:size] for buffer, size in zip(buffers, sizes)]
