@@ -54,11 +54,12 @@ def _register(type_class, attributes: tuple[str, ...], methods: dict) -> None:
 
     attribute_template = _signatures.attribute_template(
         AttributeTemplate, type_class, attributes, types=types, value_type_of=_value_type, error=TypingError)
-    resolvers = {}
-    for name, (check, lower) in methods.items():
+    for name, (_, lower) in methods.items():
         key = f"{type_class.__name__}.{name}"
-        resolvers[f"resolve_{name}"] = bound_function(key)(_method_typer(name, check))
         lowering_registry.lower(key, type_class, types.VarArg(types.Any))(_method_lowering(lower))
+    resolvers = _signatures.method_resolvers({name: check for name, (check, _) in methods.items()}, type_class,
+                                             bound_function=bound_function, signature=signature, types=types,
+                                             error=TypingError)
     typing_registry.register_attr(type(f"{type_class.__name__}Methods", (attribute_template,), resolvers))
 
     @lowering_registry.lower_getattr_generic(type_class)
@@ -71,16 +72,6 @@ def _register(type_class, attributes: tuple[str, ...], methods: dict) -> None:
                 builder, types.UniTuple(types.intp, len(value)), [context.get_constant(types.intp, v) for v in value]
             )
         return context.get_constant(types.intp, value)
-
-
-def _method_typer(name, check):
-    def resolve(self, ty, args, kws):
-        if kws:
-            raise TypingError(f"{ty.host!r}: {name} takes positional arguments only")
-        check(ty.host, args)
-        return signature(types.void, *args)
-
-    return resolve
 
 
 def _method_lowering(lower):

@@ -2,12 +2,13 @@
 
 The descriptor object is a typing-time value (an ``i8`` placeholder once lowered); its traits are
 attributes typed as compile-time constants (an integer literal, a tuple of integers, a number
-class) and lowered to MLIR constants where they are read; ``execute`` is a method whose implementation
-calls the generated function, declared with ``declare_device`` and the C ABI, its LTO-IR attached
-to the declaration, so that the compiler links it (and turns on LTO) for every kernel that calls it.
-Array data reaches that function as ``ffi.from_buffer`` pointers; scalars (the GEMM's alpha and
-beta) through one-element local arrays. Imported only when numba-cuda-mlir types a kernel (see
-``_compilers``).
+class) and lowered to MLIR constants where they are read. The FFT's ``execute``, ``load`` and
+``store`` are typed by a ``bound_function`` template and lowered to a ``func.call`` of the generated
+C-ABI function, with each array's data pointer as ``ffi.from_buffer`` gives it and the LTO-IR
+registered with the kernel's link items (so the compiler links it, with LTO). The GEMM's
+``execute`` is an ``overload_method`` calling a ``declare_device`` declaration with
+``ffi.from_buffer`` pointers, alpha and beta through one-element local arrays. Imported only when
+numba-cuda-mlir types a kernel (see ``_compilers``).
 """
 
 from __future__ import annotations
@@ -17,11 +18,21 @@ import functools
 import cffi
 import numpy as np
 from numba_cuda_mlir import cuda
-from numba_cuda_mlir._mlir.dialects import llvm
+from numba_cuda_mlir._mlir import ir
+from numba_cuda_mlir._mlir.dialects import func, llvm
+from numba_cuda_mlir._mlir.dialects import memref as memref_dialect
 from numba_cuda_mlir._mlir.extras import types as mlir_types
 from numba_cuda_mlir.compiler import declare_device
 from numba_cuda_mlir.extending import lowering_registry, overload_method, refresh_registries, typing_registry
-from numba_cuda_mlir.lowering_utilities import constant, to_mlir_type, unverified_convert
+from numba_cuda_mlir.lowering_utilities import (
+    constant,
+    convert,
+    get_or_insert_function,
+    index_of,
+    memref_data_pointer,
+    to_mlir_type,
+    unverified_convert,
+)
 from numba_cuda_mlir.models import PrimitiveModel, register_model
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core.errors import TypingError
@@ -29,8 +40,8 @@ from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR
 from numba_cuda_mlir.numba_cuda.extending import typeof_impl
 from numba_cuda_mlir.numba_cuda.np.numpy_support import from_dtype
 from numba_cuda_mlir.numba_cuda.types.abstract import Type
-from numba_cuda_mlir.numba_cuda.types.misc import CPointer, Omitted
-from numba_cuda_mlir.numba_cuda.typing.templates import AttributeTemplate
+from numba_cuda_mlir.numba_cuda.types.misc import CPointer
+from numba_cuda_mlir.numba_cuda.typing.templates import AttributeTemplate, bound_function, signature
 
 from .._codegen.compilers import kernel_constant
 from . import _link_cache, _rows, _signatures
@@ -92,90 +103,102 @@ _link_cache.install_numba_cuda_mlir()  # kernels that link this code keep their 
 def _declared(entry, argument_types: tuple) -> object:
     """The generated function ``entry.symbol`` as a callable device function, its LTO-IR attached
     (one declaration per symbol and argument types, so a kernel links each code object once).
-    ``argument_types``: a number type for each pointer argument (a pointer to it), or ``types.int64``
-    for an integer passed by value."""
+    ``argument_types``: the number type each pointer argument points to."""
     key = (entry.symbol, argument_types)
     function = _declarations.get(key)
     if function is None:
-        signature = types.void(*(t if t == types.int64 else CPointer(t) for t in argument_types))
-        linkable = LTOIR(entry.code, name=f"{entry.symbol}.ltoir")
-        _link_cache.mark_nvmathx_bytes(entry.code)
-        function = _declarations[key] = declare_device(entry.symbol, signature, link=linkable, abi="c")
+        signature = types.void(*(CPointer(t) for t in argument_types))
+        function = _declarations[key] = declare_device(entry.symbol, signature, link=_linkable(entry), abi="c")
     return function
 
 
-def _is_given(argument) -> bool:
-    return argument is not None and not isinstance(argument, Omitted)
+_linkables: dict[str, LTOIR] = {}
+
+
+def _linkable(entry) -> LTOIR:
+    """One LTO-IR object per generated symbol (a kernel links each once), marked for the link cache."""
+    linkable = _linkables.get(entry.symbol)
+    if linkable is None:
+        linkable = _linkables[entry.symbol] = LTOIR(entry.code, name=f"{entry.symbol}.ltoir")
+        _link_cache.mark_nvmathx_bytes(entry.code)
+    return linkable
 
 
 # -- FFT ----------------------------------------------------------------------------------------
+# ``execute``, ``load`` and ``store`` are typed by the attribute template (``bound_function``) and
+# lowered straight to a call of the generated function: an ``overload_method`` would make
+# numba-cuda-mlir compile a callee per call site (~65 ms each on a 2-core CPU, most of nvmathx's
+# share of a kernel's first launch).
 
 
-@overload_method(FFTType, "execute", strict=False, inline="always", typing_registry=typing_registry)
-def _fft_execute(descriptor, first, second=None):
-    fft = descriptor.host
-    args = (first, second) if _is_given(second) else (first,)
+def _fft_call_form(fft, args) -> str:
     form = _signatures.fft_call_form(fft, args, value_type=_value_type(fft.value_dtype), types=types,
                                      error=TypingError)
     _signatures.require_contiguous(fft, args, types, TypingError)
-    function = _declared(fft.code(form), tuple(argument.dtype for argument in args))
-    if len(args) == 1:
-
-        def one_array(descriptor, first, second=None):
-            function(_ffi.from_buffer(first))
-
-        return one_array
-
-    def two_arrays(descriptor, first, second=None):
-        function(_ffi.from_buffer(first), _ffi.from_buffer(second))
-
-    return two_arrays
+    return form
 
 
-def _fft_rows(method):
-    """``fft.load(source, thread_data, row)`` / ``fft.store(thread_data, destination, row)``: the
-    generated copy with the array's data pointer, its row count and length, and the row."""
-
-    def typer(descriptor, first, second, row):
-        fft = descriptor.host
-        value_type = _value_type(fft.value_dtype)
-        _signatures.check_row_arguments(fft, method, (first, second, row), value_type=value_type, types=types,
+def _check_fft_rows(method):
+    def check(fft, args) -> None:
+        _signatures.check_row_arguments(fft, method, args, value_type=_value_type(fft.value_dtype), types=types,
                                         error=TypingError)
-        function = _declared(_rows.row_code(fft, method), (value_type, types.int64, types.int64, types.int64,
-                                                           value_type))
-        rows_type = first if method == "load" else second
-        if method == "load" and rows_type.ndim == 2:
 
-            def load_row(descriptor, first, second, row):
-                function(_ffi.from_buffer(first), first.shape[0], first.shape[1], np.int64(row),
-                         _ffi.from_buffer(second))
-
-            return load_row
-        if method == "load":
-
-            def load_vector(descriptor, first, second, row):
-                function(_ffi.from_buffer(first), 1, first.shape[0], np.int64(row), _ffi.from_buffer(second))
-
-            return load_vector
-        if rows_type.ndim == 2:
-
-            def store_row(descriptor, first, second, row):
-                function(_ffi.from_buffer(second), second.shape[0], second.shape[1], np.int64(row),
-                         _ffi.from_buffer(first))
-
-            return store_row
-
-        def store_vector(descriptor, first, second, row):
-            function(_ffi.from_buffer(second), 1, second.shape[0], np.int64(row), _ffi.from_buffer(first))
-
-        return store_vector
-
-    return typer
+    return check
 
 
-for _method in ("load", "store"):
-    overload_method(FFTType, _method, strict=False, inline="always", typing_registry=typing_registry)(
-        _fft_rows(_method))
+def _pointer(lower, var):
+    """The data pointer (generic address space) of the array in ``var``, as ``ffi.from_buffer`` gives it."""
+    return memref_data_pointer(lower.load_var(var))
+
+
+def _call_generated(lower, entry, operands) -> None:
+    """Call ``entry.symbol`` (C ABI, no result) with ``operands`` and link its LTO-IR into the kernel."""
+    lower.link_external_item(_linkable(entry))
+    function_type = ir.FunctionType.get(inputs=[operand.type for operand in operands], results=[])
+    callee = get_or_insert_function(entry.symbol, function_type, lower.mlir_gpu_module)
+    func.call(result=[], callee=callee.name.value, operands_=operands)
+
+
+def _lower_fft_execute(lower, fft, arg_types, args) -> None:
+    entry = fft.code(_fft_call_form(fft, arg_types))
+    _call_generated(lower, entry, [_pointer(lower, var) for var in args])
+
+
+def _lower_fft_rows(method):
+    """The generated copy with the array's data pointer, its row count and length, and the row."""
+
+    def lower_rows(lower, fft, arg_types, args) -> None:
+        rows_at, data_at = (0, 1) if method == "load" else (1, 0)
+        array = lower.load_var(args[rows_at])
+        extents = [convert(memref_dialect.dim(array, index_of(axis)), mlir_types.i64())
+                   for axis in range(arg_types[rows_at].ndim)]
+        count, length = extents if len(extents) == 2 else (constant(1, mlir_types.i64()), extents[0])
+        row = convert(lower.load_var(args[2]), mlir_types.i64(), signed=arg_types[2].signed)
+        operands = [memref_data_pointer(array), count, length, row, _pointer(lower, args[data_at])]
+        _call_generated(lower, _rows.row_code(fft, method), operands)
+
+    return lower_rows
+
+
+def _register_methods(type_class, methods: dict) -> None:
+    """Type each method by a ``bound_function`` template and lower it with ``methods[name][1]``."""
+    for name, (_, lower_method) in methods.items():
+        key = f"{type_class.__name__}.{name}"
+        lowering_registry.lower(key, type_class, types.VarArg(types.Any))(_method_lowering(lower_method))
+    resolvers = _signatures.method_resolvers({name: check for name, (check, _) in methods.items()}, type_class,
+                                             bound_function=bound_function, signature=signature, types=types,
+                                             error=TypingError)
+    typing_registry.register_attr(type(f"{type_class.__name__}Methods", (AttributeTemplate,),
+                                       {"key": type_class, **resolvers}))
+
+
+def _method_lowering(lower_method):
+    def builder(lower, target, args, kws):
+        receiver, *arguments = args
+        host = lower.get_numba_type(receiver.name).host
+        lower_method(lower, host, [lower.get_numba_type(var.name) for var in arguments], arguments)
+
+    return builder
 
 
 # -- Matmul -------------------------------------------------------------------------------------
@@ -202,6 +225,11 @@ def _gemm_execute(descriptor, alpha, a, b, beta, c):
 
 
 _register(FFTType, FFT, FFT._kernel_attributes)
+_register_methods(FFTType, {
+    "execute": (_fft_call_form, _lower_fft_execute),
+    "load": (_check_fft_rows("load"), _lower_fft_rows("load")),
+    "store": (_check_fft_rows("store"), _lower_fft_rows("store")),
+})
 _register(MatmulType, Matmul, Matmul._kernel_attributes)
 # this module is imported while a kernel is being typed: the contexts load the templates above now
 refresh_registries(typing=True, target=True, include_uninitialized_cuda=False)

@@ -69,6 +69,24 @@ def attribute_template(base: type, type_class: type, attributes: tuple[str, ...]
     return type(f"{type_class.__name__}Attributes", (base,), {"key": type_class, "generic_resolve": generic_resolve})
 
 
+def method_resolvers(methods: dict, type_class: type, *, bound_function, signature, types,
+                     error: type[Exception]) -> dict:
+    """``resolve_<name>`` typers (the compiler's ``bound_function``) for the descriptor methods
+    ``methods`` (name -> ``check(host, arg_types)``, raising ``error`` for calls it refuses): each
+    takes positional arguments and returns nothing. Keyed ``"<type class name>.<name>"``."""
+
+    def typer(name, check):
+        def resolve(self, ty, args, kws):
+            if kws:
+                raise error(f"{ty.host!r}: {name} takes positional arguments only")
+            check(ty.host, args)
+            return signature(types.void, *args)
+
+        return bound_function(f"{type_class.__name__}.{name}")(resolve)
+
+    return {f"resolve_{name}": typer(name, check) for name, check in methods.items()}
+
+
 def _is_array_of(argument, dtype, types) -> bool:
     return isinstance(argument, types.Array) and argument.dtype == dtype
 
