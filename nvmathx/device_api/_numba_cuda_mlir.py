@@ -40,7 +40,7 @@ from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR
 from numba_cuda_mlir.numba_cuda.extending import typeof_impl
 from numba_cuda_mlir.numba_cuda.np.numpy_support import from_dtype
 from numba_cuda_mlir.numba_cuda.types.abstract import Type
-from numba_cuda_mlir.numba_cuda.types.misc import CPointer
+from numba_cuda_mlir.numba_cuda.types.misc import CPointer, VarArg
 from numba_cuda_mlir.numba_cuda.typing.templates import AttributeTemplate, bound_function, signature
 
 from .._codegen.compilers import kernel_constant
@@ -184,7 +184,7 @@ def _register_methods(type_class, methods: dict) -> None:
     """Type each method by a ``bound_function`` template and lower it with ``methods[name][1]``."""
     for name, (_, lower_method) in methods.items():
         key = f"{type_class.__name__}.{name}"
-        lowering_registry.lower(key, type_class, types.VarArg(types.Any))(_method_lowering(lower_method))
+        lowering_registry.lower(key, type_class, VarArg(types.Any))(_method_lowering(lower_method))
     resolvers = _signatures.method_resolvers({name: check for name, (check, _) in methods.items()}, type_class,
                                              bound_function=bound_function, signature=signature, types=types,
                                              error=TypingError)
