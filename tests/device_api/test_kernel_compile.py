@@ -196,6 +196,7 @@ def test_row_load_and_store_call_their_generated_copies(compiler, block_fft):
         ("strided rows", "C-contiguous 1-D or 2-D array of complex64"),
         ("float row", "an integer row"),
         ("arguments swapped", "load\\(source, thread_data, row\\)"),
+        ("keyword", "load takes positional arguments only"),
     ],
 )
 def test_row_copies_refuse_bad_arguments(compiler, block_fft, case, match):
@@ -212,6 +213,8 @@ def test_row_copies_refuse_bad_arguments(compiler, block_fft, case, match):
             block_fft.load(x, regs, 1.5)
         elif case == "arguments swapped":
             block_fft.load(regs, x, 0)
+        elif case == "keyword":
+            block_fft.load(x, regs, row=0)
         else:
             block_fft.load(x, regs, 0)
 
