@@ -354,6 +354,15 @@ class FFT:
             entry = self._codes[api] = descriptors.get_code(self.descriptor(api), self.target)
         return entry
 
+    def _row_code(self, kind: str) -> CodeEntry:
+        """The generated code of ``load`` (``kind="load"``) or ``store``, kept like :meth:`code`'s."""
+        entry = self._codes.get(f"rows-{kind}")
+        if entry is None:
+            from . import _rows
+
+            entry = self._codes[f"rows-{kind}"] = _rows.row_code(self, kind)
+        return entry
+
     def execute(self, *args: Any) -> NoReturn:
         """Run the FFT: only inside a ``numba.cuda.jit`` kernel (see the class Notes)."""
         raise RuntimeError("FFT.execute can only be called inside a numba.cuda.jit kernel")

@@ -24,7 +24,7 @@ from numba.cuda.np.numpy_support import from_dtype
 from numba.cuda.typing.templates import AttributeTemplate, bound_function, signature
 
 from .._codegen.compilers import kernel_constant
-from . import _link_cache, _rows, _signatures
+from . import _link_cache, _signatures
 from ._fft import FFT
 from ._matmul import Matmul
 
@@ -157,7 +157,7 @@ def _lower_fft_rows(method):
         row = context.cast(builder, args[2], arg_types[2], types.int64)
         arguments = [_data_pointer(context, builder, rows_type, args[rows_at]), count, length, row,
                      _data_pointer(context, builder, arg_types[data_at], args[data_at])]
-        _call_generated(context, builder, _rows.row_code(fft, method), arguments)
+        _call_generated(context, builder, fft._row_code(method), arguments)
 
     return lower
 

@@ -44,7 +44,7 @@ from numba_cuda_mlir.numba_cuda.types.misc import CPointer, VarArg
 from numba_cuda_mlir.numba_cuda.typing.templates import AttributeTemplate, bound_function, signature
 
 from .._codegen.compilers import kernel_constant
-from . import _link_cache, _rows, _signatures
+from . import _link_cache, _signatures
 from ._fft import FFT
 from ._matmul import Matmul
 
@@ -175,7 +175,7 @@ def _lower_fft_rows(method):
         count, length = extents if len(extents) == 2 else (constant(1, mlir_types.i64()), extents[0])
         row = convert(lower.load_var(args[2]), mlir_types.i64(), signed=arg_types[2].signed)
         operands = [memref_data_pointer(array), count, length, row, _pointer(lower, args[data_at])]
-        _call_generated(lower, _rows.row_code(fft, method), operands)
+        _call_generated(lower, fft._row_code(method), operands)
 
     return lower_rows
 
