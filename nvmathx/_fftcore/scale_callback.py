@@ -37,13 +37,6 @@ def factor_dtype(element: str) -> str:
     return "float32" if _TYPES[element][1] == "float" else "float64"
 
 
-def _nvrtc_version() -> list:
-    from cuda.bindings import nvrtc
-
-    status, major, minor = nvrtc.nvrtcVersion()
-    return [int(major), int(minor)] if int(status) == 0 else []
-
-
 def scale_callback(element: str, target: str) -> CompiledCallback:
     """The store callback multiplying ``element`` values by the factor at ``caller_info`` (LTO-IR for
     ``target``, "sm_XY"), compiled once and cached on disk."""
@@ -51,20 +44,13 @@ def scale_callback(element: str, target: str) -> CompiledCallback:
 
 
 def _load_or_compile(element: str, target: str) -> CompiledCallback:
-    from .._codegen import cache as _cache
+    from .._codegen.nvrtc import cached_ltoir, nvrtc_version
 
     c_element, c_factor, scaled = _TYPES[element]
     key = {"kind": "fft-scale-callback", "format": FORMAT, "element": element, "target": target,
-           "nvrtc": _nvrtc_version()}
+           "nvrtc": nvrtc_version()}
     digest = hashlib.sha256(repr(sorted(key.items())).encode()).hexdigest()
     symbol = cufft_symbol("epilog", element)
-    entry = _cache.load(key)
-    if entry is None or entry.symbol != symbol:
-        from cuda.core import Program, ProgramOptions
-
-        source = SCALE_SOURCE.format(symbol=symbol, element=c_element, factor=c_factor, scaled=scaled)
-        options = ProgramOptions(arch=target, relocatable_device_code=True, link_time_optimization=True)
-        code = bytes(Program(source, "c++", options).compile("ltoir").code)
-        entry = _cache.CodeEntry(symbol, code)
-        _cache.store(key, entry)
+    source = SCALE_SOURCE.format(symbol=symbol, element=c_element, factor=c_factor, scaled=scaled)
+    entry = cached_ltoir(key, symbol, source, target)
     return CompiledCallback("epilog", element, factor_dtype(element), target, symbol, entry.code, digest)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import hashlib
 
-from .._codegen import cache as _cache
 from .._codegen.cache import CodeEntry
+from .._codegen.nvrtc import cached_ltoir, nvrtc_version
 
 __all__ = ["FORMAT", "source", "row_code"]
 
@@ -58,29 +58,13 @@ def source(kind: str, symbol: str, *, element: str, size: int, stride: int, elem
                           elements_per_thread=elements_per_thread, body=body)
 
 
-def _nvrtc_version() -> list[int]:
-    from cuda.bindings import nvrtc
-
-    status, major, minor = nvrtc.nvrtcVersion()
-    return [int(major), int(minor)] if int(status) == 0 else []
-
-
 def row_code(fft, kind: str) -> CodeEntry:
     """The LTO-IR of ``fft.load`` (``kind="load"``) or ``fft.store`` for the Block c2c ``fft``,
     compiled once and cached on disk (keyed by the source's parameters, target and NVRTC)."""
     parameters = {"element": fft.value_dtype.name, "size": fft.size, "stride": fft.stride,
                   "elements_per_thread": fft.elements_per_thread}
     key = {"kind": f"device-rows-{kind}", "format": FORMAT, **parameters, "target": fft.target.name,
-           "nvrtc": _nvrtc_version()}
+           "nvrtc": nvrtc_version()}
     digest = hashlib.sha256(repr(sorted(key.items())).encode()).hexdigest()[:20]
     symbol = f"nvmathx_rows_{kind}_{digest}"
-    entry = _cache.load(key)
-    if entry is not None and entry.symbol == symbol:
-        return entry
-    from cuda.core import Program, ProgramOptions
-
-    options = ProgramOptions(arch=fft.target.name, relocatable_device_code=True, link_time_optimization=True)
-    code = bytes(Program(source(kind, symbol, **parameters), "c++", options).compile("ltoir").code)
-    entry = CodeEntry(symbol, code)
-    _cache.store(key, entry)
-    return entry
+    return cached_ltoir(key, symbol, source(kind, symbol, **parameters), fft.target.name)
