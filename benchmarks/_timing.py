@@ -259,13 +259,20 @@ def host_us_per_call_interleaved(targets: dict, *, iterations: int = 2000, loops
 
 
 def wall_seconds(fn, *, repeats: int = 3, warmup: int = 0) -> float:
-    """Median wall time of whole calls, in seconds (e.g. a subprocess)."""
+    """Median wall time of whole calls, in seconds (e.g. a subprocess).
+
+    A call that returns a number returns the seconds it measured itself, and that number is the
+    sample: a subprocess that reports when its work finished, so that its exit (freeing device
+    memory, destroying the context) is not counted.
+    """
     call = _caller(as_rotation(fn))
     for index in range(warmup):
         call(index)
     samples = []
     for index in range(max(repeats, 1)):
         start = time.perf_counter()
-        call(index)
-        samples.append(time.perf_counter() - start)
+        measured = call(index)
+        elapsed = time.perf_counter() - start
+        samples.append(float(measured) if isinstance(measured, (int, float)) and not isinstance(measured, bool)
+                       else elapsed)
     return statistics.median(samples)

@@ -7,7 +7,10 @@ numba-cuda's too, so that history compares.
   ``examples/device_fft_convolution.py``; 8 elements per thread, 2 FFTs per block), beside torch's
   ``fft -> multiply -> ifft``. TB/s counts one read and one write of the signals.
 - ``first_launch_warm_cache`` / ``first_launch_cold_cache``: wall seconds of a fresh interpreter
-  from start to the first finished launch of that kernel, with the cache (generated code and the
+  from start to the first finished launch of that kernel (the script reports when its launch
+  finished; its exit is not counted: on the H200 host the time outside the script's own steps,
+  interpreter start and exit, was ~0.2 s longer after the fused kernel, whose exit frees 256 MiB of
+  arrays and unloads a large image, than after a one-line kernel), with the cache (generated code and the
   linked kernel image) filled by an earlier process, and with an empty ``NVMATHX_CACHE_DIR``
   (libmathdx generates the code, nvJitLink links it).
 - ``first_launch_warm_cache_relink``: as ``first_launch_warm_cache`` with ``NVMATHX_LINK_CACHE=0``
@@ -16,9 +19,11 @@ numba-cuda's too, so that history compares.
 Each first-launch case also records, in ``params["compiler_first_launch_s"][column]``, the same
 wall time for the compiler alone (import, then the first launch of a one-line kernel), measured in
 the same run: the difference is nvmathx's own share. The warm-cache cases measure that share in
-pairs (the compiler alone, then nvmathx's first launch, 5 or 3 times) and record the median
-difference in ``params["nvmathx_share_s"][column]``: on the H200 host numba-cuda-mlir's own first
-launch varied from 4.1 to 7.3 s between medians of one run, while nvmathx's stayed at 5.7 s.
+pairs (the compiler alone, then nvmathx's first launch, 5 or 3 times), each half counted from the
+end of the compiler's import (the same first line in both scripts), and record the median
+difference in ``params["nvmathx_share_s"][column]``: on the H200 host numba-cuda-mlir's import
+alone varied from 3.8 to 5.0 s between processes of one run, more than the share, and the
+difference of whole-process medians came out anywhere from -0.7 to 0.8 s.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import typing
 
 from benchmarks import Case, Skip, bandwidth
 
@@ -130,38 +136,64 @@ def _fused_setups(ctx, batch, size):
     return {**setups, "torch": torch_calls}
 
 
-def _run_script(column, script, environment):
-    subprocess.run([sys.executable, "-c", f"{_COMPILERS[column]}\n{script}"], check=True, env=environment,
-                   cwd=_REPO_ROOT)
+# printed by each script after its compiler's import and when its launch has finished:
+# CLOCK_MONOTONIC, which every process on the host reads alike (Linux), so the parent can subtract
+# its own reading from before the start
+_IMPORTED = "import time\nprint('compiler imported at', time.monotonic(), flush=True)\n"
+_FINISHED = "import time\nprint('launch finished at', time.monotonic(), flush=True)\n"
+
+
+class Launch(typing.NamedTuple):
+    seconds: float  # fresh interpreter to the end of the first launch
+    after_import_seconds: float  # the same, from the end of the compiler's import
+
+
+def _reported(stdout: str, label: str) -> float:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(label):
+            return float(line.rsplit(" ", 1)[1])
+    raise RuntimeError(f"the first-launch script did not report {label!r}:\n{stdout[-2000:]}")
+
+
+def _run_script(column, script, environment) -> Launch:
+    """Times from starting a fresh interpreter to the end of ``script``'s launch (its exit, which
+    frees device memory and destroys the context, is not counted)."""
+    start = time.monotonic()
+    finished = subprocess.run([sys.executable, "-c", f"{_COMPILERS[column]}\n{_IMPORTED}{script}{_FINISHED}"],
+                              check=True, env=environment, cwd=_REPO_ROOT, stdout=subprocess.PIPE, text=True)
+    end = _reported(finished.stdout, "launch finished at ")
+    return Launch(end - start, end - _reported(finished.stdout, "compiler imported at "))
 
 
 def _first_launch(column, cache_root_for_call, **variables):
-    def run():
+    def run() -> Launch:
         environment = dict(os.environ, NVMATHX_CACHE_DIR=cache_root_for_call(), **variables)
-        _run_script(column, _FIRST_LAUNCH, environment)
+        return _run_script(column, _FIRST_LAUNCH, environment)
 
     return run
 
 
-def _wall(run) -> float:
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
+def _seconds(run):
+    """``run`` for the benchmark runner, which takes the seconds a call returns."""
+    return lambda: run().seconds
 
 
 def _measure_compiler_alone(column, params, *, paired_with=None, runs=5):
     """The compiler's own first launch (median of ``runs`` fresh interpreters), into
     ``params["compiler_first_launch_s"]``. With ``paired_with`` (nvmathx's first launch), each of
-    those runs is followed by one of it and the median of the pairs' differences goes into
-    ``params["nvmathx_share_s"]``: a drift of the host (page cache, a slow import) falls on both
-    halves of a pair, where two separate medians can differ by more than the share."""
+    those runs is followed by one of it, and the median of the pairs' differences, each counted
+    from the end of the compiler's import, goes into ``params["nvmathx_share_s"]``. The import
+    is the same first line in both scripts, and its time varies by more than the share (on the
+    H200 host numba-cuda-mlir's import took 3.8 to 5.0 s within one run); a drift of the host
+    (page cache) falls on both halves of a pair."""
     _compiler(column)
     plain = functools.partial(_run_script, column, _PLAIN_FIRST_LAUNCH, dict(os.environ))
     alone, differences = [], []
     for _ in range(runs):
-        alone.append(_wall(plain))
+        reference = plain()
+        alone.append(reference.seconds)
         if paired_with is not None:
-            differences.append(_wall(paired_with) - alone[-1])
+            differences.append(paired_with().after_import_seconds - reference.after_import_seconds)
     params.setdefault("compiler_first_launch_s", {})[column] = round(statistics.median(alone), 4)
     if differences:
         params.setdefault("nvmathx_share_s", {})[column] = round(statistics.median(differences), 4)
@@ -172,12 +204,12 @@ def _warm_setup(column, params, **variables):
     _first_launch(column, lambda: root)()  # fills the cache; not timed
     first_launch = _first_launch(column, lambda: root, **variables)
     _measure_compiler_alone(column, params, paired_with=first_launch, runs=3 if variables else 5)
-    return first_launch
+    return _seconds(first_launch)
 
 
 def _cold_setup(column, params):
     _measure_compiler_alone(column, params, runs=3)
-    return _first_launch(column, lambda: tempfile.mkdtemp(prefix="nvmathx-bench-cold-"))
+    return _seconds(_first_launch(column, lambda: tempfile.mkdtemp(prefix="nvmathx-bench-cold-")))
 
 
 def _first_launch_case(name, setup, repeats, note, **variables):

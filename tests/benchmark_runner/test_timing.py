@@ -131,6 +131,18 @@ def test_wall_seconds_median(monkeypatch):
     assert wall_seconds(run, repeats=3) == 3.0
 
 
+def test_wall_seconds_takes_the_seconds_a_call_reports(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(_timing.time, "perf_counter", clock)
+    reported = iter([0.5, 0.2, 0.9])
+
+    def run():
+        clock.now += 10.0  # e.g. a subprocess's exit, which it does not count
+        return next(reported)
+
+    assert wall_seconds(run, repeats=3) == 0.5
+
+
 @pytest.mark.parametrize("bad", [[], 3, [lambda: None, "x"]])
 def test_as_rotation_rejects_non_callables(bad):
     with pytest.raises(TypeError, match="setup must return"):
