@@ -32,6 +32,13 @@ def _numba():
     except ImportError as error:
         raise CallbackCompileError("fn", f"compiling a callback needs numba-cuda (pip install numba-cuda): {error}") \
             from None
+    try:
+        # compiling imports this lazily; numba-cuda 0.30 fails there on numpy 2.5 (np.row_stack)
+        import numba.cuda.cudaimpl  # noqa: F401
+    except Exception as error:  # noqa: BLE001 (an installed numba-cuda that cannot run here, whatever it raises)
+        raise CallbackCompileError(
+            "compiler", f"numba-cuda is installed but cannot compile here ({type(error).__name__}: {error}); "
+                        f"use compiler='numba-cuda-mlir' (pip install numba-cuda-mlir)") from None
     return from_dtype, types, NumbaError, compiler, CUDACallConv
 
 

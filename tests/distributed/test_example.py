@@ -8,14 +8,15 @@ import sys
 
 import pytest
 
-from helpers.distributed import mpiexec
+from helpers.distributed import MPI_AS_ROOT, mpiexec
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "examples" / "distributed_fft3d.py"
 ROOT = SCRIPT.parents[1]
 
 
 def _run(command, timeout=240):
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1",
+               **MPI_AS_ROOT)
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nvmathx.fft as nfft
-from helpers.compilers import require
+from helpers.compilers import load, require
 from nvmathx import OptionsError
 from nvmathx._codegen import compilers
 from nvmathx._fftcore import callbacks as _callbacks
@@ -70,8 +70,9 @@ def test_every_signature_compiles_under_numba_cuda_mlir(callback_cache, mlir, ro
                         compiler=MLIR)
     assert callback.ltoir.startswith(LTOIR_MAGIC) and len(callback.ltoir) > 100
     assert (callback.role, callback.element_dtype, callback.target) == (role, element, "sm_90")
+    numba_cuda_works = not isinstance(load(NUMBA_CUDA), str)  # installed and importable with this numpy
     numba_cuda = compile_(scale_load if role == "prolog" else scale_store, element_dtype=element, target="sm_90",
-                          compiler=NUMBA_CUDA) if compilers.version(NUMBA_CUDA) else None
+                          compiler=NUMBA_CUDA) if numba_cuda_works else None
     if numba_cuda is not None:  # the same cuFFT symbol, compiled twice and cached apart
         assert numba_cuda.symbol == callback.symbol and numba_cuda.key != callback.key
 
@@ -98,3 +99,20 @@ def test_user_info_is_typed_under_numba_cuda_mlir(callback_cache, mlir):
     b = nfft.compile_prolog(windowed, element_dtype=np.complex64, user_info_dtype=np.float64, target="sm_90",
                             compiler=MLIR)
     assert a.key != b.key and a.ltoir != b.ltoir
+
+
+
+def test_an_installed_numba_cuda_that_cannot_run_is_a_typed_error(monkeypatch, callback_cache):
+    """numba-cuda 0.30 imports on numpy 2.5 but fails where it first compiles (``numba.cuda.cudaimpl``,
+    np.row_stack): the caller gets CallbackCompileError naming ``compiler``, not numba's error."""
+    import sys
+
+    if isinstance(load(NUMBA_CUDA), str):
+        pytest.skip("numba-cuda is not usable here")
+
+    def double_load(data, offset, info, smem):  # compiled nowhere else in this process
+        return data[offset] + data[offset]
+
+    monkeypatch.setitem(sys.modules, "numba.cuda.cudaimpl", None)  # its import fails
+    with pytest.raises(nfft.CallbackCompileError, match=r"^compiler: numba-cuda is installed but cannot compile"):
+        nfft.compile_prolog(double_load, element_dtype="float32", target="sm_90", compiler=NUMBA_CUDA)

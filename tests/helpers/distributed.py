@@ -33,6 +33,10 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+# Open MPI refuses root (the GPU machines run tests as root) unless told it may.
+MPI_AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
 def mpiexec() -> str | None:
     """The mpiexec that belongs to the installed mpi4py (the mpich wheel's), or None."""
     try:
@@ -54,8 +58,7 @@ def run_world(world_size: int, target: str, *, seed: int, launcher: str = "torch
     worker = [sys.executable, "-m", "helpers.distributed_worker"]
     if launcher == "mpi":
         commands = [[mpiexec(), "-n", str(world_size), *worker]]
-        # Open MPI refuses root (the GPU machines run tests as root) unless told it may.
-        envs = [dict(env, NVMATHX_WORLD_LAUNCHER="mpi", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")]
+        envs = [dict(env, NVMATHX_WORLD_LAUNCHER="mpi", **MPI_AS_ROOT)]
     else:
         port = _free_port()
         commands = [worker for _ in range(world_size)]
