@@ -106,6 +106,8 @@ class ValueType(enum.IntEnum):
     C_32F = 13
     R_64F = 14
     C_64F = 15
+    R_32UI = 28
+    R_64UI = 30
 
 
 class Execution(enum.IntEnum):

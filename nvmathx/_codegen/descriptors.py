@@ -1,9 +1,11 @@
 """libmathdx descriptors (cuFFTDx, cuBLASDx) as plain data, and their generated code through the
 on-disk cache.
 
-A descriptor is ``(library, operators)`` where ``library`` is ``"cufftdx"`` or ``"cublasdx"`` and
-``operators`` is a tuple of ``(operator name, int or tuple of ints)``. Being plain data, it keys
-the cache, builds a libmathdx descriptor on demand, and names the generated symbol.
+A descriptor is ``(library, operators)`` where ``library`` is ``"cufftdx"``, ``"cublasdx"`` or
+``"curanddx"`` and ``operators`` is a tuple of ``(operator name, int or tuple of ints)`` (a tuple of
+floats for cuRANDDx's ``DISTRIBUTION_PARAMETERS``). Being plain data, it keys the cache, builds a
+libmathdx descriptor on demand, and names the generated symbol (cuRANDDx keeps its own names: the
+entry's symbol is then the one its ``SYMBOL_GENERATE_NAME`` trait gives).
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ __all__ = [
 
 Descriptor = tuple  # (library: str, operators: tuple[tuple[str, int | tuple[int, ...]], ...])
 
-_OPERATORS = {"cufftdx": mathdx.FftOperator, "cublasdx": mathdx.BlasOperator}
+_OPERATORS = {"cufftdx": mathdx.FftOperator, "cublasdx": mathdx.BlasOperator, "curanddx": mathdx.RandOperator}
+_CREATE = {"cufftdx": mathdx.fft_descriptor, "cublasdx": mathdx.blas_descriptor, "curanddx": mathdx.rand_descriptor}
+_SYMBOL_TRAIT = {"cufftdx": mathdx.FftTrait.SYMBOL_NAME, "cublasdx": mathdx.BlasTrait.SYMBOL_NAME,
+                 "curanddx": mathdx.RandTrait.SYMBOL_GENERATE_NAME}
 _FORMAT = 1  # bump when the entry layout or the generated function ABI changes
 
 _generation_lock = threading.Lock()
@@ -38,10 +43,13 @@ _generation_lock = threading.Lock()
 def open_descriptor(descriptor: Descriptor):
     """A libmathdx descriptor with ``descriptor``'s operators set (a context manager)."""
     library, operators = descriptor
-    handle = mathdx.fft_descriptor() if library == "cufftdx" else mathdx.blas_descriptor()
+    handle = _CREATE[library]()
     try:
         for name, value in operators:
-            handle.set(_OPERATORS[library][name], value)
+            if isinstance(value, tuple) and any(isinstance(item, float) for item in value):
+                handle.set_doubles(_OPERATORS[library][name], value)
+            else:
+                handle.set(_OPERATORS[library][name], value)
     except BaseException:
         handle.close()
         raise
@@ -92,10 +100,10 @@ def get_code(descriptor: Descriptor, target: Target) -> cache.CodeEntry:
 
 def _generate(descriptor: Descriptor, target: Target, symbol: str) -> cache.CodeEntry:
     with open_descriptor(descriptor) as handle:
-        handle.set_symbol_name(symbol)
+        if descriptor[0] != "curanddx":  # which keeps its own names (and its first trait query freezes it)
+            handle.set_symbol_name(symbol)
         code = mathdx.generate_ltoir(handle, target.sm, target.arch_specific)
-        trait = mathdx.FftTrait.SYMBOL_NAME if descriptor[0] == "cufftdx" else mathdx.BlasTrait.SYMBOL_NAME
-        return cache.CodeEntry(handle.trait_str(trait), code)
+        return cache.CodeEntry(handle.trait_str(_SYMBOL_TRAIT[descriptor[0]]), code)
 
 
 def cached_query(descriptor: Descriptor, target: Target, query) -> dict:

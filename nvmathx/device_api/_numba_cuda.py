@@ -1,4 +1,4 @@
-"""numba-cuda's typing and lowering of ``FFT`` and ``Matmul`` (llvmlite).
+"""numba-cuda's typing and lowering of ``FFT``, ``Matmul`` and ``Random`` (llvmlite).
 
 A type per descriptor object, its traits as constant attributes, and ``execute`` lowered to a call
 of the generated function, whose LTO-IR links itself. Methods are typed with templates and
@@ -27,12 +27,13 @@ from .._codegen.compilers import kernel_constant
 from . import _link_cache, _signatures
 from ._fft import FFT
 from ._matmul import Matmul
+from ._random import Random
 
 __all__ = ["numba_type", "TypingError"]
 
 
 numba_type = _signatures.DescriptorTypes(types.Type)
-FFTType, MatmulType = numba_type.fft, numba_type.matmul
+FFTType, MatmulType, RandomType = numba_type.fft, numba_type.matmul, numba_type.random
 
 
 @functools.cache
@@ -107,20 +108,28 @@ _linkables: dict[str, LTOIR] = {}
 _link_cache.install()  # kernels that link this code keep their linked image on disk
 
 
-def _call_generated(context, builder, entry, arguments) -> None:
-    """Call the generated function ``entry.symbol`` with ``arguments`` (LLVM values) and link its code.
-
-    Pointers are passed as ``i8*`` and integers as they are; LTO resolves the definition.
-    """
+def _link(context, entry) -> None:
+    """Link ``entry``'s LTO-IR into the kernel being compiled."""
     linkable = _linkables.get(entry.symbol)
     if linkable is None:
         # One object per symbol: numba keeps linking files in a set, so reuse deduplicates.
         linkable = _linkables[entry.symbol] = LTOIR(entry.code, name=f"{entry.symbol}.ltoir")
         _link_cache.mark_nvmathx_code(linkable)
     context.active_code_library.add_linking_file(linkable)
+
+
+def _call(builder, symbol: str, arguments) -> None:
+    """Call the C function ``symbol`` (no result): pointers as ``i8*``, integers as they are."""
     function_type = ir.FunctionType(ir.VoidType(), [argument.type for argument in arguments])
-    function = cgutils.get_or_insert_function(builder.module, function_type, entry.symbol)
+    function = cgutils.get_or_insert_function(builder.module, function_type, symbol)
     builder.call(function, arguments)
+
+
+def _call_generated(context, builder, entry, arguments) -> None:
+    """Call the generated function ``entry.symbol`` with ``arguments`` (LLVM values) and link its code;
+    LTO resolves the definition."""
+    _link(context, entry)
+    _call(builder, entry.symbol, arguments)
 
 
 # -- FFT ----------------------------------------------------------------------------------------
@@ -179,10 +188,34 @@ def _lower_gemm_execute(context, builder, gemm, arg_types, args):
     _call_generated(context, builder, gemm.code(), pointers)
 
 
+# -- Random -------------------------------------------------------------------------------------
+
+
+def _lower_random(method):
+    """The by-value entry point of ``method``: arrays by data pointer, integers as 64-bit words."""
+
+    def lower(context, builder, rng, arg_types, args):
+        arguments = [
+            _data_pointer(context, builder, t, v) if _signatures.is_array(t, types)
+            else context.cast(builder, v, t, types.uint64)
+            for t, v in zip(arg_types, args, strict=True)
+        ]
+        _link(context, rng._curanddx_code())
+        _link(context, rng._entry_code())
+        _call(builder, rng._function(method), arguments)
+
+    return lower
+
+
 _register(FFTType, FFT._kernel_attributes, {
     "execute": (_fft_call_form, _lower_fft_execute),
     "load": (_check_fft_rows("load"), _lower_fft_rows("load")),
     "store": (_check_fft_rows("store"), _lower_fft_rows("store")),
 })
 _register(MatmulType, Matmul._kernel_attributes, {"execute": (_check_gemm_arguments, _lower_gemm_execute)})
+_register(RandomType, Random._kernel_attributes, {
+    name: (_signatures.random_checker(name, value_type_of=_value_type, types=types, error=TypingError),
+           _lower_random(name))
+    for name in _signatures.RANDOM_METHODS
+})
 _refresh_contexts()

@@ -1,11 +1,12 @@
-"""numba-cuda-mlir's typing and lowering of ``FFT`` and ``Matmul`` (MLIR).
+"""numba-cuda-mlir's typing and lowering of ``FFT``, ``Matmul`` and ``Random`` (MLIR).
 
 The descriptor object is a typing-time value (an ``i8`` placeholder once lowered); its traits are
 attributes typed as compile-time constants (an integer literal, a tuple of integers, a number
 class) and lowered to MLIR constants where they are read. The FFT's ``execute``, ``load`` and
 ``store`` are typed by a ``bound_function`` template and lowered to a ``func.call`` of the generated
 C-ABI function, with each array's data pointer as ``ffi.from_buffer`` gives it and the LTO-IR
-registered with the kernel's link items (so the compiler links it, with LTO). The GEMM's
+registered with the kernel's link items (so the compiler links it, with LTO); ``Random``'s methods
+likewise, with integers as 64-bit values. The GEMM's
 ``execute`` is an ``overload_method`` calling a ``declare_device`` declaration with
 ``ffi.from_buffer`` pointers, alpha and beta through one-element local arrays. Imported only when
 numba-cuda-mlir types a kernel (see ``_compilers``).
@@ -47,6 +48,7 @@ from .._codegen.compilers import kernel_constant
 from . import _link_cache, _signatures
 from ._fft import FFT
 from ._matmul import Matmul
+from ._random import Random
 
 __all__ = ["numba_type", "TypingError"]
 
@@ -54,7 +56,7 @@ _ffi = cffi.FFI()
 
 
 numba_type = _signatures.DescriptorTypes(Type)
-FFTType, MatmulType = numba_type.fft, numba_type.matmul
+FFTType, MatmulType, RandomType = numba_type.fft, numba_type.matmul, numba_type.random
 
 
 @functools.cache
@@ -151,12 +153,17 @@ def _pointer(lower, var):
     return memref_data_pointer(lower.load_var(var))
 
 
+def _call(lower, symbol: str, operands) -> None:
+    """Call the C function ``symbol`` (no result) with ``operands``."""
+    function_type = ir.FunctionType.get(inputs=[operand.type for operand in operands], results=[])
+    callee = get_or_insert_function(symbol, function_type, lower.mlir_gpu_module)
+    func.call(result=[], callee=callee.name.value, operands_=operands)
+
+
 def _call_generated(lower, entry, operands) -> None:
     """Call ``entry.symbol`` (C ABI, no result) with ``operands`` and link its LTO-IR into the kernel."""
     lower.link_external_item(_linkable(entry))
-    function_type = ir.FunctionType.get(inputs=[operand.type for operand in operands], results=[])
-    callee = get_or_insert_function(entry.symbol, function_type, lower.mlir_gpu_module)
-    func.call(result=[], callee=callee.name.value, operands_=operands)
+    _call(lower, entry.symbol, operands)
 
 
 def _lower_fft_execute(lower, fft, arg_types, args) -> None:
@@ -224,6 +231,25 @@ def _gemm_execute(descriptor, alpha, a, b, beta, c):
     return implementation
 
 
+# -- Random -------------------------------------------------------------------------------------
+
+
+def _lower_random(method):
+    """The by-value entry point of ``method``: arrays by data pointer, integers as 64-bit words."""
+
+    def lower_random(lower, rng, arg_types, args) -> None:
+        operands = [
+            _pointer(lower, var) if _signatures.is_array(arg_type, types)
+            else convert(lower.load_var(var), mlir_types.i64(), signed=arg_type.signed)
+            for arg_type, var in zip(arg_types, args, strict=True)
+        ]
+        lower.link_external_item(_linkable(rng._curanddx_code()))
+        lower.link_external_item(_linkable(rng._entry_code()))
+        _call(lower, rng._function(method), operands)
+
+    return lower_random
+
+
 _register(FFTType, FFT, FFT._kernel_attributes)
 _register_methods(FFTType, {
     "execute": (_fft_call_form, _lower_fft_execute),
@@ -231,5 +257,11 @@ _register_methods(FFTType, {
     "store": (_check_fft_rows("store"), _lower_fft_rows("store")),
 })
 _register(MatmulType, Matmul, Matmul._kernel_attributes)
+_register(RandomType, Random, Random._kernel_attributes)
+_register_methods(RandomType, {
+    name: (_signatures.random_checker(name, value_type_of=_value_type, types=types, error=TypingError),
+           _lower_random(name))
+    for name in _signatures.RANDOM_METHODS
+})
 # this module is imported while a kernel is being typed: the contexts load the templates above now
 refresh_registries(typing=True, target=True, include_uninitialized_cuda=False)

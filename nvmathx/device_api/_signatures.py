@@ -8,13 +8,16 @@ module, the compiler's type of the descriptor's value type, and its ``TypingErro
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._codegen.compilers import kernel_constant
 from ._fft import FFT
 from ._matmul import Matmul
+from ._random import Random
 
 
 class DescriptorTypes:
-    """One compiler's type per descriptor object (FFT or Matmul), while the object lives; the type
+    """One compiler's type per descriptor object (FFT, Matmul, Random), while the object lives; the type
     carries the object (``.host``), whose traits and generated code the lowering reads."""
 
     def __init__(self, base: type) -> None:
@@ -27,7 +30,8 @@ class DescriptorTypes:
 
         self.fft = type_class("FFT")
         self.matmul = type_class("Matmul")
-        self._classes = {FFT: self.fft, Matmul: self.matmul}
+        self.random = type_class("Random")
+        self._classes = {FFT: self.fft, Matmul: self.matmul, Random: self.random}
         self._types: dict[int, object] = {}
 
     def __call__(self, host):
@@ -87,6 +91,11 @@ def method_resolvers(methods: dict, type_class: type, *, bound_function, signatu
     return {f"resolve_{name}": typer(name, check) for name, check in methods.items()}
 
 
+def is_array(argument, types) -> bool:
+    """Whether ``argument`` is an array type of the compiler whose ``types`` module is given."""
+    return isinstance(argument, types.Array)
+
+
 def _is_array_of(argument, dtype, types) -> bool:
     return isinstance(argument, types.Array) and argument.dtype == dtype
 
@@ -144,6 +153,57 @@ def check_gemm_arguments(gemm, args, *, value_type, types, error: type[Exception
         f"{gemm!r}: expected execute(alpha, a, b, beta, c) with numbers alpha, beta and shared-memory "
         f"arrays of {value_type} (got {got})"
     )
+
+
+# Random's kernel methods: name -> the kind of each argument
+RANDOM_METHODS = {
+    "init": ("integer", "integer", "integer", "state"),
+    "generate": ("state", "values"),
+    "skip_offset": ("state", "integer"),
+    "skip_subsequence": ("state", "integer"),
+    "skip_sequence": ("state", "integer"),
+}
+_RANDOM_USAGE = {
+    "init": "init(seed, subsequence, offset, state)",
+    "generate": "generate(state, out)",
+    "skip_offset": "skip_offset(state, n)",
+    "skip_subsequence": "skip_subsequence(state, n)",
+    "skip_sequence": "skip_sequence(state, n)",
+}
+
+
+def check_random_arguments(rng, method: str, args, *, value_type, state_type, types, error: type[Exception]) -> None:
+    """Accept ``rng.<method>(...)``: integers where the method takes them, ``state`` a 1-D
+    C-contiguous array of ``state_type`` words (a row of a states array, or a local array), ``out``
+    a 1-D array of ``value_type``; refuse a skip-ahead the generator does not have."""
+    if not rng._has(method):
+        raise error(f"{rng!r} has no {method} (cuRANDDx offers it for "
+                    f"{'mrg32k3a' if method == 'skip_sequence' else 'pseudo-random generators'} only)")
+    kinds = RANDOM_METHODS[method]
+
+    def accepted(kind, argument) -> bool:
+        if kind == "integer":
+            return isinstance(argument, types.Integer)
+        array_of = state_type if kind == "state" else value_type
+        return _is_array_of(argument, array_of, types) and argument.ndim == 1 and argument.layout == "C"
+
+    if len(args) == len(kinds) and all(accepted(kind, argument) for kind, argument in zip(kinds, args)):
+        return
+    got = ", ".join(str(a) for a in args)
+    raise error(f"{rng!r}: expected {_RANDOM_USAGE[method]} with integers, state a C-contiguous 1-D array of "
+                f"{state_type} (a row of a states array, or a local array) and out a 1-D array of "
+                f"{value_type} (got {got})")
+
+
+def random_checker(method: str, *, value_type_of, types, error: type[Exception]):
+    """``check(rng, args)`` of ``rng.<method>(...)`` for a compiler (its number types by
+    ``value_type_of(numpy dtype)``)."""
+
+    def check(rng, args) -> None:
+        check_random_arguments(rng, method, args, value_type=value_type_of(np.dtype(rng.value_type)),
+                               state_type=value_type_of(np.dtype(rng.state_dtype)), types=types, error=error)
+
+    return check
 
 
 def require_contiguous(host, args, types, error: type[Exception]) -> None:

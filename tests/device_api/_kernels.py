@@ -155,3 +155,42 @@ def block_gemm(gemm):
             c[i // gemm.n, i % gemm.n] = sc[(i // gemm.n) * gemm.ldc + i % gemm.n]
 
     return kernel
+
+
+def random_fill(rng, initialise=True):
+    """Thread ``t`` initialises ``states[t]`` (seed, subsequence ``t``, offset), or with
+    ``initialise=False`` continues from it (a later launch), and fills ``out[t, :]``."""
+
+    def kernel(states, out, seed, offset):
+        thread = cuda.grid(1)
+        if thread < states.shape[0]:
+            state = states[thread]
+            if initialise:
+                rng.init(seed, thread, offset, state)
+            values = cuda.local.array(rng.values_per_call, dtype=rng.value_type)
+            for start in range(0, out.shape[1], rng.values_per_call):
+                rng.generate(state, values)
+                for i in range(rng.values_per_call):
+                    if start + i < out.shape[1]:
+                        out[thread, start + i] = values[i]
+
+    return kernel
+
+
+def random_skips(rng):
+    """Thread ``t``: a local state at (seed, 0, 0), skipped ``t`` subsequences and ``skip`` values,
+    then one generate into ``out[t, :]``."""
+
+    def kernel(out, seed, skip):
+        thread = cuda.grid(1)
+        if thread < out.shape[0]:
+            state = cuda.local.array(rng.state_words, dtype=rng.state_dtype, alignment=rng.state_alignment)
+            rng.init(seed, 0, 0, state)
+            rng.skip_subsequence(state, thread)
+            rng.skip_offset(state, skip)
+            values = cuda.local.array(rng.values_per_call, dtype=rng.value_type)
+            rng.generate(state, values)
+            for i in range(rng.values_per_call):
+                out[thread, i] = values[i]
+
+    return kernel

@@ -10,21 +10,13 @@ import numpy as np
 import pytest
 
 from helpers.compilers import H100, require
+from helpers.compilers import compiled_calls as _calls
 from helpers.requirements import needs_mathdx
 from nvmathx.device_api import FFT, Matmul
 
 from . import _kernels
 
 pytestmark = needs_mathdx
-
-
-def _calls(compiler, kernel, signature):
-    try:
-        return compiler.generated_calls(kernel, signature)
-    except Exception as error:  # NVVM missing is "not available", anything else is a failure
-        if "NVVM" in str(error) or "libnvvm" in str(error):
-            pytest.skip(f"libNVVM not available: {error}")
-        raise
 
 
 def _c64(compiler):

@@ -1,0 +1,107 @@
+"""cuRAND's device API as the oracle of nvmathx's device RNG: a CUDA C++ kernel calling
+``curand_init`` and ``curand_*`` (curand_kernel.h through NVRTC, cuda.core), writing thread ``t``'s
+values to row ``t`` as the tests' kernels do.
+
+cuRAND's headers come from the nvidia-curand wheel (site-packages ``nvidia/cu13/include``; the GPU
+calls carry them in .whl-device/curand-headers.tar.xz) or a CUDA toolkit; NVRTC's bundled headers
+supply the rest (cuda.core's ``use_bundled_headers``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+import numpy as np
+import pytest
+
+_STATES = {"xorwow": "curandStateXORWOW_t", "mrg32k3a": "curandStateMRG32k3a_t",
+           "philox4_32_10": "curandStatePhilox4_32_10_t"}
+_C_TYPES = {"float32": "float", "float64": "double", "uint32": "unsigned int"}
+
+# (distribution, dtype, values per call) -> the cuRAND call making them ({p}: the parameters)
+_CALLS = {
+    ("uniform_bits", "uint32", 1): "curand(&state)",
+    ("uniform_bits", "uint32", 4): "curand4(&state)",
+    ("uniform", "float32", 1): "curand_uniform(&state)",
+    ("uniform", "float64", 1): "curand_uniform_double(&state)",
+    ("uniform", "float32", 4): "curand_uniform4(&state)",
+    ("uniform", "float64", 2): "curand_uniform2_double(&state)",
+    ("normal", "float32", 2): "curand_normal2(&state)",
+    ("normal", "float64", 2): "curand_normal2_double(&state)",
+    ("normal", "float32", 4): "curand_normal4(&state)",
+    ("log_normal", "float32", 2): "curand_log_normal2(&state, {p0}, {p1})",
+    ("log_normal", "float64", 2): "curand_log_normal2_double(&state, {p0}, {p1})",
+    ("log_normal", "float32", 4): "curand_log_normal4(&state, {p0}, {p1})",
+    ("poisson", "uint32", 1): "curand_poisson(&state, {p0})",
+}
+_FIELDS = ("x", "y", "z", "w")
+
+_SOURCE = """
+#include <curand_kernel.h>
+extern "C" __global__ void reference({value}* out, unsigned long long seed, unsigned long long offset,
+                                     int per_thread, int threads)
+{{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= threads) return;
+    {state} state;
+    curand_init(seed, t, offset, &state);
+    {value}* row = out + (long long)t * per_thread;
+    for (int i = 0; i < per_thread; i += {count}) {{
+        {body}
+    }}
+}}
+"""
+
+
+def has_reference(generator: str, distribution: str, dtype: str, values_per_call: int) -> bool:
+    return generator in _STATES and (distribution, dtype, values_per_call) in _CALLS
+
+
+def include_path() -> str | None:
+    """A folder holding curand_kernel.h, or None."""
+    candidates = [os.environ.get("NVMATHX_TEST_CURAND_INCLUDE", "")]
+    candidates += [os.path.join(entry, "nvidia", "cu13", "include") for entry in sys.path if entry]
+    candidates += [os.path.join(os.environ.get(name, ""), "include") for name in ("CUDA_HOME", "CUDA_PATH")]
+    candidates.append("/usr/local/cuda/include")
+    return next((folder for folder in candidates if folder and os.path.isfile(os.path.join(folder, "curand_kernel.h"))),
+                None)
+
+
+def source(generator: str, distribution: str, dtype: str, values_per_call: int, parameters) -> str:
+    values = [repr(float(value)) for value in parameters] + ["", ""]
+    call = _CALLS[(distribution, dtype, values_per_call)].format(p0=values[0], p1=values[1])
+    if values_per_call == 1:
+        body = f"row[i] = {call};"
+    else:
+        body = f"auto v = {call};\n" + "".join(f"        row[i + {k}] = v.{_FIELDS[k]};\n"
+                                               for k in range(values_per_call))
+    return _SOURCE.format(value=_C_TYPES[dtype], state=_STATES[generator], count=values_per_call, body=body)
+
+
+@functools.cache
+def _kernel(text: str, arch: str):
+    from cuda.core import Program, ProgramOptions
+
+    folder = include_path()
+    if folder is None:
+        pytest.skip("cuRAND's headers (curand_kernel.h) are not installed: the reference cannot be built")
+    options = ProgramOptions(arch=arch, include_path=[folder], use_bundled_headers=True, std="c++17")
+    return Program(text, "c++", options).compile("cubin").get_kernel("reference")
+
+
+def generate(generator: str, distribution: str, dtype: str, values_per_call: int, parameters, *, seed: int,
+             offset: int, threads: int, per_thread: int, out) -> None:
+    """Fill ``out`` (a device array of ``threads`` x ``per_thread`` values, any object with
+    ``__cuda_array_interface__``) with cuRAND's values: thread ``t`` on subsequence ``t``."""
+    from cuda.core import Device, LaunchConfig, launch
+
+    device = Device()
+    device.set_current()
+    kernel = _kernel(source(generator, distribution, dtype, values_per_call, parameters), f"sm_{device.arch}")
+    stream = device.create_stream()
+    pointer = out.__cuda_array_interface__["data"][0]
+    launch(stream, LaunchConfig(grid=(threads + 127) // 128, block=128), kernel, np.uint64(pointer), np.uint64(seed),
+           np.uint64(offset), np.int32(per_thread), np.int32(threads))
+    stream.sync()
