@@ -1,8 +1,8 @@
 """libmathdx descriptors (cuFFTDx, cuBLASDx) as plain data, and their generated code through the
 on-disk cache.
 
-A descriptor is ``(library, operators)`` where ``library`` is ``"cufftdx"``, ``"cublasdx"`` or
-``"curanddx"`` and ``operators`` is a tuple of ``(operator name, int or tuple of ints)`` (a tuple of
+A descriptor is ``(library, operators)`` where ``library`` is ``"cufftdx"``, ``"cublasdx"``,
+``"curanddx"`` or ``"cusolverdx"`` and ``operators`` is a tuple of ``(operator name, int or tuple of ints)`` (a tuple of
 floats for cuRANDDx's ``DISTRIBUTION_PARAMETERS``). Being plain data, it keys the cache, builds a
 libmathdx descriptor on demand, and names the generated symbol (cuRANDDx keeps its own names: the
 entry's symbol is then the one its ``SYMBOL_GENERATE_NAME`` trait gives).
@@ -31,10 +31,12 @@ __all__ = [
 
 Descriptor = tuple  # (library: str, operators: tuple[tuple[str, int | tuple[int, ...]], ...])
 
-_OPERATORS = {"cufftdx": mathdx.FftOperator, "cublasdx": mathdx.BlasOperator, "curanddx": mathdx.RandOperator}
-_CREATE = {"cufftdx": mathdx.fft_descriptor, "cublasdx": mathdx.blas_descriptor, "curanddx": mathdx.rand_descriptor}
+_OPERATORS = {"cufftdx": mathdx.FftOperator, "cublasdx": mathdx.BlasOperator, "curanddx": mathdx.RandOperator,
+              "cusolverdx": mathdx.SolverOperator}
+_CREATE = {"cufftdx": mathdx.fft_descriptor, "cublasdx": mathdx.blas_descriptor, "curanddx": mathdx.rand_descriptor,
+           "cusolverdx": mathdx.solver_descriptor}
 _SYMBOL_TRAIT = {"cufftdx": mathdx.FftTrait.SYMBOL_NAME, "cublasdx": mathdx.BlasTrait.SYMBOL_NAME,
-                 "curanddx": mathdx.RandTrait.SYMBOL_GENERATE_NAME}
+                 "curanddx": mathdx.RandTrait.SYMBOL_GENERATE_NAME, "cusolverdx": mathdx.SolverTrait.SYMBOL_NAME}
 _FORMAT = 1  # bump when the entry layout or the generated function ABI changes
 
 _generation_lock = threading.Lock()

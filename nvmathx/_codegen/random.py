@@ -26,6 +26,7 @@ import json
 import numpy as np
 
 from .._bindings import mathdx
+from .._core.dtypes import dtype_among
 from .._core.errors import OptionsError
 from . import cache, descriptors, nvrtc
 from .target import Target
@@ -152,12 +153,7 @@ def random_spec(generator: str, distribution: str, dtype=None, *, method: str | 
     dtypes = _dtypes(generator, distribution)
     if dtype is None:
         dtype = dtypes[0]
-    try:
-        dtype_name = np.dtype(dtype).name
-    except TypeError:
-        raise OptionsError("dtype", f"expected a numpy dtype (got {dtype!r})") from None
-    if dtype_name not in dtypes:
-        raise OptionsError("dtype", f"{distribution} values are {' or '.join(dtypes)} (got {dtype_name})")
+    dtype_name = dtype_among("dtype", dtype, dtypes, f"{distribution} values are")
     if distribution in ("normal", "log_normal"):
         default = "icdf" if generator in QUASI_RANDOM else "box_muller"
         normal_method = default if normal_method is None else _choice("normal_method", normal_method, NORMAL_METHODS)

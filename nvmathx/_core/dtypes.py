@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import UnsupportedOperandError
+from .errors import OptionsError, UnsupportedOperandError
 
 __all__ = ["dtype_name", "numpy_dtype"]
 
@@ -45,3 +45,15 @@ def numpy_dtype(name_or_dtype) -> np.dtype:
 def dtype_name(dtype) -> str:
     """The canonical name of a dtype (``"float32"``, ``"bfloat16"``, ``"float8_e4m3fn"``)."""
     return numpy_dtype(dtype).name
+
+
+def dtype_among(argument: str, value, choices, what: str = "expected") -> str:
+    """The name of dtype ``value`` if it is one of ``choices`` (names), else ``OptionsError`` naming
+    ``argument``; ``what`` begins the message (e.g. ``"normal values are"``)."""
+    try:
+        name = numpy_dtype(value).name
+    except (TypeError, UnsupportedOperandError):
+        raise OptionsError(argument, f"expected a numpy dtype (got {value!r})") from None
+    if name not in choices:
+        raise OptionsError(argument, f"{what} {' or '.join(choices)} (got {name})")
+    return name

@@ -1,4 +1,4 @@
-"""numba-cuda's typing and lowering of ``FFT``, ``Matmul`` and ``Random`` (llvmlite).
+"""numba-cuda's typing and lowering of ``FFT``, ``Matmul``, ``Random`` and ``Solver`` (llvmlite).
 
 A type per descriptor object, its traits as constant attributes, and ``execute`` lowered to a call
 of the generated function, whose LTO-IR links itself. Methods are typed with templates and
@@ -15,7 +15,7 @@ from llvmlite import ir
 from numba.cuda import cgutils, types
 from numba.cuda.core.errors import TypingError
 from numba.cuda.cudadecl import registry as typing_registry
-from numba.cuda.cudadrv.linkable_code import LTOIR
+from numba.cuda.cudadrv.linkable_code import LTOIR, Fatbin
 from numba.cuda.cudaimpl import lower_constant
 from numba.cuda.cudaimpl import registry as lowering_registry
 from numba.cuda.datamodel.models import OpaqueModel
@@ -23,17 +23,20 @@ from numba.cuda.extending import register_model
 from numba.cuda.np.numpy_support import from_dtype
 from numba.cuda.typing.templates import AttributeTemplate, bound_function, signature
 
+from .._codegen.cache import CodeEntry
 from .._codegen.compilers import kernel_constant
 from . import _link_cache, _signatures
 from ._fft import FFT
 from ._matmul import Matmul
 from ._random import Random
+from ._solver import Solver
 
 __all__ = ["numba_type", "TypingError"]
 
 
 numba_type = _signatures.DescriptorTypes(types.Type)
-FFTType, MatmulType, RandomType = numba_type.fft, numba_type.matmul, numba_type.random
+FFTType, MatmulType, RandomType, SolverType = (numba_type.fft, numba_type.matmul, numba_type.random,
+                                              numba_type.solver)
 
 
 @functools.cache
@@ -108,12 +111,12 @@ _linkables: dict[str, LTOIR] = {}
 _link_cache.install()  # kernels that link this code keep their linked image on disk
 
 
-def _link(context, entry) -> None:
-    """Link ``entry``'s LTO-IR into the kernel being compiled."""
+def _link(context, entry, kind=LTOIR) -> None:
+    """Link ``entry``'s code (LTO-IR, or ``kind``) into the kernel being compiled."""
     linkable = _linkables.get(entry.symbol)
     if linkable is None:
         # One object per symbol: numba keeps linking files in a set, so reuse deduplicates.
-        linkable = _linkables[entry.symbol] = LTOIR(entry.code, name=f"{entry.symbol}.ltoir")
+        linkable = _linkables[entry.symbol] = kind(entry.code, name=f"{entry.symbol}.{kind.__name__.lower()}")
         _link_cache.mark_nvmathx_code(linkable)
     context.active_code_library.add_linking_file(linkable)
 
@@ -207,6 +210,16 @@ def _lower_random(method):
     return lower
 
 
+# -- Solver -------------------------------------------------------------------------------------
+
+
+def _lower_solver_execute(context, builder, solver, arg_types, args):
+    """The generated function with each array's data pointer; cuSOLVERDx's library code beside it."""
+    pointers = [_data_pointer(context, builder, t, v) for t, v in zip(arg_types, args, strict=True)]
+    _link(context, CodeEntry("cusolverdx-universal", solver._library_code()), Fatbin)
+    _call_generated(context, builder, solver._entry(), pointers)
+
+
 _register(FFTType, FFT._kernel_attributes, {
     "execute": (_fft_call_form, _lower_fft_execute),
     "load": (_check_fft_rows("load"), _lower_fft_rows("load")),
@@ -217,5 +230,9 @@ _register(RandomType, Random._kernel_attributes, {
     name: (_signatures.random_checker(name, value_type_of=_value_type, types=types, error=TypingError),
            _lower_random(name))
     for name in _signatures.RANDOM_METHODS
+})
+_register(SolverType, Solver._kernel_attributes, {
+    "execute": (_signatures.solver_checker(value_type_of=_value_type, types=types, error=TypingError),
+                _lower_solver_execute),
 })
 _refresh_contexts()

@@ -1,4 +1,4 @@
-"""numba-cuda-mlir's typing and lowering of ``FFT``, ``Matmul`` and ``Random`` (MLIR).
+"""numba-cuda-mlir's typing and lowering of ``FFT``, ``Matmul``, ``Random`` and ``Solver`` (MLIR).
 
 The descriptor object is a typing-time value (an ``i8`` placeholder once lowered); its traits are
 attributes typed as compile-time constants (an integer literal, a tuple of integers, a number
@@ -37,18 +37,20 @@ from numba_cuda_mlir.lowering_utilities import (
 from numba_cuda_mlir.models import PrimitiveModel, register_model
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core.errors import TypingError
-from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR
+from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR, Fatbin
 from numba_cuda_mlir.numba_cuda.extending import typeof_impl
 from numba_cuda_mlir.numba_cuda.np.numpy_support import from_dtype
 from numba_cuda_mlir.numba_cuda.types.abstract import Type
 from numba_cuda_mlir.numba_cuda.types.misc import CPointer, VarArg
 from numba_cuda_mlir.numba_cuda.typing.templates import AttributeTemplate, bound_function, signature
 
+from .._codegen.cache import CodeEntry
 from .._codegen.compilers import kernel_constant
 from . import _link_cache, _signatures
 from ._fft import FFT
 from ._matmul import Matmul
 from ._random import Random
+from ._solver import Solver
 
 __all__ = ["numba_type", "TypingError"]
 
@@ -56,7 +58,8 @@ _ffi = cffi.FFI()
 
 
 numba_type = _signatures.DescriptorTypes(Type)
-FFTType, MatmulType, RandomType = numba_type.fft, numba_type.matmul, numba_type.random
+FFTType, MatmulType, RandomType, SolverType = (numba_type.fft, numba_type.matmul, numba_type.random,
+                                              numba_type.solver)
 
 
 @functools.cache
@@ -114,15 +117,16 @@ def _declared(entry, argument_types: tuple) -> object:
     return function
 
 
-_linkables: dict[str, LTOIR] = {}
+_linkables: dict[str, object] = {}
 
 
-def _linkable(entry) -> LTOIR:
-    """One LTO-IR object per generated symbol (a kernel links each once), marked for the link cache."""
+def _linkable(entry, kind=LTOIR):
+    """One object per generated symbol (a kernel links each once), LTO-IR marked for the link cache."""
     linkable = _linkables.get(entry.symbol)
     if linkable is None:
-        linkable = _linkables[entry.symbol] = LTOIR(entry.code, name=f"{entry.symbol}.ltoir")
-        _link_cache.mark_nvmathx_bytes(entry.code)
+        linkable = _linkables[entry.symbol] = kind(entry.code, name=f"{entry.symbol}.{kind.__name__.lower()}")
+        if kind is LTOIR:
+            _link_cache.mark_nvmathx_bytes(entry.code)
     return linkable
 
 
@@ -250,6 +254,15 @@ def _lower_random(method):
     return lower_random
 
 
+# -- Solver -------------------------------------------------------------------------------------
+
+
+def _lower_solver_execute(lower, solver, arg_types, args) -> None:
+    """The generated function with each array's data pointer; cuSOLVERDx's library code beside it."""
+    lower.link_external_item(_linkable(CodeEntry("cusolverdx-universal", solver._library_code()), Fatbin))
+    _call_generated(lower, solver._entry(), [_pointer(lower, var) for var in args])
+
+
 _register(FFTType, FFT, FFT._kernel_attributes)
 _register_methods(FFTType, {
     "execute": (_fft_call_form, _lower_fft_execute),
@@ -262,6 +275,11 @@ _register_methods(RandomType, {
     name: (_signatures.random_checker(name, value_type_of=_value_type, types=types, error=TypingError),
            _lower_random(name))
     for name in _signatures.RANDOM_METHODS
+})
+_register(SolverType, Solver, Solver._kernel_attributes)
+_register_methods(SolverType, {
+    "execute": (_signatures.solver_checker(value_type_of=_value_type, types=types, error=TypingError),
+                _lower_solver_execute),
 })
 # this module is imported while a kernel is being typed: the contexts load the templates above now
 refresh_registries(typing=True, target=True, include_uninitialized_cuda=False)

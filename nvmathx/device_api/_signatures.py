@@ -14,10 +14,11 @@ from .._codegen.compilers import kernel_constant
 from ._fft import FFT
 from ._matmul import Matmul
 from ._random import Random
+from ._solver import Solver
 
 
 class DescriptorTypes:
-    """One compiler's type per descriptor object (FFT, Matmul, Random), while the object lives; the type
+    """One compiler's type per descriptor object (FFT, Matmul, Random, Solver), while it lives; the type
     carries the object (``.host``), whose traits and generated code the lowering reads."""
 
     def __init__(self, base: type) -> None:
@@ -31,7 +32,8 @@ class DescriptorTypes:
         self.fft = type_class("FFT")
         self.matmul = type_class("Matmul")
         self.random = type_class("Random")
-        self._classes = {FFT: self.fft, Matmul: self.matmul, Random: self.random}
+        self.solver = type_class("Solver")
+        self._classes = {FFT: self.fft, Matmul: self.matmul, Random: self.random, Solver: self.solver}
         self._types: dict[int, object] = {}
 
     def __call__(self, host):
@@ -202,6 +204,26 @@ def random_checker(method: str, *, value_type_of, types, error: type[Exception])
     def check(rng, args) -> None:
         check_random_arguments(rng, method, args, value_type=value_type_of(np.dtype(rng.value_type)),
                                state_type=value_type_of(np.dtype(rng.state_dtype)), types=types, error=error)
+
+    return check
+
+
+def solver_checker(*, value_type_of, types, error: type[Exception]):
+    """``check(solver, args)`` of ``solver.execute(...)``: 1-D C-contiguous arrays in the function's
+    order, of the value type (``a``, ``b``, ``c``, ``tau``) or int32 (``ipiv``, ``info``)."""
+
+    def check(solver, args) -> None:
+        value_type = value_type_of(np.dtype(solver.value_type))
+        expected = [value_type if name in ("a", "b", "c", "tau") else types.int32 for name in solver.arguments]
+        if len(args) == len(expected) and all(
+            _is_array_of(argument, dtype, types) and argument.ndim == 1 and argument.layout == "C"
+            for argument, dtype in zip(args, expected)
+        ):
+            return
+        usage = f"execute({', '.join(solver.arguments)})"
+        got = ", ".join(str(a) for a in args)
+        raise error(f"{solver!r}: expected {usage} with 1-D C-contiguous arrays of "
+                    f"{', '.join(map(str, expected))} (got {got})")
 
     return check
 

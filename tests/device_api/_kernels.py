@@ -194,3 +194,52 @@ def random_skips(rng):
                 out[thread, i] = values[i]
 
     return kernel
+
+
+# execute's arguments -> the kernel's shared arrays (c takes b's place: unmqr has no b)
+_SOLVER_ARRAYS = {"a": "sa", "b": "sb", "c": "sb", "ipiv": "sipiv", "tau": "stau", "info": "sinfo"}
+
+_SOLVER_SOURCE = """
+def kernel(a, b, ipiv, tau, info):
+    block = cuda.blockIdx.x
+    thread = (cuda.threadIdx.x + cuda.threadIdx.y * solver.block_dim[0]
+              + cuda.threadIdx.z * solver.block_dim[0] * solver.block_dim[1])
+    smem = cuda.shared.array(0, dtype=solver.value_type, alignment=16)
+    sa = smem[0:{a}]
+    sb = smem[{a}:{a} + {b}]
+    sipiv = cuda.shared.array({ipiv}, dtype=np.int32)
+    stau = cuda.shared.array({tau}, dtype=solver.value_type)
+    sinfo = cuda.shared.array({info}, dtype=np.int32)
+    for i in range(thread, {a}, solver.block_size):
+        sa[i] = a[block, i]
+    for i in range(thread, {b}, solver.block_size):
+        sb[i] = b[block, i]
+    cuda.syncthreads()
+    solver.execute({call})
+    cuda.syncthreads()
+    for i in range(thread, {a}, solver.block_size):
+        a[block, i] = sa[i]
+    for i in range(thread, {b}, solver.block_size):
+        b[block, i] = sb[i]
+    for i in range(thread, {ipiv}, solver.block_size):
+        ipiv[block, i] = sipiv[i]
+    for i in range(thread, {tau}, solver.block_size):
+        tau[block, i] = stau[i]
+    for i in range(thread, {info}, solver.block_size):
+        info[block, i] = sinfo[i]
+"""
+
+
+def solver_kernel(solver):
+    """Block ``j`` copies row ``j`` of each global array (a, b or c, ipiv, tau, info: 2-D, one row per
+    block, all of a block's batches) into shared memory, calls ``execute`` and copies everything back.
+    Launch with ``solver.block_dim`` and ``solver.a_size + solver.b_size + solver.c_size`` values of
+    dynamic shared memory."""
+    import numpy as np
+
+    source = _SOLVER_SOURCE.format(
+        a=solver.a_size, b=solver.b_size + solver.c_size, ipiv=max(solver.ipiv_size, 1), tau=max(solver.tau_size, 1),
+        info=max(solver.info_size, 1), call=", ".join(_SOLVER_ARRAYS[name] for name in solver.arguments))
+    namespace = {"cuda": cuda, "np": np, "solver": solver}
+    exec(compile(source, f"<solver kernel {solver.function}>", "exec"), namespace)
+    return namespace["kernel"]

@@ -1,0 +1,263 @@
+"""cuSOLVERDx block functions as plain data: a function, its sizes and types checked against what
+cuSOLVERDx (libmathdx 0.3.1.9) generates, the descriptor, its code and traits, and the library
+code its LTO-IR calls (the universal fatbin, the same for every descriptor).
+
+libmathdx reports an invalid combination only when it compiles the code (an NVRTC static
+assertion, seconds later), so :func:`solver_spec` refuses it first: the sizes each function takes,
+the fill mode Cholesky needs, and the shared memory the problem needs against the target's limit
+(:func:`shared_memory_bytes`, which matches cuSOLVERDx's ``SHARED_MEMORY_SIZE`` trait for the
+default leading dimensions: checked in tests/device_api/test_solver_codegen.py).
+
+Every function takes its arguments by pointer, in the order of :data:`FUNCTIONS` (cuSOLVERDx's
+shared-memory API): ``a``, ``b`` and ``c`` the matrices in shared memory, ``tau`` the Householder
+scalars (value type), ``ipiv`` the pivots and ``info`` the status (32-bit integers, one per
+batch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .._bindings import mathdx
+from .._core.dtypes import dtype_among
+from .._core.errors import OptionsError
+from . import cache, descriptors
+from .target import Target, max_shared_memory_per_block
+
+__all__ = ["FUNCTIONS", "DTYPES", "SolverSpec", "SolverCode", "solver_spec", "descriptor", "shared_memory_bytes",
+           "solver_code", "universal_fatbin"]
+
+_F = mathdx.SolverFunction
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionInfo:
+    """What one cuSOLVERDx function takes."""
+
+    function: mathdx.SolverFunction
+    sizes: int  # 2: (m, n); 3: (m, n, k), k the right-hand sides (unmqr: the reflectors)
+    arguments: tuple[str, ...]  # in the C function's order
+    fill_mode: bool  # Cholesky: which triangle holds the matrix
+    square: bool  # m == n
+
+
+FUNCTIONS = {
+    "potrf": FunctionInfo(_F.POTRF, 2, ("a", "info"), True, True),
+    "potrs": FunctionInfo(_F.POTRS, 3, ("a", "b"), True, True),
+    "posv": FunctionInfo(_F.POSV, 3, ("a", "b", "info"), True, True),
+    "getrf_no_pivot": FunctionInfo(_F.GETRF_NO_PIVOT, 2, ("a", "info"), False, False),
+    "getrs_no_pivot": FunctionInfo(_F.GETRS_NO_PIVOT, 3, ("a", "b"), False, True),
+    "gesv_no_pivot": FunctionInfo(_F.GESV_NO_PIVOT, 3, ("a", "b", "info"), False, True),
+    "getrf_partial_pivot": FunctionInfo(_F.GETRF_PARTIAL_PIVOT, 2, ("a", "ipiv", "info"), False, False),
+    "getrs_partial_pivot": FunctionInfo(_F.GETRS_PARTIAL_PIVOT, 3, ("a", "ipiv", "b"), False, True),
+    "gesv_partial_pivot": FunctionInfo(_F.GESV_PARTIAL_PIVOT, 3, ("a", "ipiv", "b", "info"), False, True),
+    "geqrf": FunctionInfo(_F.GEQRF, 2, ("a", "tau"), False, False),
+    "unmqr": FunctionInfo(_F.UNMQR, 3, ("a", "tau", "c"), False, False),
+    "gels": FunctionInfo(_F.GELS, 3, ("a", "tau", "b"), False, False),
+}
+DTYPES = {"float32": (mathdx.Precision.F32, mathdx.SolverType.REAL),
+          "float64": (mathdx.Precision.F64, mathdx.SolverType.REAL),
+          "complex64": (mathdx.Precision.F32, mathdx.SolverType.COMPLEX),
+          "complex128": (mathdx.Precision.F64, mathdx.SolverType.COMPLEX)}
+FILL_MODES = {"lower": mathdx.SolverFillMode.LOWER, "upper": mathdx.SolverFillMode.UPPER}
+ARRANGEMENTS = {"col_major": mathdx.SolverArrangement.COL_MAJOR, "row_major": mathdx.SolverArrangement.ROW_MAJOR}
+SIDES = {"left": mathdx.SolverSide.LEFT, "right": mathdx.SolverSide.RIGHT}
+TRANSPOSES = {"non_transposed": mathdx.SolverTransposeMode.NON_TRANSPOSED,
+              "transposed": mathdx.SolverTransposeMode.TRANSPOSED,
+              "conj_transposed": mathdx.SolverTransposeMode.CONJ_TRANSPOSED}
+MAX_THREADS = 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class SolverSpec:
+    """One cuSOLVERDx configuration (see :func:`solver_spec`)."""
+
+    function: str
+    m: int
+    n: int
+    k: int  # 0 for factorizations
+    dtype: str
+    fill_mode: str | None
+    arrangement: str
+    batches_per_block: int
+    block_dim: tuple[int, int, int] | None  # None: cuSOLVERDx's suggestion
+    side: str | None = None  # unmqr: Q applied from the "left" (Q c) or the "right" (c Q)
+    transpose: str | None = None  # unmqr: Q, Q^T or Q^H
+
+    @property
+    def info(self) -> FunctionInfo:
+        return FUNCTIONS[self.function]
+
+    def element_counts(self) -> dict[str, int]:
+        """Elements of each argument for one batch, with the default leading dimensions."""
+        m, n, k = self.m, self.n, self.k
+        counts = {"info": 1}
+        if self.function == "unmqr":  # c is m x n, a holds k reflectors of length m (n from the right)
+            counts.update(a=(m if self.side == "left" else n) * k, tau=k, c=m * n)
+        else:
+            counts["a"] = m * n
+        if "b" in self.info.arguments:
+            counts["b"] = (max(m, n) if self.function == "gels" else n) * k
+        if "ipiv" in self.info.arguments:
+            counts["ipiv"] = min(m, n)
+        if self.function in ("geqrf", "gels"):
+            counts["tau"] = min(m, n)
+        return counts
+
+
+def shared_memory_bytes(spec: SolverSpec) -> int:
+    """The shared memory cuSOLVERDx asks for (its ``SHARED_MEMORY_SIZE``): the matrices, pivots
+    and Householder scalars of every batch of the block."""
+    counts = spec.element_counts()
+    itemsize = np.dtype(spec.dtype).itemsize
+    values = sum(counts.get(name, 0) for name in ("a", "b", "c", "tau"))
+    return spec.batches_per_block * (itemsize * values + 4 * counts.get("ipiv", 0))
+
+
+def _positive(argument: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise OptionsError(argument, f"expected a positive integer (got {value!r})")
+    return int(value)
+
+
+def _sizes(function: str, size) -> tuple[int, int, int]:
+    info = FUNCTIONS[function]
+    if isinstance(size, (int, np.integer)) and not isinstance(size, bool) and info.sizes == 2:
+        size = (size, size)
+    if not isinstance(size, (tuple, list)) or len(size) != info.sizes:
+        form = "(m, n)" if info.sizes == 2 else ("(m, n, k) with k reflectors" if function == "unmqr"
+                                                 else "(m, n, k) with k right-hand sides")
+        raise OptionsError("size", f"{function} takes {form} (got {size!r})")
+    values = [_positive("size", value) for value in size]
+    m, n = values[0], values[1]
+    k = values[2] if info.sizes == 3 else 0
+    if info.square and m != n:
+        raise OptionsError("size", f"{function} takes a square matrix (got {m} x {n})")
+    return m, n, k
+
+
+def solver_spec(function: str, size, dtype=np.float32, *, fill_mode: str | None = None,
+                arrangement: str = "col_major", batches_per_block: int = 1, block_dim=None,
+                side: str | None = None, transpose: str | None = None, target: Target | None = None) -> SolverSpec:
+    """A checked :class:`SolverSpec`; ``OptionsError`` naming the argument for what cuSOLVERDx does
+    not generate, including a problem that does not fit the shared memory of ``target``.
+
+    ``size``: ``(m, n)`` for the factorizations (an int ``m`` means ``(m, m)``), ``(m, n, k)`` for the
+    solves (k right-hand sides) and unmqr (k reflectors). ``fill_mode`` (Cholesky only) defaults to
+    ``"lower"``; ``side`` and ``transpose`` (unmqr only) to ``"left"`` and ``"non_transposed"``;
+    ``block_dim`` to cuSOLVERDx's suggestion.
+    """
+    if not isinstance(function, str) or function not in FUNCTIONS:
+        raise OptionsError("function", f"expected one of {', '.join(map(repr, FUNCTIONS))} (got {function!r})")
+    m, n, k = _sizes(function, size)
+    dtype_name = dtype_among("dtype", dtype, tuple(DTYPES))
+    if FUNCTIONS[function].fill_mode:
+        fill_mode = "lower" if fill_mode is None else fill_mode
+        if fill_mode not in FILL_MODES:
+            raise OptionsError("fill_mode", f"expected 'lower' or 'upper' (got {fill_mode!r})")
+    elif fill_mode is not None:
+        raise OptionsError("fill_mode", f"applies to potrf, potrs and posv only (function is {function})")
+    if function == "unmqr":
+        side = "left" if side is None else side
+        transpose = "non_transposed" if transpose is None else transpose
+        if side not in SIDES:
+            raise OptionsError("side", f"expected 'left' or 'right' (got {side!r})")
+        if transpose not in TRANSPOSES:
+            raise OptionsError("transpose", f"expected one of {', '.join(map(repr, TRANSPOSES))} (got {transpose!r})")
+        reflected = m if side == "left" else n
+        if k > reflected:
+            raise OptionsError("size", f"unmqr from the {side} applies at most {reflected} reflectors (got k = {k})")
+    else:
+        for argument, value in (("side", side), ("transpose", transpose)):
+            if value is not None:
+                raise OptionsError(argument, f"applies to unmqr only (function is {function})")
+    if arrangement not in ARRANGEMENTS:
+        raise OptionsError("arrangement", f"expected 'col_major' or 'row_major' (got {arrangement!r})")
+    batches = _positive("batches_per_block", batches_per_block)
+    if block_dim is not None:
+        dims = tuple(block_dim) if isinstance(block_dim, (tuple, list)) else (block_dim,)
+        if not 1 <= len(dims) <= 3:
+            raise OptionsError("block_dim", f"expected 1 to 3 dimensions (got {block_dim!r})")
+        dims = tuple(_positive("block_dim", d) for d in dims) + (1,) * (3 - len(dims))
+        if dims[0] * dims[1] * dims[2] > MAX_THREADS:
+            raise OptionsError("block_dim", f"at most {MAX_THREADS} threads per block (got {dims})")
+        block_dim = dims
+    spec = SolverSpec(function, m, n, k, dtype_name, fill_mode, arrangement, batches, block_dim, side, transpose)
+    if target is not None:
+        needed, limit = shared_memory_bytes(spec), max_shared_memory_per_block(target)
+        if needed > limit:
+            raise OptionsError("size", f"{function} of {m} x {n}{f' (k = {k})' if k else ''} {dtype_name} with "
+                                       f"{batches} batch(es) per block needs {needed} bytes of shared memory; "
+                                       f"{target.name} has {limit}")
+    return spec
+
+
+def descriptor(spec: SolverSpec, target: Target) -> descriptors.Descriptor:
+    """The libmathdx descriptor (plain data) of ``spec`` for ``target`` (Block execution)."""
+    precision, kind = DTYPES[spec.dtype]
+    sizes = (spec.m, spec.n, spec.k) if spec.k else (spec.m, spec.n)
+    operators: list = [
+        ("API", int(mathdx.SolverApi.SMEM)),
+        ("FUNCTION", int(spec.info.function)),
+        ("SIZE", sizes),
+        ("PRECISION", int(precision)),
+        ("TYPE", int(kind)),
+        ("ARRANGEMENT", int(ARRANGEMENTS[spec.arrangement])),
+        ("EXECUTION", int(mathdx.Execution.BLOCK)),
+        ("SM", target.sm),
+    ]
+    if spec.fill_mode is not None:
+        operators.append(("FILL_MODE", int(FILL_MODES[spec.fill_mode])))
+    if spec.side is not None:
+        operators.append(("SIDE", int(SIDES[spec.side])))
+    if spec.transpose is not None:
+        operators.append(("TRANSPOSE_MODE", int(TRANSPOSES[spec.transpose])))
+    if spec.batches_per_block != 1:
+        operators.append(("BATCHES_PER_BLOCK", spec.batches_per_block))
+    if spec.block_dim is not None:
+        operators.append(("BLOCK_DIM", spec.block_dim))
+    return ("cusolverdx", tuple(operators))
+
+
+@dataclasses.dataclass(frozen=True)
+class SolverCode:
+    """The generated function (symbol and LTO-IR) of a spec and its traits."""
+
+    entry: cache.CodeEntry
+    shared_memory_size: int
+    block_dim: tuple[int, int, int]
+    suggested_leading_dimensions: tuple[int, int]
+    suggested_batches_per_block: int
+
+
+def solver_code(spec: SolverSpec, target: Target) -> SolverCode:
+    """``spec``'s function for ``target``: from the disk cache, or generated by libmathdx (seconds of
+    CPU the first time). A combination cuSOLVERDx refuses is an ``OptionsError`` naming ``size``,
+    with libmathdx's message."""
+    plain = descriptor(spec, target)
+
+    def query(handle) -> dict:
+        return {"shared_memory_size": handle.trait(mathdx.SolverTrait.SHARED_MEMORY_SIZE),
+                "block_dim": list(handle.traits(mathdx.SolverTrait.BLOCK_DIM, 3)),
+                "suggested_leading_dimensions": list(handle.traits(mathdx.SolverTrait.SUGGESTED_LEADING_DIMENSION, 2)),
+                "suggested_batches_per_block": handle.trait(mathdx.SolverTrait.SUGGESTED_BATCHES_PER_BLOCK)}
+
+    traits = descriptors.cached_query(plain, target, query)
+    if "error" in traits:
+        raise OptionsError("size", f"cuSOLVERDx does not generate {spec} ({traits['error']})")
+    return SolverCode(descriptors.get_code(plain, target), traits["shared_memory_size"], tuple(traits["block_dim"]),
+                      tuple(traits["suggested_leading_dimensions"]), traits["suggested_batches_per_block"])
+
+
+def universal_fatbin() -> bytes:
+    """cuSOLVERDx's library code, which every generated function calls (one fatbin, cached on disk)."""
+    key = {"kind": "cusolverdx-universal-fatbin", **descriptors.library_versions()}
+    entry = cache.load(key)
+    if entry is None:
+        spec = solver_spec("potrf", (2, 2))
+        with descriptors.open_descriptor(descriptor(spec, Target(9, 0))) as handle:
+            entry = cache.CodeEntry("cusolverdx-universal-fatbin", handle.universal_fatbin())
+        cache.store(key, entry)
+    return entry.code

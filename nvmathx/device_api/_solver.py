@@ -1,0 +1,165 @@
+"""``Solver``: a cuSOLVERDx factorization or solve that a thread block runs inside a Numba kernel."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import numpy as np
+
+from .._codegen import solver as solver_codegen
+from .._codegen.cache import CodeEntry
+from .._codegen.target import Target, resolve_target
+from .._core.errors import OptionsError
+from . import _compilers
+
+
+class Solver:
+    """A small dense factorization or solve computed by one CUDA block (cuSOLVERDx).
+
+    Parameters
+    ----------
+    function : str
+        ``"potrf"`` (Cholesky), ``"potrs"``, ``"posv"`` (Cholesky factor and solve);
+        ``"getrf_partial_pivot"``, ``"getrs_partial_pivot"``, ``"gesv_partial_pivot"`` (LU with
+        partial pivoting) and their ``_no_pivot`` forms; ``"geqrf"`` (QR), ``"unmqr"`` (multiply by
+        Q), ``"gels"`` (least squares through QR).
+    size : int or tuple
+        ``(m, n)`` for the factorizations (an int means a square matrix); ``(m, n, k)`` for the
+        solves and gels (k right-hand sides) and for unmqr (``c`` is m x n, ``a`` holds k
+        reflectors).
+    dtype : numpy dtype
+        float32, float64, complex64 or complex128.
+    fill_mode : {"lower", "upper"}, optional
+        The triangle that holds a Cholesky matrix and its factor (default ``"lower"``).
+    arrangement : {"col_major", "row_major"}
+        How the matrices lie in shared memory (default column major, as LAPACK).
+    side, transpose : str, optional
+        unmqr only: Q applied from the ``"left"`` (default, ``Q c``) or the ``"right"`` (``c Q``),
+        as ``"non_transposed"`` (default), ``"transposed"`` or ``"conj_transposed"``.
+    batches_per_block : int
+        Problems one block solves together (``a``, ``b``, ... hold that many, one after another).
+    block_dim : "suggested" or tuple
+        Threads of the block; ``"suggested"`` takes cuSOLVERDx's choice.
+    sm : tuple, int, str or None
+        Target architecture, e.g. ``(9, 0)``; ``None`` means the current device.
+
+    Raises
+    ------
+    OptionsError
+        For a function, size or type cuSOLVERDx does not take, or a problem that does not fit the
+        target's shared memory (e.g. 128 x 128 complex128), before any code is generated.
+
+    Notes
+    -----
+    In a kernel launched with ``block_dim`` threads and ``shared_memory_size`` bytes of dynamic
+    shared memory, ``solver.execute(...)`` takes 1-D arrays in cuSOLVERDx's order:
+    ``potrf(a, info)``, ``potrs(a, b)``, ``posv(a, b, info)``, ``getrf_*(a, [ipiv,] info)``,
+    ``getrs_*(a, [ipiv,] b)``, ``gesv_*(a, [ipiv,] b, info)``, ``geqrf(a, tau)``,
+    ``unmqr(a, tau, c)``, ``gels(a, tau, b)``. ``a``, ``b``, ``c`` and ``tau`` hold ``value_type``
+    (``a_size``, ``b_size``, ``c_size``, ``tau_size`` elements, all batches), the matrices with
+    leading dimensions ``lda`` and ``ldb`` (``c``'s too); ``ipiv`` (the row interchanges, in
+    LAPACK's 1-based convention) and ``info`` (0 on success, as LAPACK's; one per batch) are int32. The arrays are
+    usually carved from ``cuda.shared.array(0, ...)``; the solution overwrites ``b``, the
+    factors ``a``. These sizes, ``m``, ``n``, ``k``, ``block_dim``, ``block_size``,
+    ``batches_per_block`` and ``shared_memory_size`` are compile-time constants in kernels.
+    cuSOLVERDx's library code (its universal fatbin) is linked with the kernel for you.
+    """
+
+    _kernel_attributes = ("m", "n", "k", "value_type", "a_size", "b_size", "c_size", "ipiv_size", "tau_size",
+                          "info_size", "lda", "ldb", "batches_per_block", "block_dim", "block_size",
+                          "shared_memory_size")
+
+    def __init__(self, function: str, size: Any, dtype: Any = np.float32, *, fill_mode: str | None = None,
+                 arrangement: str = "col_major", batches_per_block: int = 1, block_dim: Any = "suggested",
+                 side: str | None = None, transpose: str | None = None,
+                 sm: str | int | tuple[int, int] | None = None) -> None:
+        self.target: Target = resolve_target(sm, needed_by="cuSOLVERDx")
+        if isinstance(block_dim, str) and block_dim != "suggested":
+            raise OptionsError("block_dim", f"expected 'suggested' or a tuple of ints (got {block_dim!r})")
+        self._spec = solver_codegen.solver_spec(
+            function, size, dtype, fill_mode=fill_mode, arrangement=arrangement, batches_per_block=batches_per_block,
+            block_dim=None if block_dim == "suggested" else block_dim, side=side, transpose=transpose,
+            target=self.target)
+        self._code: solver_codegen.SolverCode | None = None
+        counts = self._spec.element_counts()
+        batches = self._spec.batches_per_block
+        self.a_size, self.b_size, self.c_size, self.ipiv_size, self.tau_size, self.info_size = (
+            batches * counts.get(name, 0) for name in ("a", "b", "c", "ipiv", "tau", "info"))
+
+    function = property(lambda self: self._spec.function, doc="The cuSOLVERDx function.")
+    m = property(lambda self: self._spec.m, doc="Rows of the matrix (of c for unmqr).")
+    n = property(lambda self: self._spec.n, doc="Columns of the matrix (of c for unmqr).")
+    k = property(lambda self: self._spec.k, doc="Right-hand sides (reflectors for unmqr); 0 for factorizations.")
+    fill_mode = property(lambda self: self._spec.fill_mode, doc='"lower" or "upper" (Cholesky); None elsewhere.')
+    arrangement = property(lambda self: self._spec.arrangement, doc='"col_major" or "row_major".')
+    batches_per_block = property(lambda self: self._spec.batches_per_block, doc="Problems per block.")
+    arguments = property(lambda self: self._spec.info.arguments, doc="execute's arguments, in order.")
+
+    @property
+    def value_type(self) -> type:
+        """The matrices' numpy scalar type (the compiler's number class in a kernel)."""
+        return np.dtype(self._spec.dtype).type
+
+    @property
+    def lda(self) -> int:
+        """Leading dimension of ``a``."""
+        if self.arrangement == "row_major":
+            return self.k if self.function == "unmqr" else self.n
+        if self.function == "unmqr" and self._spec.side == "right":
+            return self.n
+        return self.m
+
+    @property
+    def ldb(self) -> int:
+        """Leading dimension of ``b`` (``c`` for unmqr); 0 where there is none."""
+        if self.function == "unmqr":
+            return self.m if self.arrangement == "col_major" else self.n
+        if not self.k:
+            return 0
+        if self.arrangement == "row_major":
+            return self.k
+        return max(self.m, self.n) if self.function == "gels" else self.n
+
+    @property
+    def block_dim(self) -> tuple[int, int, int]:
+        """The block's threads (cuSOLVERDx's suggestion unless given)."""
+        return self.code().block_dim
+
+    @property
+    def block_size(self) -> int:
+        x, y, z = self.block_dim
+        return x * y * z
+
+    @property
+    def shared_memory_size(self) -> int:
+        """Bytes of dynamic shared memory to launch with."""
+        return self.code().shared_memory_size
+
+    def code(self) -> solver_codegen.SolverCode:
+        """The generated function and its traits (generated on first use, seconds; cached on disk)."""
+        if self._code is None:
+            self._code = solver_codegen.solver_code(self._spec, self.target)
+        return self._code
+
+    def _entry(self) -> CodeEntry:
+        return self.code().entry
+
+    @staticmethod
+    def _library_code() -> bytes:
+        return solver_codegen.universal_fatbin()
+
+    def execute(self, *arrays: Any) -> NoReturn:
+        """Factor or solve: only inside a ``numba.cuda.jit`` kernel (see the class Notes)."""
+        raise RuntimeError("Solver.execute can only be called inside a numba.cuda.jit kernel")
+
+    @property
+    def _numba_type_(self):
+        # Read by both compilers' typeof: the caller's frame says which one is typing a kernel.
+        return _compilers.numba_type(self, sys._getframe(1))
+
+    def __repr__(self) -> str:
+        size = (self.m, self.n, self.k) if self.k else (self.m, self.n)
+        extra = f", fill_mode={self.fill_mode!r}" if self.fill_mode else ""
+        return (f"Solver({self.function!r}, {size}, {self._spec.dtype}{extra}, arrangement={self.arrangement!r}, "
+                f"batches_per_block={self.batches_per_block}, sm={self.target.name!r})")

@@ -1,0 +1,160 @@
+"""cuSOLVERDx code through the compiler-neutral layer (``nvmathx._codegen.solver``): what a spec
+accepts and refuses before libmathdx compiles anything, the shared memory it needs against
+cuSOLVERDx's own trait, and Solver kernels compiled and linked (with cuSOLVERDx's fatbin) under
+each Numba compiler on a machine without a GPU."""
+
+import numpy as np
+import pytest
+
+from helpers.compilers import H100, require
+from helpers.compilers import compiled_calls as _calls
+from helpers.requirements import needs_mathdx
+from nvmathx import OptionsError
+from nvmathx._codegen import solver as solver_codegen
+from nvmathx._codegen.target import Target
+from nvmathx.device_api._solver import Solver
+
+from . import _kernels
+
+TARGET = Target(9, 0)
+
+# (label, arguments of solver_spec, argument named, message fragment)
+BAD_SPECS = [
+    ("unknown function", dict(function="syevd", size=(8, 8)), "function", "'potrf'"),
+    ("rectangular cholesky", dict(function="potrf", size=(8, 4)), "size", "square"),
+    ("factorization with k", dict(function="geqrf", size=(8, 4, 2)), "size", "takes (m, n)"),
+    ("solve without k", dict(function="posv", size=(8, 8)), "size", "right-hand sides"),
+    ("zero size", dict(function="getrf_partial_pivot", size=(0, 4)), "size", "positive integer"),
+    ("boolean size", dict(function="potrf", size=True), "size", "takes (m, n)"),
+    ("too many reflectors", dict(function="unmqr", size=(8, 4, 9)), "size", "from the left applies at most 8"),
+    ("right side reflectors", dict(function="unmqr", size=(8, 4, 5), side="right"), "size", "at most 4"),
+    ("unknown side", dict(function="unmqr", size=(8, 4, 2), side="top"), "side", "'left' or 'right'"),
+    ("side for potrf", dict(function="potrf", size=8, side="left"), "side", "unmqr only"),
+    ("unknown transpose", dict(function="unmqr", size=(8, 4, 2), transpose="T"), "transpose", "'transposed'"),
+    ("integer dtype", dict(function="potrf", size=8, dtype=np.int32), "dtype", "float32"),
+    ("half precision", dict(function="potrf", size=8, dtype=np.float16), "dtype", "complex128"),
+    ("fill mode for lu", dict(function="getrf_no_pivot", size=8, fill_mode="lower"), "fill_mode", "potrf, potrs"),
+    ("unknown fill mode", dict(function="potrf", size=8, fill_mode="both"), "fill_mode", "'lower' or 'upper'"),
+    ("unknown arrangement", dict(function="potrf", size=8, arrangement="tiled"), "arrangement", "'col_major'"),
+    ("zero batches", dict(function="potrf", size=8, batches_per_block=0), "batches_per_block", "positive"),
+    ("four block dimensions", dict(function="potrf", size=8, block_dim=(32, 1, 1, 1)), "block_dim", "1 to 3"),
+    ("too many threads", dict(function="potrf", size=8, block_dim=(64, 32)), "block_dim", "1024 threads"),
+    ("128x128 complex128", dict(function="potrf", size=128, dtype=np.complex128, target=TARGET), "size",
+     "needs 262144 bytes of shared memory; sm_90a has 232448"),
+    ("batches that overflow", dict(function="gesv_partial_pivot", size=(96, 96, 4), dtype=np.float64,
+                                   batches_per_block=4, target=TARGET), "size", "4 batch(es) per block"),
+]
+
+
+@pytest.mark.parametrize("label, kwargs, argument, fragment", BAD_SPECS, ids=[row[0] for row in BAD_SPECS])
+def test_bad_specs_raise_options_error_naming_the_argument(label, kwargs, argument, fragment):
+    with pytest.raises(OptionsError) as raised:
+        solver_codegen.solver_spec(**kwargs)
+    assert raised.value.argument == argument
+    assert fragment in str(raised.value)
+
+
+def test_solver_refuses_on_the_host_and_outside_kernels():
+    with pytest.raises(OptionsError, match="^block_dim: expected 'suggested'"):
+        Solver("potrf", 8, block_dim="auto", sm=H100)
+    solver = Solver("gels", (16, 8, 2), np.complex64, sm=H100)
+    assert (solver.a_size, solver.tau_size, solver.b_size, solver.lda, solver.ldb) == (128, 8, 32, 16, 16)
+    assert solver.arguments == ("a", "tau", "b")
+    with pytest.raises(RuntimeError, match="only be called inside a numba.cuda.jit kernel"):
+        solver.execute()
+
+
+# (function, size, dtype, batches per block): our shared memory against cuSOLVERDx's trait
+SHARED_MEMORY_CASES = [
+    ("potrf", (33, 33), "complex128", 1),
+    ("posv", (32, 32, 4), "float32", 2),
+    ("getrf_partial_pivot", (64, 32), "float64", 1),
+    ("gesv_partial_pivot", (24, 24, 3), "complex64", 1),
+    ("geqrf", (16, 32), "float32", 1),
+    ("gels", (40, 24, 2), "float64", 1),
+    ("unmqr", (64, 32, 8), "float32", 1),
+]
+
+
+@needs_mathdx
+@pytest.mark.parametrize("function, size, dtype, batches", SHARED_MEMORY_CASES,
+                         ids=[f"{c[0]}-{c[2]}-x{c[3]}" for c in SHARED_MEMORY_CASES])
+def test_shared_memory_matches_cusolverdx(function, size, dtype, batches):
+    solver = Solver(function, size, dtype, batches_per_block=batches, sm=H100)
+    assert solver.shared_memory_size == solver_codegen.shared_memory_bytes(solver._spec)
+    assert solver.block_size >= 32 and solver._entry().symbol.startswith("nvmathx_cusolverdx_")
+
+
+@needs_mathdx
+def test_shared_memory_of_q_from_the_right():
+    solver = Solver("unmqr", (24, 40, 8), np.complex64, side="right", transpose="conj_transposed", sm=H100)
+    assert (solver.a_size, solver.c_size, solver.lda) == (40 * 8, 24 * 40, 40)
+    assert solver.shared_memory_size == solver_codegen.shared_memory_bytes(solver._spec)
+
+
+@needs_mathdx
+def test_libmathdx_refuses_what_the_table_refuses():
+    """The 128 x 128 complex128 Cholesky the spec refuses does not compile in libmathdx either."""
+    spec = solver_codegen.SolverSpec("potrf", 128, 128, 0, "complex128", "lower", "col_major", 1, None)
+    with pytest.raises(OptionsError, match="^size: cuSOLVERDx does not generate .*COMMONDX_COMPILATION_ERROR"):
+        solver_codegen.solver_code(spec, TARGET)
+
+
+def _signature(compiler, solver):
+    types = compiler.types
+    value = getattr(types, np.dtype(solver.value_type).name)[:, ::1]
+    return (value, value, types.int32[:, ::1], value, types.int32[:, ::1])
+
+
+@needs_mathdx
+@pytest.mark.parametrize("function, size, dtype", [("posv", (16, 16, 2), np.float64),
+                                                   ("gesv_partial_pivot", (8, 8, 1), np.complex64),
+                                                   ("gels", (12, 8, 1), np.float32)])
+def test_kernels_call_the_generated_function(compiler, function, size, dtype):
+    solver = Solver(function, size, dtype, sm=H100)
+    assert _calls(compiler, _kernels.solver_kernel(solver), _signature(compiler, solver)) == [solver._entry().symbol]
+
+
+@needs_mathdx
+def test_wrong_arguments_are_typing_errors(compiler):
+    solver = Solver("getrf_partial_pivot", (8, 8), np.float32, sm=H100)
+
+    def kernel(a, b, ipiv, tau, info):
+        solver.execute(a[0], info[0])  # ipiv missing
+
+    with pytest.raises(Exception, match=r"expected execute\(a, ipiv, info\)"):
+        _calls(compiler, kernel, _signature(compiler, solver))
+
+
+def _skip_without_nvjitlink():
+    from nvmathx import LibraryNotFoundError
+    from nvmathx._bindings._loader import load_library
+
+    try:
+        load_library("nvJitLink")
+    except LibraryNotFoundError as error:
+        pytest.skip(f"nvJitLink not available: {error}")
+
+
+@needs_mathdx
+def test_numba_cuda_kernel_links_with_the_fatbin():
+    numba_cuda = require("numba-cuda")
+    from numba.cuda.compiler import compile_cuda
+
+    _skip_without_nvjitlink()
+    solver = Solver("potrf", 16, np.float32, sm=H100)
+    result = compile_cuda(numba_cuda.bind(_kernels.solver_kernel(solver)), numba_cuda.types.void,
+                          _signature(numba_cuda, solver), cc=H100)
+    assert len(result.library.get_cubin(cc=(9, 0, "a")).code) > 10000
+
+
+@needs_mathdx
+def test_numba_cuda_mlir_kernel_links_with_the_fatbin():
+    mlir = require("numba-cuda-mlir")
+    from numba_cuda_mlir.compiler import _compile_and_optimize
+
+    _skip_without_nvjitlink()
+    solver = Solver("gesv_partial_pivot", (8, 8, 2), np.float64, sm=H100)
+    result = _compile_and_optimize(mlir.bind(_kernels.solver_kernel(solver)), _signature(mlir, solver),
+                                   {"chip": "sm_90"})
+    assert len(result.metadata["cubin"]) > 10000
