@@ -1,4 +1,5 @@
-"""Device API suite: a fused FFT convolution kernel, and the time to its first launch, under each
+"""Device API suite: a fused FFT convolution kernel, random numbers and batched solvers in kernels,
+and the time to the convolution kernel's first launch, under each
 Numba compiler: columns ``nvmathx.numba_cuda_mlir`` and ``nvmathx.numba_cuda``; ``nvmathx`` is
 numba-cuda's too, so that history compares.
 
@@ -6,6 +7,15 @@ numba-cuda's too, so that history compares.
   16384 complex64 signals of 1024 points in one Numba kernel (the kernel of
   ``examples/device_fft_convolution.py``; 8 elements per thread, 2 FFTs per block), beside torch's
   ``fft -> multiply -> ifft``. TB/s counts one read and one write of the signals.
+- ``copy_4gib_f32``: torch copying 2**30 float32 (the bandwidth ``rng_normal`` is held to).
+- ``rng_normal_2p30_f32``: 2**30 normals written by a kernel calling ``Random.generate``
+  (Philox4_32_10, Box-Muller, 4 per call), beside ``torch.randn(out=)`` and
+  ``cupy.random.standard_normal``. TB/s counts the writes.
+- ``rng_montecarlo_2p32_f32``: 2**32 normals consumed in the kernel (a call option's payoffs, one
+  sum written per thread), beside the same computation in torch ops (chunks of 2**28).
+- ``solve_spd_65536x32_f32`` / ``solve_lu_65536x64_f64``: a batch of small systems solved by
+  ``Solver`` (posv, 4 per block; gesv with partial pivoting, 1 per block), checked against numpy,
+  beside torch (the faster of ``linalg.solve`` and Cholesky for the SPD batch).
 - ``first_launch_warm_cache`` / ``first_launch_cold_cache``: wall seconds of a fresh interpreter
   from start to the first finished launch of that kernel (the script reports when its launch
   finished; its exit is not counted: on the H200 host the time outside the script's own steps,
@@ -30,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import math
 import os
 import statistics
 import subprocess
@@ -38,7 +49,10 @@ import tempfile
 import time
 import typing
 
+import numpy as np
+
 from benchmarks import Case, Skip, bandwidth
+from benchmarks._case import import_or_skip
 
 __all__ = ["cases"]
 
@@ -136,6 +150,211 @@ def _fused_setups(ctx, batch, size):
     return {**setups, "torch": torch_calls}
 
 
+# -- random numbers and solvers -------------------------------------------------------------------
+
+_NORMALS = 1 << 30  # rng_normal: values written
+_FILL_THREADS = 1 << 18  # its grid: 2048 threads on each of an H200's 132 SMs, about
+_MC_THREADS, _MC_PER_THREAD = 1 << 20, 1 << 12  # rng_montecarlo: 2**32 normals consumed in the kernel
+_MC_SPOT, _MC_STRIKE, _MC_DRIFT, _MC_VOLATILITY = 100.0, 105.0, 0.0, 0.25
+
+
+def _random_normal():
+    from nvmathx.device_api import Random
+
+    return Random("philox4_32_10", "normal", "float32")  # 4 normals per call (Box-Muller)
+
+
+def _normal_fill_kernel(cuda, rng):
+    """Each thread of a grid-stride loop writes 4 normals per step, 16 contiguous bytes."""
+
+    @cuda.jit
+    def fill(out, seed):
+        thread = cuda.grid(1)
+        state = cuda.local.array(rng.state_words, dtype=rng.state_dtype, alignment=rng.state_alignment)
+        rng.init(seed, thread, 0, state)
+        values = cuda.local.array(rng.values_per_call, dtype=rng.value_type)
+        for group in range(thread, out.shape[0] // rng.values_per_call, cuda.gridsize(1)):
+            rng.generate(state, values)
+            for j in range(rng.values_per_call):
+                out[group * rng.values_per_call + j] = values[j]
+
+    return fill
+
+
+def _montecarlo_kernel(cuda, rng, per_thread):
+    """Each thread consumes ``per_thread`` normals (a call option's payoff) and writes one sum."""
+
+    @cuda.jit
+    def payoffs(sums, seed, spot, strike, drift, volatility):
+        thread = cuda.grid(1)
+        state = cuda.local.array(rng.state_words, dtype=rng.state_dtype, alignment=rng.state_alignment)
+        rng.init(seed, thread, 0, state)
+        values = cuda.local.array(rng.values_per_call, dtype=rng.value_type)
+        total = np.float32(0)
+        for _ in range(per_thread // rng.values_per_call):
+            rng.generate(state, values)
+            for j in range(rng.values_per_call):
+                total += max(spot * math.exp(drift + volatility * values[j]) - strike, np.float32(0))
+        sums[thread] = total
+
+    return payoffs
+
+
+def _rng_normal_setups(ctx, count):
+    def nvmathx_fill(column):
+        cuda = _compiler(column)
+        rng = _random_normal()
+        kernel = _normal_fill_kernel(cuda, rng)
+        out = cuda.device_array(count, np.float32)
+        launch = kernel[_FILL_THREADS // 256, 256]
+        launch(out, np.uint64(1234))
+        cuda.synchronize()
+        sample = out[: 1 << 20].copy_to_host()
+        if not (abs(sample.mean()) < 0.01 and abs(sample.std() - 1) < 0.01):
+            raise RuntimeError(f"the normals are off: mean {sample.mean()}, std {sample.std()}")
+        return lambda: launch(out, np.uint64(1234))
+
+    def torch_randn():
+        torch = import_or_skip("torch")
+        out = torch.empty(count, device=f"cuda:{ctx.device_id}", dtype=torch.float32)
+        return lambda: torch.randn(count, out=out)
+
+    def cupy_standard_normal():
+        cupy = import_or_skip("cupy")
+        return lambda: cupy.random.standard_normal(count, dtype=cupy.float32)
+
+    setups = {column: functools.partial(nvmathx_fill, column) for column in _COMPILERS}
+    return {**setups, "torch": torch_randn, "cupy": cupy_standard_normal}
+
+
+def _copy_setups(ctx, count):
+    def torch_copy():
+        torch = import_or_skip("torch")
+        source = torch.empty(count, device=f"cuda:{ctx.device_id}", dtype=torch.float32)
+        destination = torch.empty_like(source)
+        return lambda: destination.copy_(source)
+
+    return {"torch": torch_copy}
+
+
+def _montecarlo_setups(ctx):
+    def nvmathx_payoffs(column):
+        cuda = _compiler(column)
+        rng = _random_normal()
+        kernel = _montecarlo_kernel(cuda, rng, _MC_PER_THREAD)
+        sums = cuda.device_array(_MC_THREADS, np.float32)
+        launch = kernel[_MC_THREADS // 256, 256]
+        arguments = (sums, np.uint64(99), np.float32(_MC_SPOT), np.float32(_MC_STRIKE), np.float32(_MC_DRIFT),
+                     np.float32(_MC_VOLATILITY))
+        launch(*arguments)
+        cuda.synchronize()
+        return lambda: launch(*arguments)
+
+    def torch_payoffs():
+        torch = import_or_skip("torch")
+        chunk = 1 << 28
+        device = f"cuda:{ctx.device_id}"
+        normals = torch.empty(chunk, device=device, dtype=torch.float32)
+
+        def run():
+            total = torch.zeros((), device=device, dtype=torch.float32)
+            for _ in range((_MC_THREADS * _MC_PER_THREAD) // chunk):
+                torch.randn(chunk, out=normals)
+                total += (_MC_SPOT * torch.exp(_MC_DRIFT + _MC_VOLATILITY * normals) - _MC_STRIKE).clamp_min_(0).sum()
+            return total
+
+        return run
+
+    setups = {column: functools.partial(nvmathx_payoffs, column) for column in _COMPILERS}
+    return {**setups, "torch": torch_payoffs}
+
+
+def _solver_kernel(cuda, solver):
+    """Block ``j`` solves systems ``j * batches_per_block ...`` of ``a`` (column major, one per row)
+    and ``b`` (overwritten by the solutions); LU keeps its pivots in shared memory."""
+    matrix, vector = solver.m * solver.n, solver.n
+    pivoting = "ipiv" in solver.arguments
+    pivot_slots = max(solver.ipiv_size, 1)  # a shared array's size must be a constant
+
+    @cuda.jit
+    def solve(a, b, info):
+        first = cuda.blockIdx.x * solver.batches_per_block
+        thread = cuda.threadIdx.x + cuda.threadIdx.y * solver.block_dim[0]
+        smem = cuda.shared.array(0, dtype=solver.value_type, alignment=16)
+        sa = smem[: solver.a_size]
+        sb = smem[solver.a_size : solver.a_size + solver.b_size]
+        sipiv = cuda.shared.array(pivot_slots, dtype=np.int32)
+        sinfo = cuda.shared.array(solver.info_size, dtype=np.int32)
+        for i in range(thread, solver.a_size, solver.block_size):
+            sa[i] = a[first + i // matrix, i % matrix]
+        for i in range(thread, solver.b_size, solver.block_size):
+            sb[i] = b[first + i // vector, i % vector]
+        cuda.syncthreads()
+        if pivoting:
+            solver.execute(sa, sipiv, sb, sinfo)
+        else:
+            solver.execute(sa, sb, sinfo)
+        cuda.syncthreads()
+        for i in range(thread, solver.b_size, solver.block_size):
+            b[first + i // vector, i % vector] = sb[i]
+        for i in range(thread, solver.batches_per_block, solver.block_size):
+            info[first + i] = sinfo[i]
+
+    return solve
+
+
+def _systems(ctx, batch, n, dtype, spd):
+    x = ctx.rng.standard_normal((batch, n, n))
+    matrices = x @ np.swapaxes(x, 1, 2) + n * np.eye(n) if spd else x + n * np.eye(n)
+    return matrices.astype(dtype), ctx.rng.standard_normal((batch, n)).astype(dtype)
+
+
+def _solve_setups(ctx, batch, n, dtype, function, batches_per_block):
+    spd = function == "posv"
+
+    def nvmathx_solve(column):
+        cuda = _compiler(column)
+        from nvmathx.device_api import Solver
+
+        solver = Solver(function, (n, n, 1), dtype, batches_per_block=batches_per_block)
+        kernel = _solver_kernel(cuda, solver)
+        matrices, rhs = _systems(ctx, batch, n, dtype, spd)
+        a = cuda.to_device(np.ascontiguousarray(np.swapaxes(matrices, 1, 2)).reshape(batch, n * n))
+        b, info = cuda.to_device(rhs), cuda.device_array(batch, np.int32)
+        launch = kernel[batch // batches_per_block, solver.block_dim, 0, solver.shared_memory_size]
+        launch(a, b, info)
+        cuda.synchronize()
+        expected = np.linalg.solve(matrices[:64].astype(np.float64), rhs[:64, :, None])[..., 0]
+        error = np.linalg.norm(b.copy_to_host()[:64] - expected) / np.linalg.norm(expected)
+        if not (error < (1e-4 if dtype == np.float32 else 1e-10) and not info.copy_to_host().any()):
+            raise RuntimeError(f"{solver}: relative error {error:.1e} against numpy")
+        return lambda: launch(a, b, info)
+
+    def torch_solve():
+        torch = import_or_skip("torch")
+        matrices, rhs = _systems(ctx, batch, n, dtype, spd)
+        a = torch.from_numpy(matrices).to(f"cuda:{ctx.device_id}")
+        b = torch.from_numpy(rhs).to(f"cuda:{ctx.device_id}")[..., None]
+        candidates = {"solve": lambda: torch.linalg.solve(a, b)}
+        if spd:
+            candidates["cholesky"] = lambda: torch.cholesky_solve(b, torch.linalg.cholesky(a))
+        if len(candidates) == 1:
+            return candidates["solve"]
+        timings = {}
+        for name, call in candidates.items():  # the faster of the two, as a user would pick
+            call()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(5):
+                call()
+            torch.cuda.synchronize()
+            timings[name] = time.perf_counter() - start
+        return candidates[min(timings, key=timings.get)]
+
+    setups = {column: functools.partial(nvmathx_solve, column) for column in _COMPILERS}
+    return {**setups, "torch": torch_solve}
+
+
 # printed by each script after its compiler's import and when its launch has finished:
 # CLOCK_MONOTONIC, which every process on the host reads alike (Linux), so the parent can subtract
 # its own reading from before the start
@@ -228,6 +447,48 @@ def cases(ctx):
             setups=_fused_setups(ctx, batch, _SIZE),
             derive=bandwidth(2 * batch * _SIZE * 8),
             note="nvmathx: one Numba kernel (fft, multiply, ifft, scale); torch: fft -> multiply -> ifft",
+        ),
+        Case(
+            name="copy_4gib_f32",
+            params={"count": _NORMALS, "dtype": "float32"},
+            unit="ms",
+            setups=_copy_setups(ctx, _NORMALS),
+            derive=bandwidth(2 * 4 * _NORMALS),
+            note="the copy bandwidth the rng_normal case is compared with (read plus write)",
+        ),
+        Case(
+            name="rng_normal_2p30_f32",
+            params={"count": _NORMALS, "dtype": "float32", "generator": "philox4_32_10", "method": "box_muller"},
+            unit="ms",
+            setups=_rng_normal_setups(ctx, _NORMALS),
+            derive=bandwidth(4 * _NORMALS),
+            note="nvmathx: Random.generate in a grid-stride kernel writing the normals; torch.randn(out=); "
+                 "cupy.random.standard_normal. TB/s counts the writes",
+        ),
+        Case(
+            name="rng_montecarlo_2p32_f32",
+            params={"normals": _MC_THREADS * _MC_PER_THREAD, "threads": _MC_THREADS, "dtype": "float32"},
+            unit="ms",
+            setups=_montecarlo_setups(ctx),
+            note="a call option's payoffs summed from 2**32 normals: nvmathx draws them in the kernel and "
+                 "writes one sum per thread; torch: randn, exp, clamp and sum in chunks of 2**28",
+        ),
+        Case(
+            name="solve_spd_65536x32_f32",
+            params={"batch": 65536, "n": 32, "dtype": "float32", "function": "posv", "batches_per_block": 4},
+            unit="ms",
+            setups=_solve_setups(ctx, 65536, 32, np.float32, "posv", 4),
+            note="nvmathx: Solver posv (Cholesky), 4 systems per block, b overwritten in place; torch: the "
+                 "faster of linalg.solve and cholesky + cholesky_solve",
+        ),
+        Case(
+            name="solve_lu_65536x64_f64",
+            params={"batch": 65536, "n": 64, "dtype": "float64", "function": "gesv_partial_pivot",
+                    "batches_per_block": 1},
+            unit="ms",
+            setups=_solve_setups(ctx, 65536, 64, np.float64, "gesv_partial_pivot", 1),
+            note="nvmathx: Solver gesv_partial_pivot (LU with partial pivoting), one system per block; "
+                 "torch: linalg.solve",
         ),
         _first_launch_case("first_launch_warm_cache", _warm_setup, 5,
                            "fresh interpreter to the first finished launch; code and linked image cached earlier"),

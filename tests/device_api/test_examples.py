@@ -12,7 +12,8 @@ import sys
 import pytest
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
-NAMES = ["device_fft_convolution.py", "device_block_gemm.py"]
+NAMES = ["device_fft_convolution.py", "device_block_gemm.py", "device_random_option_pricer.py",
+         "device_batched_cholesky.py"]
 
 _RUN_WITHOUT_MLIR = (
     "import runpy, sys; sys.modules['numba_cuda_mlir'] = None; sys.argv = sys.argv[1:]; "

@@ -80,6 +80,15 @@ def source(generator: str, distribution: str, dtype: str, values_per_call: int, 
     return _SOURCE.format(value=_C_TYPES[dtype], state=_STATES[generator], count=values_per_call, body=body)
 
 
+def _cccl_folders() -> list[str]:
+    """Folders holding CCCL's ``nv/target`` (curand_kernel.h includes it), for an NVRTC without
+    bundled headers."""
+    roots = [os.path.join(entry, "nvidia", "cu13", "include") for entry in sys.path if entry]
+    roots += ["/usr/local/cuda/include"]
+    candidates = [os.path.join(root, "cccl") for root in roots] + roots
+    return [folder for folder in candidates if os.path.isfile(os.path.join(folder, "nv", "target"))]
+
+
 @functools.cache
 def _kernel(text: str, arch: str):
     from cuda.core import Program, ProgramOptions
@@ -87,8 +96,15 @@ def _kernel(text: str, arch: str):
     folder = include_path()
     if folder is None:
         pytest.skip("cuRAND's headers (curand_kernel.h) are not installed: the reference cannot be built")
-    options = ProgramOptions(arch=arch, include_path=[folder], use_bundled_headers=True, std="c++17")
-    return Program(text, "c++", options).compile("cubin").get_kernel("reference")
+    attempts = [dict(include_path=[folder], use_bundled_headers=True), dict(include_path=[folder, *_cccl_folders()])]
+    errors = []
+    for extra in attempts:
+        try:
+            program = Program(text, "c++", ProgramOptions(arch=arch, std="c++17", **extra))
+            return program.compile("cubin").get_kernel("reference")
+        except Exception as error:  # noqa: BLE001 (an NVRTC without bundled headers: try the next way)
+            errors.append(f"{extra}: {type(error).__name__}: {error}")
+    pytest.skip("the cuRAND reference kernel does not compile here:\n" + "\n".join(errors))
 
 
 def generate(generator: str, distribution: str, dtype: str, values_per_call: int, parameters, *, seed: int,
