@@ -13,6 +13,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import threading
 
 from .._bindings import mathdx
@@ -27,6 +30,7 @@ __all__ = [
     "get_code",
     "cached_query",
     "generate_into",
+    "prefetch",
 ]
 
 Descriptor = tuple  # (library: str, operators: tuple[tuple[str, int | tuple[int, ...]], ...])
@@ -88,16 +92,77 @@ def get_code(descriptor: Descriptor, target: Target) -> cache.CodeEntry:
     """The LTO-IR and symbol for ``descriptor`` on ``target``: from the disk cache or libmathdx.
 
     Callers keep what they get (a descriptor object holds its code), so there is no in-memory
-    layer here. Generation is serialised in-process (libmathdx's thread safety is not documented).
+    layer here. Generation is serialised in-process (libmathdx serialises it anyway: two threads
+    take as long as one after the other); a generation that :func:`prefetch` started in another
+    process is waited for, and redone here if it failed.
     """
     key = cache_key(descriptor, target)
     entry = cache.load(key)
     if entry is not None:
         return entry
+    if _wait_for_prefetch(key):
+        entry = cache.load(key)
+        if entry is not None:
+            return entry
     with _generation_lock:
         entry = _generate(descriptor, target, _symbol_name(key))
         cache.store(key, entry)
     return entry
+
+
+# -- generation in other processes ----------------------------------------------------------------
+# libmathdx generates one descriptor at a time per process (about 4 s of CPU for a cuFFTDx FFT), so
+# a kernel with two FFTs waits 8 s the first time. When a compiler types a kernel, each descriptor
+# it uses that is not on disk starts generating in a process of its own (``prefetch``); lowering
+# then waits for it (``get_code``). NVMATHX_PARALLEL_CODEGEN=0 turns this off.
+
+_pending: dict[str, subprocess.Popen] = {}
+_MAX_PENDING = max(1, min(4, os.cpu_count() or 1))  # the waiting process itself sits idle
+_PREFETCH_TIMEOUT_S = 600
+
+_CHILD = """
+import json, sys
+from nvmathx._codegen import cache, descriptors
+from nvmathx._codegen.target import Target
+request = json.loads(sys.argv[1])
+library, operators = request["descriptor"]
+operators = tuple((name, tuple(value) if isinstance(value, list) else value) for name, value in operators)
+cache.set_cache_dir(request["root"])
+descriptors.get_code((library, operators), Target(*request["target"]))
+"""
+
+
+def prefetch(descriptor: Descriptor, target: Target) -> bool:
+    """Start generating ``descriptor``'s code for ``target`` in another process unless it is on
+    disk, already on its way, or too many are; True when one was started."""
+    if os.environ.get("NVMATHX_PARALLEL_CODEGEN", "1") == "0" or not sys.executable:
+        return False
+    key = cache_key(descriptor, target)
+    name = cache.entry_name(key)
+    if name in _pending or os.path.exists(os.path.join(cache.cache_dir(), name)):
+        return False
+    if sum(process.poll() is None for process in _pending.values()) >= _MAX_PENDING:
+        return False
+    request = {"descriptor": [descriptor[0], [[n, list(v) if isinstance(v, tuple) else v] for n, v in descriptor[1]]],
+               "target": [target.major, target.minor], "root": os.path.dirname(cache.cache_dir())}
+    try:
+        _pending[name] = subprocess.Popen([sys.executable, "-c", _CHILD, json.dumps(request)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:  # no interpreter to start: generate in this process when asked
+        return False
+    return True
+
+
+def _wait_for_prefetch(key: dict) -> bool:
+    """Wait for a generation :func:`prefetch` started for ``key``; whether it succeeded."""
+    process = _pending.pop(cache.entry_name(key), None)
+    if process is None:
+        return False
+    try:
+        return process.wait(timeout=_PREFETCH_TIMEOUT_S) == 0
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return False
 
 
 def _generate(descriptor: Descriptor, target: Target, symbol: str) -> cache.CodeEntry:

@@ -9,7 +9,10 @@ running GPU and linked into the kernel by numba-cuda; no ``link=`` argument is n
 code is cached on disk (:func:`cache_info`, :func:`clear_cache`, :func:`set_cache_dir`; the same
 functions as ``nvmathx.cache_info`` etc.: the folder also holds fft's compiled callbacks), and so is
 each kernel's linked image, so that a later process launches a kernel it linked before without
-running nvJitLink again; set ``NVMATHX_LINK_CACHE=0`` to link every time.
+running nvJitLink again; set ``NVMATHX_LINK_CACHE=0`` to link every time. Code that is not on disk
+yet starts generating, for each FFT and Matmul a kernel uses, in a process of its own as soon as
+the compiler types the kernel (libmathdx generates one descriptor at a time per process); set
+``NVMATHX_PARALLEL_CODEGEN=0`` to generate everything in the compiling process.
 
 numba and numba-cuda are imported only when a kernel that uses these objects is compiled.
 """

@@ -29,4 +29,7 @@ def numba_type(host: Any, caller: FrameType | None) -> Any:
     compiler = compiler_of_module(caller.f_globals.get("__name__", "")) if caller is not None else None
     if compiler is None:
         compiler = NUMBA_CUDA if "numba.cuda" in sys.modules else default_compiler()
+    prefetch = getattr(host, "_prefetch", None)
+    if prefetch is not None:  # a kernel uses it: its code may start generating now, beside the others'
+        prefetch()
     return registration(compiler).numba_type(host)

@@ -375,6 +375,12 @@ class FFT:
         """Copy ``thread_data`` into row ``row`` of ``destination``: only inside a kernel (see the class Notes)."""
         raise RuntimeError("FFT.store can only be called inside a numba.cuda.jit kernel")
 
+    def _prefetch(self) -> None:
+        """Start generating the registers form's code in another process (see ``descriptors.prefetch``)."""
+        if "registers" not in self._codes and not self.__dict__.get("_prefetched"):
+            self._prefetched = True  # typing reads the object many times: look at the disk once
+            descriptors.prefetch(self.descriptor("registers"), self.target)
+
     @property
     def _numba_type_(self):
         # Read by both compilers' typeof: the caller's frame says which one is typing a kernel.

@@ -228,6 +228,12 @@ class Matmul:
         """Run the GEMM: only inside a ``numba.cuda.jit`` kernel (see the class Notes)."""
         raise RuntimeError("Matmul.execute can only be called inside a numba.cuda.jit kernel")
 
+    def _prefetch(self) -> None:
+        """Start generating the code in another process (see ``descriptors.prefetch``)."""
+        if self._code is None and not self.__dict__.get("_prefetched"):
+            self._prefetched = True  # typing reads the object many times: look at the disk once
+            descriptors.prefetch(self.descriptor(), self.target)
+
     @property
     def _numba_type_(self):
         # Read by both compilers' typeof: the caller's frame says which one is typing a kernel.

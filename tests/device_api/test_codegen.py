@@ -67,3 +67,42 @@ def test_key_covers_descriptor_target_and_versions():
 def test_symbols_differ_per_call_form():
     fft = FFT(8, np.float32, direction="forward", sm=H100)
     assert fft.descriptor("registers") != fft.descriptor("shared")
+
+
+def test_prefetch_generates_in_another_process(fresh_cache, monkeypatch):
+    from nvmathx._codegen import descriptors
+
+    monkeypatch.delenv("NVMATHX_PARALLEL_CODEGEN", raising=False)
+    fft = _fft()
+    assert descriptors.prefetch(fft.descriptor(), fft.target)
+    assert not descriptors.prefetch(fft.descriptor(), fft.target)  # already on its way
+
+    def in_this_process(*args):
+        raise AssertionError("generated in this process, not the prefetching one")
+
+    monkeypatch.setattr(descriptors, "_generate", in_this_process)
+    entry = fft.code()
+    assert entry.symbol.startswith("nvmathx_cufftdx_") and len(entry.code) > 1000
+    assert not descriptors.prefetch(fft.descriptor(), fft.target)  # on disk now
+
+
+def test_prefetch_can_be_turned_off(fresh_cache, monkeypatch):
+    from nvmathx._codegen import descriptors
+
+    monkeypatch.setenv("NVMATHX_PARALLEL_CODEGEN", "0")
+    fft = _fft()
+    assert not descriptors.prefetch(fft.descriptor(), fft.target)
+    assert descriptors._pending == {}
+
+
+def test_a_failed_prefetch_is_redone_here_with_its_error(fresh_cache, monkeypatch):
+    from nvmathx._bindings import mathdx
+    from nvmathx._codegen import descriptors
+
+    monkeypatch.delenv("NVMATHX_PARALLEL_CODEGEN", raising=False)
+    library, operators = _fft().descriptor()
+    broken = (library, tuple((name, 1 << 20 if name == "SIZE" else value) for name, value in operators))
+    target = _fft().target
+    assert descriptors.prefetch(broken, target)
+    with pytest.raises(mathdx.MathdxError):
+        descriptors.get_code(broken, target)
