@@ -86,13 +86,41 @@ class Random:
 
     # -- host traits -----------------------------------------------------------------------
 
-    generator = property(lambda self: self._spec.generator, doc="The bit generator's name.")
-    distribution = property(lambda self: self._spec.distribution, doc="The distribution's name.")
-    method = property(lambda self: self._spec.method, doc='"single", "pair" or "quad".')
-    normal_method = property(lambda self: self._spec.normal_method, doc='"box_muller" or "icdf" (normals only).')
-    parameters = property(lambda self: self._spec.parameters, doc="The distribution's parameters.")
-    philox_rounds = property(lambda self: self._spec.philox_rounds, doc="Rounds of Philox (10 elsewhere).")
-    values_per_call = property(lambda self: self._spec.values_per_call, doc="Values one generate() writes.")
+    @property
+    def generator(self) -> str:
+        """The bit generator's name."""
+        return self._spec.generator
+
+    @property
+    def distribution(self) -> str:
+        """The distribution's name."""
+        return self._spec.distribution
+
+    @property
+    def method(self) -> str:
+        """Values per generate() call: "single", "pair" or "quad"."""
+        return self._spec.method
+
+    @property
+    def normal_method(self) -> str | None:
+        """How normals are made: "box_muller" or "icdf" (None for other distributions)."""
+        return self._spec.normal_method
+
+    @property
+    def parameters(self) -> tuple[float, ...]:
+        """The distribution's parameters."""
+        return self._spec.parameters
+
+    @property
+    def philox_rounds(self) -> int:
+        """Rounds of Philox (10 elsewhere)."""
+        return self._spec.philox_rounds
+
+    @property
+    def values_per_call(self) -> int:
+        """Values one generate() writes."""
+        return self._spec.values_per_call
+
 
     @property
     def value_type(self) -> type:

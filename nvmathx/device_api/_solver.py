@@ -87,14 +87,46 @@ class Solver:
         self.a_size, self.b_size, self.c_size, self.ipiv_size, self.tau_size, self.info_size = (
             batches * counts.get(name, 0) for name in ("a", "b", "c", "ipiv", "tau", "info"))
 
-    function = property(lambda self: self._spec.function, doc="The cuSOLVERDx function.")
-    m = property(lambda self: self._spec.m, doc="Rows of the matrix (of c for unmqr).")
-    n = property(lambda self: self._spec.n, doc="Columns of the matrix (of c for unmqr).")
-    k = property(lambda self: self._spec.k, doc="Right-hand sides (reflectors for unmqr); 0 for factorizations.")
-    fill_mode = property(lambda self: self._spec.fill_mode, doc='"lower" or "upper" (Cholesky); None elsewhere.')
-    arrangement = property(lambda self: self._spec.arrangement, doc='"col_major" or "row_major".')
-    batches_per_block = property(lambda self: self._spec.batches_per_block, doc="Problems per block.")
-    arguments = property(lambda self: self._spec.info.arguments, doc="execute's arguments, in order.")
+    @property
+    def function(self) -> str:
+        """The cuSOLVERDx function."""
+        return self._spec.function
+
+    @property
+    def m(self) -> int:
+        """Rows of the matrix (of c for unmqr)."""
+        return self._spec.m
+
+    @property
+    def n(self) -> int:
+        """Columns of the matrix (of c for unmqr)."""
+        return self._spec.n
+
+    @property
+    def k(self) -> int:
+        """Right-hand sides (reflectors for unmqr); 0 for factorizations."""
+        return self._spec.k
+
+    @property
+    def fill_mode(self) -> str | None:
+        """The triangle a Cholesky matrix is in: "lower" or "upper" (None for other functions)."""
+        return self._spec.fill_mode
+
+    @property
+    def arrangement(self) -> str:
+        """How the matrices lie in memory: "col_major" or "row_major"."""
+        return self._spec.arrangement
+
+    @property
+    def batches_per_block(self) -> int:
+        """Problems per block."""
+        return self._spec.batches_per_block
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        """execute's arguments, in order."""
+        return self._spec.info.arguments
+
 
     @property
     def value_type(self) -> type:
