@@ -115,6 +115,12 @@ def cache_dir() -> str:
     return os.path.join(root, "device")
 
 
+def symbol_for(prefix: str, key: dict) -> str:
+    """A symbol name for the generated code that ``key`` describes: ``prefix`` and a digest of the
+    key, so that different code never shares a name when a kernel links several."""
+    return f"{prefix}_{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]}"
+
+
 def entry_name(key: dict, kind: str = "code") -> str:
     """The file name of the ``kind`` entry for ``key`` (a JSON-serialisable dict)."""
     return hashlib.sha256(_canonical(key)).hexdigest() + _KINDS[kind][1]

@@ -11,7 +11,6 @@ entry's symbol is then the one its ``SYMBOL_GENERATE_NAME`` trait gives).
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import subprocess
@@ -84,8 +83,7 @@ def cache_key(descriptor: Descriptor, target: Target) -> dict:
 
 
 def _symbol_name(key: dict) -> str:
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
-    return f"nvmathx_{key['library']}_{digest}"
+    return cache.symbol_for(f"nvmathx_{key['library']}", key)
 
 
 def get_code(descriptor: Descriptor, target: Target) -> cache.CodeEntry:

@@ -20,8 +20,6 @@ signatures (libcuranddx.h) take every argument by pointer:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 
 import numpy as np
 
@@ -316,6 +314,5 @@ def wrapper_code(spec: RandomSpec, code: RandomCode, target: Target) -> cache.Co
     is the entry points' common prefix."""
     key = {"kind": "device-random-entry-points", "format": WRAPPER_FORMAT, "spec": dataclasses.asdict(spec),
            "symbols": code.symbols, "target": target.name, "nvrtc": nvrtc.nvrtc_version()}
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
-    prefix = f"nvmathx_random_{digest}"
+    prefix = cache.symbol_for("nvmathx_random", key)
     return nvrtc.cached_ltoir(key, prefix, wrapper_source(spec, code.symbols, prefix), target.name)

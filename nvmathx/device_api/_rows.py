@@ -15,9 +15,7 @@ holds ``rows`` rows of ``length`` elements, C-contiguous; ``load`` reads row ``r
 
 from __future__ import annotations
 
-import hashlib
-
-from .._codegen.cache import CodeEntry
+from .._codegen.cache import CodeEntry, symbol_for
 from .._codegen.nvrtc import cached_ltoir, nvrtc_version
 
 __all__ = ["FORMAT", "source", "row_code"]
@@ -65,6 +63,5 @@ def row_code(fft, kind: str) -> CodeEntry:
                   "elements_per_thread": fft.elements_per_thread}
     key = {"kind": f"device-rows-{kind}", "format": FORMAT, **parameters, "target": fft.target.name,
            "nvrtc": nvrtc_version()}
-    digest = hashlib.sha256(repr(sorted(key.items())).encode()).hexdigest()[:20]
-    symbol = f"nvmathx_rows_{kind}_{digest}"
+    symbol = symbol_for(f"nvmathx_rows_{kind}", key)
     return cached_ltoir(key, symbol, source(kind, symbol, **parameters), fft.target.name)
