@@ -251,13 +251,19 @@ def solver_code(spec: SolverSpec, target: Target) -> SolverCode:
                       tuple(traits["suggested_leading_dimensions"]), traits["suggested_batches_per_block"])
 
 
-def universal_fatbin() -> bytes:
-    """cuSOLVERDx's library code, which every generated function calls (one fatbin, cached on disk)."""
+_fatbins: dict[str, cache.CodeEntry] = {}  # by cache entry: one read per process
+
+
+def universal_fatbin() -> cache.CodeEntry:
+    """cuSOLVERDx's library code, which every generated function calls: one fatbin, the same for
+    every descriptor, cached on disk and kept in memory after the first read."""
     key = {"kind": "cusolverdx-universal-fatbin", **descriptors.library_versions()}
-    entry = cache.load(key)
+    name = cache.entry_name(key)
+    entry = _fatbins.get(name) or cache.load(key)
     if entry is None:
         spec = solver_spec("potrf", (2, 2))
         with descriptors.open_descriptor(descriptor(spec, Target(9, 0))) as handle:
             entry = cache.CodeEntry("cusolverdx-universal-fatbin", handle.universal_fatbin())
         cache.store(key, entry)
-    return entry.code
+    _fatbins[name] = entry
+    return entry

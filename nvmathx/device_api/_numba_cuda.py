@@ -23,7 +23,6 @@ from numba.cuda.extending import register_model
 from numba.cuda.np.numpy_support import from_dtype
 from numba.cuda.typing.templates import AttributeTemplate, bound_function, signature
 
-from .._codegen.cache import CodeEntry
 from .._codegen.compilers import kernel_constant
 from . import _link_cache, _signatures
 from ._fft import FFT
@@ -216,7 +215,7 @@ def _lower_random(method):
 def _lower_solver_execute(context, builder, solver, arg_types, args):
     """The generated function with each array's data pointer; cuSOLVERDx's library code beside it."""
     pointers = [_data_pointer(context, builder, t, v) for t, v in zip(arg_types, args, strict=True)]
-    _link(context, CodeEntry("cusolverdx-universal", solver._library_code()), Fatbin)
+    _link(context, solver._library_code(), Fatbin)
     _call_generated(context, builder, solver._entry(), pointers)
 
 

@@ -44,7 +44,6 @@ from numba_cuda_mlir.numba_cuda.types.abstract import Type
 from numba_cuda_mlir.numba_cuda.types.misc import CPointer, VarArg
 from numba_cuda_mlir.numba_cuda.typing.templates import AttributeTemplate, bound_function, signature
 
-from .._codegen.cache import CodeEntry
 from .._codegen.compilers import kernel_constant
 from . import _link_cache, _signatures
 from ._fft import FFT
@@ -259,7 +258,7 @@ def _lower_random(method):
 
 def _lower_solver_execute(lower, solver, arg_types, args) -> None:
     """The generated function with each array's data pointer; cuSOLVERDx's library code beside it."""
-    lower.link_external_item(_linkable(CodeEntry("cusolverdx-universal", solver._library_code()), Fatbin))
+    lower.link_external_item(_linkable(solver._library_code(), Fatbin))
     _call_generated(lower, solver._entry(), [_pointer(lower, var) for var in args])
 
 

@@ -178,7 +178,8 @@ class Solver:
         return self.code().entry
 
     @staticmethod
-    def _library_code() -> bytes:
+    def _library_code() -> CodeEntry:
+        """cuSOLVERDx's universal fatbin, linked beside every generated function."""
         return solver_codegen.universal_fatbin()
 
     def execute(self, *arrays: Any) -> NoReturn:
