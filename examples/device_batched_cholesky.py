@@ -37,9 +37,14 @@ def make_solver(n, dtype=np.float32, batches_per_block=4):
 
 def build_kernel(solver, cuda=None):
     """Block ``j`` solves systems ``j * batches_per_block ...``: ``a`` holds the matrices (column
-    major, one after another), ``b`` the right-hand sides, overwritten by the solutions."""
+    major, one after another), ``b`` the right-hand sides, overwritten by the solutions. Returns the
+    kernel and the bytes of dynamic shared memory to launch it with."""
     cuda = cuda or numba_cuda()
     matrix, vector = solver.m * solver.n, solver.n
+    # One dynamic shared array holds a, b and then the 32-bit statuses (viewed as int32): with
+    # numba-cuda-mlir 0.6 a dynamic shared array overlaps any static one in the same kernel.
+    values = solver.a_size + solver.b_size
+    status_slots = -(-4 * solver.info_size // np.dtype(solver.value_type).itemsize)
 
     @cuda.jit
     def solve(a, b, info):
@@ -48,7 +53,7 @@ def build_kernel(solver, cuda=None):
         smem = cuda.shared.array(0, dtype=solver.value_type, alignment=16)
         sa = smem[: solver.a_size]
         sb = smem[solver.a_size : solver.a_size + solver.b_size]
-        sinfo = cuda.shared.array(solver.info_size, dtype=np.int32)
+        sinfo = smem[values : values + status_slots].view(np.int32)
         count = min(solver.batches_per_block, a.shape[0] - first)  # the last block may hold fewer
         for i in range(thread, count * matrix, solver.block_size):
             sa[i] = a[first + i // matrix, i % matrix]
@@ -64,7 +69,7 @@ def build_kernel(solver, cuda=None):
         for i in range(thread, count, solver.block_size):
             info[first + i] = sinfo[i]
 
-    return solve
+    return solve, (values + status_slots) * np.dtype(solver.value_type).itemsize
 
 
 def main(batch=10_000, n=32) -> int:
@@ -80,9 +85,9 @@ def main(batch=10_000, n=32) -> int:
     a = np.ascontiguousarray(np.swapaxes(matrices, 1, 2)).reshape(batch, n * n).astype(np.float32)  # column major
     b = cuda.to_device(rhs.astype(np.float32))
     info = cuda.device_array(batch, np.int32)
-    kernel = build_kernel(solver)
+    kernel, shared_bytes = build_kernel(solver)
     blocks = -(-batch // solver.batches_per_block)
-    kernel[blocks, solver.block_dim, 0, solver.shared_memory_size](cuda.to_device(a), b, info)
+    kernel[blocks, solver.block_dim, 0, shared_bytes](cuda.to_device(a), b, info)
     solutions = b.copy_to_host().astype(np.float64)
     reference = np.linalg.solve(matrices, rhs[..., None])[..., 0]
     error = np.linalg.norm(solutions - reference) / np.linalg.norm(reference)

@@ -153,7 +153,7 @@ def _fused_setups(ctx, batch, size):
 # -- random numbers and solvers -------------------------------------------------------------------
 
 _NORMALS = 1 << 30  # rng_normal: values written
-_FILL_THREADS = 1 << 18  # its grid: 2048 threads on each of an H200's 132 SMs, about
+_FILL_THREADS = 1 << 20  # its grid: 1024 values per thread; 2**18 threads measured 2-3% slower
 _MC_THREADS, _MC_PER_THREAD = 1 << 20, 1 << 12  # rng_montecarlo: 2**32 normals consumed in the kernel
 _MC_SPOT, _MC_STRIKE, _MC_DRIFT, _MC_VOLATILITY = 100.0, 105.0, 0.0, 0.25
 
@@ -161,7 +161,10 @@ _MC_SPOT, _MC_STRIKE, _MC_DRIFT, _MC_VOLATILITY = 100.0, 105.0, 0.0, 0.25
 def _random_normal():
     from nvmathx.device_api import Random
 
-    return Random("philox4_32_10", "normal", "float32")  # 4 normals per call (Box-Muller)
+    # Philox: 4 Box-Muller normals per call. PCG was faster (1.93 ms against 2.44-2.92, numba-cuda)
+    # but cuRANDDx's PCG subsequences of one seed start from the same state: their first values
+    # coincide, so a grid on subsequences 0, 1, 2, ... writes the same normals in every thread
+    return Random("philox4_32_10", "normal", "float32")
 
 
 def _normal_fill_kernel(cuda, rng):
@@ -271,10 +274,14 @@ def _montecarlo_setups(ctx):
 
 def _solver_kernel(cuda, solver):
     """Block ``j`` solves systems ``j * batches_per_block ...`` of ``a`` (column major, one per row)
-    and ``b`` (overwritten by the solutions); LU keeps its pivots in shared memory."""
+    and ``b`` (overwritten by the solutions); LU keeps its pivots in shared memory. Returns the kernel
+    and its dynamic shared memory in bytes."""
     matrix, vector = solver.m * solver.n, solver.n
     pivoting = "ipiv" in solver.arguments
-    pivot_slots = max(solver.ipiv_size, 1)  # a shared array's size must be a constant
+    # one dynamic shared array: a, b, then pivots and statuses viewed as int32 (numba-cuda-mlir 0.6
+    # places a dynamic shared array over any static one of the same kernel)
+    values, pivots = solver.a_size + solver.b_size, max(solver.ipiv_size, 1)
+    integer_slots = -(-4 * (pivots + solver.info_size) // np.dtype(solver.value_type).itemsize)
 
     @cuda.jit
     def solve(a, b, info):
@@ -283,8 +290,9 @@ def _solver_kernel(cuda, solver):
         smem = cuda.shared.array(0, dtype=solver.value_type, alignment=16)
         sa = smem[: solver.a_size]
         sb = smem[solver.a_size : solver.a_size + solver.b_size]
-        sipiv = cuda.shared.array(pivot_slots, dtype=np.int32)
-        sinfo = cuda.shared.array(solver.info_size, dtype=np.int32)
+        integers = smem[values : values + integer_slots].view(np.int32)
+        sipiv = integers[:pivots]
+        sinfo = integers[pivots : pivots + solver.info_size]
         for i in range(thread, solver.a_size, solver.block_size):
             sa[i] = a[first + i // matrix, i % matrix]
         for i in range(thread, solver.b_size, solver.block_size):
@@ -300,7 +308,7 @@ def _solver_kernel(cuda, solver):
         for i in range(thread, solver.batches_per_block, solver.block_size):
             info[first + i] = sinfo[i]
 
-    return solve
+    return solve, (values + integer_slots) * np.dtype(solver.value_type).itemsize
 
 
 def _systems(ctx, batch, n, dtype, spd):
@@ -317,11 +325,11 @@ def _solve_setups(ctx, batch, n, dtype, function, batches_per_block):
         from nvmathx.device_api import Solver
 
         solver = Solver(function, (n, n, 1), dtype, batches_per_block=batches_per_block)
-        kernel = _solver_kernel(cuda, solver)
+        kernel, shared_bytes = _solver_kernel(cuda, solver)
         matrices, rhs = _systems(ctx, batch, n, dtype, spd)
         a = cuda.to_device(np.ascontiguousarray(np.swapaxes(matrices, 1, 2)).reshape(batch, n * n))
         b, info = cuda.to_device(rhs), cuda.device_array(batch, np.int32)
-        launch = kernel[batch // batches_per_block, solver.block_dim, 0, solver.shared_memory_size]
+        launch = kernel[batch // batches_per_block, solver.block_dim, 0, shared_bytes]
         launch(a, b, info)
         cuda.synchronize()
         expected = np.linalg.solve(matrices[:64].astype(np.float64), rhs[:64, :, None])[..., 0]
@@ -467,7 +475,8 @@ def cases(ctx):
         ),
         Case(
             name="rng_montecarlo_2p32_f32",
-            params={"normals": _MC_THREADS * _MC_PER_THREAD, "threads": _MC_THREADS, "dtype": "float32"},
+            params={"normals": _MC_THREADS * _MC_PER_THREAD, "threads": _MC_THREADS, "dtype": "float32",
+                    "generator": "philox4_32_10"},
             unit="ms",
             setups=_montecarlo_setups(ctx),
             note="a call option's payoffs summed from 2**32 normals: nvmathx draws them in the kernel and "
@@ -475,10 +484,10 @@ def cases(ctx):
         ),
         Case(
             name="solve_spd_65536x32_f32",
-            params={"batch": 65536, "n": 32, "dtype": "float32", "function": "posv", "batches_per_block": 4},
+            params={"batch": 65536, "n": 32, "dtype": "float32", "function": "posv", "batches_per_block": 2},
             unit="ms",
-            setups=_solve_setups(ctx, 65536, 32, np.float32, "posv", 4),
-            note="nvmathx: Solver posv (Cholesky), 4 systems per block, b overwritten in place; torch: the "
+            setups=_solve_setups(ctx, 65536, 32, np.float32, "posv", 2),
+            note="nvmathx: Solver posv (Cholesky), 2 systems per block, b overwritten in place; torch: the "
                  "faster of linalg.solve and cholesky + cholesky_solve",
         ),
         Case(

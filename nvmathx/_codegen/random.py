@@ -261,7 +261,7 @@ def random_code(spec: RandomSpec, target: Target) -> RandomCode:
 # need their alignment. Kernels call these wrappers instead: scalars by value, ``out`` any array of
 # the value type, the same C ABI under both Numba compilers (as fft's row copies); LTO inlines them.
 
-WRAPPER_FORMAT = 1  # bump when the generated source changes meaning
+WRAPPER_FORMAT = 2  # bump when the generated source changes meaning
 
 _C_TYPES = {"float32": "float", "float64": "double", "uint32": "unsigned int", "uint64": "unsigned long long"}
 
@@ -272,7 +272,8 @@ extern "C" __device__ void {generate}(void*, void*);
 extern "C" __device__ void {prefix}_init(unsigned long long seed, unsigned long long subsequence,
                                          unsigned long long offset, void* state)
 {{
-    {init}(&seed, &subsequence, &offset, state);
+    unsigned long long outputs = {to_outputs};
+    {init}(&seed, &subsequence, &outputs, state);
 }}
 
 extern "C" __device__ void {prefix}_generate(void* state, {value}* out)
@@ -289,7 +290,8 @@ extern "C" __device__ void {symbol}(void*, unsigned long long*);
 
 extern "C" __device__ void {prefix}_{name}(void* state, unsigned long long n)
 {{
-    {symbol}(state, &n);
+    unsigned long long count = {count};
+    {symbol}(state, &count);
 }}
 """
 
@@ -302,11 +304,23 @@ def wrapper_source(spec: RandomSpec, symbols: dict, prefix: str) -> str:
     if spec.quasi_random:
         raise ValueError("quasi-random generators have no by-value entry points yet")
     source = _WRAPPER_HEAD.format(prefix=prefix, value=_C_TYPES[spec.dtype], count=spec.values_per_call,
-                                  init=symbols["init"], generate=symbols["generate"])
+                                  init=symbols["init"], generate=symbols["generate"],
+                                  to_outputs=_offset_in_outputs(spec, "offset"))
     for name in SKIPS:
         if name in symbols:
-            source += _WRAPPER_SKIP.format(prefix=prefix, name=name, symbol=symbols[name])
+            count = _offset_in_outputs(spec, "n") if name == "skip_offset" else "n"
+            source += _WRAPPER_SKIP.format(prefix=prefix, name=name, symbol=symbols[name], count=count)
     return source
+
+
+def _offset_in_outputs(spec: RandomSpec, variable: str) -> str:
+    """C expression: an offset in values (cuRAND's unit) as cuRANDDx counts it. cuRANDDx counts
+    Philox offsets in outputs of 4 values (measured against curand_init on the H200); an offset that
+    is not a multiple of 4 has no cuRANDDx state, so it stops the kernel (a trap) rather than
+    shifting the stream silently."""
+    if spec.generator != _PHILOX:
+        return variable
+    return f"({variable} % 4 == 0 ? {variable} / 4 : (__trap(), 0ull))"
 
 
 def wrapper_code(spec: RandomSpec, code: RandomCode, target: Target) -> cache.CodeEntry:

@@ -59,9 +59,14 @@ class Solver:
     ``unmqr(a, tau, c)``, ``gels(a, tau, b)``. ``a``, ``b``, ``c`` and ``tau`` hold ``value_type``
     (``a_size``, ``b_size``, ``c_size``, ``tau_size`` elements, all batches), the matrices with
     leading dimensions ``lda`` and ``ldb`` (``c``'s too); ``ipiv`` (the row interchanges, in
-    LAPACK's 1-based convention) and ``info`` (0 on success, as LAPACK's; one per batch) are int32. The arrays are
-    usually carved from ``cuda.shared.array(0, ...)``; the solution overwrites ``b``, the
-    factors ``a``. These sizes, ``m``, ``n``, ``k``, ``block_dim``, ``block_size``,
+    LAPACK's 1-based convention) and ``info`` (0 on success, as LAPACK's; one per batch) are int32. The solution
+    overwrites ``b``, the factors ``a``. The arrays usually live in shared memory: slices of one
+    ``cuda.shared.array(0, solver.value_type, alignment=16)``, with ``ipiv`` and ``info`` a slice
+    after the values viewed as int32 (``smem[start:stop].view(np.int32)``);
+    ``shared_memory_size`` counts a, b, c, tau and ipiv, so add ``4 * info_size`` bytes for
+    ``info``. With numba-cuda-mlir 0.6 a kernel's dynamic shared array overlaps its static ones
+    (``cuda.shared.array(n, ...)`` with n > 0): use one kind per kernel there
+    (examples/device_batched_cholesky.py). These sizes, ``m``, ``n``, ``k``, ``block_dim``, ``block_size``,
     ``batches_per_block`` and ``shared_memory_size`` are compile-time constants in kernels.
     cuSOLVERDx's library code (its universal fatbin) is linked with the kernel for you.
     """

@@ -4,6 +4,9 @@ log-normals with parameters within a rounding),
 states kept between launches, skip-aheads, and the distributions' moments."""
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -63,9 +66,11 @@ def _fill(compiler, rng, seed, offset, per_thread=PER_THREAD, threads=THREADS):
     return out.copy_to_host(), states
 
 
-def _draw(rng_fixture):
-    """A seed and an offset drawn from the test's seeded generator."""
-    return int(rng_fixture.integers(0, 2**63)), int(rng_fixture.integers(0, 10_000))
+def _draw(rng_fixture, generator):
+    """A seed and an offset drawn from the test's seeded generator (Philox: a multiple of 4, the
+    offsets it takes)."""
+    step = 4 if generator == "philox4_32_10" else 1
+    return int(rng_fixture.integers(0, 2**63)), step * int(rng_fixture.integers(0, 10_000 // step))
 
 
 @pytest.mark.parametrize("case", ORACLE, ids=_label)
@@ -73,7 +78,7 @@ def test_values_equal_curands_device_api(compiler, rng, case):
     generator, distribution, dtype, options = case
     random = _random(generator, distribution, dtype, **options)
     assert curand_reference.has_reference(generator, distribution, dtype, random.values_per_call)
-    for seed, offset in [(0, 0), _draw(rng)]:
+    for seed, offset in [(0, 0), _draw(rng, generator)]:
         ours, _ = _fill(compiler, random, seed, offset)
         expected = compiler.cuda.device_array_like(ours)
         curand_reference.generate(generator, distribution, dtype, random.values_per_call, random.parameters,
@@ -88,7 +93,7 @@ def test_values_equal_curands_device_api(compiler, rng, case):
 
 
 def test_parameters_scale_the_standard_distributions(compiler, rng):
-    seed, offset = _draw(rng)
+    seed, offset = _draw(rng, "philox4_32_10")
     standard, _ = _fill(compiler, _random("xorwow", "normal", "float64"), seed, offset)
     shifted, _ = _fill(compiler, _random("xorwow", "normal", "float64", parameters=(3.0, 0.5)), seed, offset)
     np.testing.assert_allclose(shifted, 3.0 + 0.5 * standard, rtol=1e-13, atol=1e-13)
@@ -101,7 +106,7 @@ def test_parameters_scale_the_standard_distributions(compiler, rng):
 @pytest.mark.parametrize("generator", ["xorwow", "mrg32k3a", "philox4_32_10", "pcg"])
 def test_a_state_kept_between_launches_continues_its_sequence(compiler, rng, generator):
     random = _random(generator, "uniform", "float32")
-    seed, offset = _draw(rng)
+    seed, offset = _draw(rng, generator)
     whole, _ = _fill(compiler, random, seed, offset, per_thread=2 * PER_THREAD)
     first, states = _fill(compiler, random, seed, offset)
     second = compiler.cuda.device_array((THREADS, PER_THREAD), dtype=random.value_type)
@@ -114,7 +119,7 @@ def test_a_state_kept_between_launches_continues_its_sequence(compiler, rng, gen
 @pytest.mark.parametrize("generator", ["xorwow", "mrg32k3a", "philox4_32_10", "pcg"])
 def test_skip_aheads_equal_initialising_further_on(compiler, rng, generator):
     random = _random(generator, "uniform_bits", "uint32")
-    seed, skip = _draw(rng)
+    seed, skip = _draw(rng, generator)
     skipped = compiler.cuda.device_array((THREADS, random.values_per_call), dtype=np.uint32)
     kernel = compiler.cuda.jit(compiler.bind(_kernels.random_skips(random)))
     kernel[THREADS // 128, 128](skipped, np.uint64(seed), np.int64(skip))
@@ -130,15 +135,18 @@ MOMENTS = [
     ("mrg32k3a", "log_normal", "float32", {"normal_method": "icdf", "parameters": (0.1, 0.5)},
      math.exp(0.1 + 0.125), (math.exp(0.25) - 1) * math.exp(0.2 + 0.25)),
     ("philox4_32_10", "normal", "float32", {"normal_method": "icdf"}, 0.0, 1.0),
+    ("pcg", "normal", "float32", {}, 0.0, 1.0),
+    ("pcg", "log_normal", "float64", {"parameters": (0.1, 0.5)},
+     math.exp(0.1 + 0.125), (math.exp(0.25) - 1) * math.exp(0.2 + 0.25)),
     ("pcg", "poisson", "uint32", {"parameters": (7.5,)}, 7.5, 7.5),
     ("xorwow", "poisson", "uint32", {"parameters": (1000.0,)}, 1000.0, 1000.0),
 ]
 
 
-@pytest.mark.parametrize("case", MOMENTS, ids=lambda case: f"{case[0]}-{case[1]}-{case[2]}")
+@pytest.mark.parametrize("case", MOMENTS, ids=lambda case: "-".join([*case[:3], *map(str, case[3].values())]))
 def test_moments_of_each_distribution(compiler, rng, case):
     generator, distribution, dtype, options, mean, variance = case
-    seed, offset = _draw(rng)
+    seed, offset = _draw(rng, generator)
     values, _ = _fill(compiler, _random(generator, distribution, dtype, **options), seed, offset, per_thread=256,
                       threads=1024)
     values = values.astype(np.float64).ravel()
@@ -151,3 +159,36 @@ def test_moments_of_each_distribution(compiler, rng, case):
         assert low <= values.min() and values.max() <= high
     if distribution == "poisson":
         assert np.all(values == np.round(values)) and values.min() >= 0
+
+
+_PHILOX_OFFSET_SCRIPT = """
+import sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from helpers import compilers
+from device_api import _kernels
+from nvmathx.device_api import Random
+
+compiler = compilers.load({name!r})
+random = Random("philox4_32_10", "uniform_bits", np.uint32)
+states = compiler.cuda.device_array((1, random.state_words), dtype=random.state_dtype)
+out = compiler.cuda.device_array((1, 4), dtype=np.uint32)
+kernel = compiler.cuda.jit(compiler.bind(_kernels.random_fill(random)))
+try:
+    kernel[1, 1](states, out, np.uint64(1), np.int64({offset}))
+    compiler.cuda.synchronize()
+    out.copy_to_host()
+except Exception as error:
+    print("STOPPED", type(error).__name__)
+else:
+    print("RAN")
+"""
+
+
+@pytest.mark.parametrize("offset, outcome", [(6, "STOPPED"), (8, "RAN")])
+def test_a_philox_offset_between_outputs_stops_the_kernel(compiler, offset, outcome):
+    # a trap spoils the process's CUDA context, so the launch runs in a process of its own
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = _PHILOX_OFFSET_SCRIPT.format(tests=tests, name=compiler.name, offset=offset)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.stdout.split()[:1] == [outcome], result.stdout + result.stderr

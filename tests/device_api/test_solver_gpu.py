@@ -49,8 +49,7 @@ def _run(compiler, solver, a, b=None):
     tau_d = cuda.to_device(np.zeros((blocks, max(solver.tau_size, 1)), dtype))
     info_d = cuda.to_device(np.full((blocks, max(solver.info_size, 1)), -7, np.int32))
     kernel = cuda.jit(compiler.bind(_kernels.solver_kernel(solver)))
-    shared = (solver.a_size + solver.b_size + solver.c_size) * dtype.itemsize
-    kernel[blocks, solver.block_dim, 0, shared](a_d, b_d, ipiv_d, tau_d, info_d)
+    kernel[blocks, solver.block_dim](a_d, b_d, ipiv_d, tau_d, info_d)
     return a_d.copy_to_host(), b_d.copy_to_host(), ipiv_d.copy_to_host(), tau_d.copy_to_host(), info_d.copy_to_host()
 
 

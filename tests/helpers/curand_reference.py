@@ -38,6 +38,20 @@ _CALLS = {
 }
 _FIELDS = ("x", "y", "z", "w")
 
+# cuRANDDx's MRG32k3a doubles take 53 bits from two 32-bit draws, as cuRAND's XORWOW doubles do,
+# where cuRAND's own MRG32k3a doubles are one MRG double each (measured on the H200): the oracle
+# builds them from cuRAND's curand() draws with cuRAND's own formulas (curand_uniform.h,
+# curand_normal.h). The draws are separate statements: C++ leaves argument order unspecified.
+_DRAWS = "unsigned int x0 = curand(&state); unsigned int x1 = curand(&state);"
+_BOX_MULLER = _DRAWS + " unsigned int y0 = curand(&state); unsigned int y1 = curand(&state);" \
+                       " double2 v = _curand_box_muller_double(x0, x1, y0, y1);"
+_MRG_DOUBLES = {
+    ("uniform", "float64", 1): _DRAWS + " row[i] = _curand_uniform_double_hq(x0, x1);",
+    ("normal", "float64", 2): _BOX_MULLER + " row[i] = v.x; row[i + 1] = v.y;",
+    ("log_normal", "float64", 2): _BOX_MULLER + " row[i] = exp({p0} + {p1} * v.x);"
+                                                " row[i + 1] = exp({p0} + {p1} * v.y);",
+}
+
 _SOURCE = """
 #include <curand_kernel.h>
 extern "C" __global__ void reference({value}* out, unsigned long long seed, unsigned long long offset,
@@ -72,7 +86,9 @@ def include_path() -> str | None:
 def source(generator: str, distribution: str, dtype: str, values_per_call: int, parameters) -> str:
     values = [repr(float(value)) for value in parameters] + ["", ""]
     call = _CALLS[(distribution, dtype, values_per_call)].format(p0=values[0], p1=values[1])
-    if values_per_call == 1:
+    if generator == "mrg32k3a" and (distribution, dtype, values_per_call) in _MRG_DOUBLES:
+        body = _MRG_DOUBLES[(distribution, dtype, values_per_call)].format(p0=values[0], p1=values[1])
+    elif values_per_call == 1:
         body = f"row[i] = {call};"
     else:
         body = f"auto v = {call};\n" + "".join(f"        row[i + {k}] = v.{_FIELDS[k]};\n"
