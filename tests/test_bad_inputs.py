@@ -145,6 +145,12 @@ def _device_matmul(**kwargs):
     return DeviceMatmul(**arguments)
 
 
+def _device_random(generator="sobol32"):
+    from nvmathx.device_api import Random
+
+    return Random(generator, "uniform", np.float32, sm=(9, 0))
+
+
 class _ForeignCodes(enum.IntEnum):
     """Another library's enum whose RELU has cuBLASLt's RELU code."""
 
@@ -479,6 +485,16 @@ DEVICE_API = [
     Row("device Matmul sm (5, 2)", lambda o: _device_matmul(sm=(5, 2)), O, "sm", device=False),
     Row("device Matmul tiles beyond shared memory", lambda o: _device_matmul(size=(512, 512, 512)), O, "size",
         device=False, needs_mathdx=True),
+    Row("device Random direction vectors of xorwow", lambda o: _device_random("xorwow").direction_vectors(4), O,
+        "generator", device=False),
+    Row("device Random scramble constants of sobol32", lambda o: _device_random().scramble_constants(4), O,
+        "generator", device=False),
+    Row("device Random 0 Sobol dimensions", lambda o: _device_random().direction_vectors(0), O, "dimensions",
+        device=False),
+    Row("device Random 20001 Sobol dimensions", lambda o: _device_random("sobol64").direction_vectors(20_001), O,
+        "dimensions", device=False),
+    Row("device Random Sobol dimensions 2.0", lambda o: _device_random().direction_vectors(2.0), O, "dimensions",
+        device=False),
 ]
 
 CATALOGUE = MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + PLAN_CACHES + DEVICE_API

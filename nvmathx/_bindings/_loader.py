@@ -49,6 +49,7 @@ LIBRARIES = {
         _LibrarySpec("nvJitLink", "nvJitLink", "nvidia-nvjitlink"),
         _LibrarySpec("mathdx", "mathdx", "nvidia-libmathdx-cu13==0.3.1.9 (or nvidia-libmathdx-cu12==0.3.1.9)"),
         _LibrarySpec("cudart", "cudart", "nvidia-cuda-runtime"),
+        _LibrarySpec("curand", "curand", "nvidia-curand (nvidia-curand-cu12 for CUDA 12)"),
         _LibrarySpec("nccl", "nccl", "nvidia-nccl-cu13 (or nvmathx[distributed])"),
         _LibrarySpec("nvshmem_host", "nvshmem_host", "nvidia-nvshmem-cu13 (or nvmathx[distributed])"),
         _LibrarySpec("cublasmp", "cublasmp", "nvidia-cublasmp-cu13==0.7.* (or nvmathx[distributed])"),

@@ -30,7 +30,8 @@ from . import cache, descriptors, nvrtc
 from .target import Target
 
 __all__ = ["GENERATORS", "DISTRIBUTIONS", "METHODS", "NORMAL_METHODS", "SKIPS", "RandomSpec", "RandomCode",
-           "supported_methods", "random_spec", "descriptor", "random_code", "wrapper_source", "wrapper_code"]
+           "supported_methods", "random_spec", "descriptor", "random_code", "direction_bits", "wrapper_source",
+           "wrapper_code"]
 
 GENERATORS = {
     "xorwow": mathdx.RandGenerator.XORWOW,
@@ -261,11 +262,11 @@ def random_code(spec: RandomSpec, target: Target) -> RandomCode:
 # need their alignment. Kernels call these wrappers instead: scalars by value, ``out`` any array of
 # the value type, the same C ABI under both Numba compilers (as fft's row copies); LTO inlines them.
 
-WRAPPER_FORMAT = 2  # bump when the generated source changes meaning
+WRAPPER_FORMAT = 3  # bump when the generated source changes meaning
 
 _C_TYPES = {"float32": "float", "float64": "double", "uint32": "unsigned int", "uint64": "unsigned long long"}
 
-_WRAPPER_HEAD = """\
+_PSEUDO_INIT = """\
 extern "C" __device__ void {init}(unsigned long long*, unsigned long long*, unsigned long long*, void*);
 extern "C" __device__ void {generate}(void*, void*);
 
@@ -276,13 +277,6 @@ extern "C" __device__ void {prefix}_init(unsigned long long seed, unsigned long 
     {init}(&seed, &subsequence, &outputs, state);
 }}
 
-extern "C" __device__ void {prefix}_generate(void* state, {value}* out)
-{{
-    alignas(16) {value} values[{count}];
-    {generate}(state, values);
-#pragma unroll
-    for (int i = 0; i < {count}; ++i) out[i] = values[i];
-}}
 """
 
 _WRAPPER_SKIP = """
@@ -298,14 +292,54 @@ extern "C" __device__ void {prefix}_{name}(void* state, unsigned long long n)
 SKIPS = ("skip_offset", "skip_subsequence", "skip_sequence")
 
 
+# Sobol: the kernel passes the whole table of direction vectors (and scramble constants) and a
+# dimension; the entry point hands cuRANDDx that dimension's own vectors and constant with dimension
+# 0, which reads the same whether cuRANDDx indexes the table by the dimension or takes the row.
+# Offsets go by pointer to a 64-bit word whichever width cuRANDDx reads (little-endian).
+_QUASI_INIT = """\
+extern "C" __device__ void {init}(unsigned int*, void*, unsigned long long*, void*, void*);
+extern "C" __device__ void {generate}(void*, void*);
+
+extern "C" __device__ void {prefix}_init(unsigned long long dimension, {word}* vectors, {constants_parameter}
+                                         unsigned long long offset, void* state)
+{{
+    unsigned int first = 0;
+    {init}(&first, vectors + dimension * {bits}, &offset, {constants}, state);
+}}
+"""
+
+_GENERATE = """
+extern "C" __device__ void {prefix}_generate(void* state, {value}* out)
+{{
+    alignas(16) {value} values[{count}];
+    {generate}(state, values);
+#pragma unroll
+    for (int i = 0; i < {count}; ++i) out[i] = values[i];
+}}
+"""
+
+
+def direction_bits(generator: str) -> int:
+    """Bits of a Sobol generator's direction vectors (and words per dimension)."""
+    return 64 if generator.endswith("64") else 32
+
+
 def wrapper_source(spec: RandomSpec, symbols: dict, prefix: str) -> str:
     """The CUDA C++ of the entry points ``{prefix}_init``, ``{prefix}_generate`` and
-    ``{prefix}_<skip>`` for each skip-ahead in ``symbols``, for a pseudo-random ``spec``."""
+    ``{prefix}_<skip>`` for each skip-ahead in ``symbols``."""
     if spec.quasi_random:
-        raise ValueError("quasi-random generators have no by-value entry points yet")
-    source = _WRAPPER_HEAD.format(prefix=prefix, value=_C_TYPES[spec.dtype], count=spec.values_per_call,
-                                  init=symbols["init"], generate=symbols["generate"],
-                                  to_outputs=_offset_in_outputs(spec, "offset"))
+        bits = direction_bits(spec.generator)
+        word = _C_TYPES[f"uint{bits}"]
+        scrambled = spec.generator.startswith("scrambled_")
+        source = _QUASI_INIT.format(
+            prefix=prefix, init=symbols["init"], generate=symbols["generate"], word=word, bits=bits,
+            constants_parameter=f"{word}* constants," if scrambled else "",
+            constants="constants + dimension" if scrambled else "nullptr")
+    else:
+        source = _PSEUDO_INIT.format(prefix=prefix, init=symbols["init"], generate=symbols["generate"],
+                                     to_outputs=_offset_in_outputs(spec, "offset"))
+    source += _GENERATE.format(prefix=prefix, value=_C_TYPES[spec.dtype], count=spec.values_per_call,
+                               generate=symbols["generate"])
     for name in SKIPS:
         if name in symbols:
             count = _offset_in_outputs(spec, "n") if name == "skip_offset" else "n"

@@ -7,6 +7,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from .._bindings import curand
 from .._codegen import random as random_codegen
 from .._codegen.cache import CodeEntry
 from .._codegen.target import Target, resolve_target
@@ -19,9 +20,12 @@ class Random:
 
     Parameters
     ----------
-    generator : {"xorwow", "mrg32k3a", "philox4_32_10", "pcg"}
-        cuRAND's pseudo-random bit generators. The quasi-random Sobol generators are not offered
-        yet (they need cuRAND's direction vectors).
+    generator : str
+        ``"xorwow"``, ``"mrg32k3a"``, ``"philox4_32_10"``, ``"pcg"``, ``"sobol32"``,
+        ``"scrambled_sobol32"``, ``"sobol64"`` or ``"scrambled_sobol64"``:
+        cuRAND's pseudo-random bit generators, or its quasi-random Sobol generators (one dimension
+        of the sequence per state; their direction vectors and scramble constants come from
+        cuRAND: :meth:`direction_vectors`, :meth:`scramble_constants`).
     distribution : {"uniform", "normal", "log_normal", "poisson", "uniform_bits"}
         ``"uniform"`` between a minimum and a maximum, ``"normal"``, ``"log_normal"`` (its
         logarithm is normal), ``"poisson"`` (not for Philox), ``"uniform_bits"`` the generator's
@@ -56,7 +60,13 @@ class Random:
     local array ``cuda.local.array(rng.state_words, rng.state_dtype, alignment=rng.state_alignment)``.
 
     - ``rng.init(seed, subsequence, offset, state)``: cuRAND's ``curand_init``: the sequence of
-      ``seed``, its subsequence ``subsequence``, from value ``offset``.
+      ``seed``, its subsequence ``subsequence``, from value ``offset``. Sobol:
+      ``rng.init(dimension, direction_vectors, offset, state)``, scrambled Sobol:
+      ``rng.init(dimension, direction_vectors, scramble_constants, offset, state)``, where
+      ``direction_vectors`` is :meth:`direction_vectors` copied to the device (every dimension the
+      kernel uses, a row each) and ``scramble_constants`` likewise: dimension ``dimension`` of the
+      sequence from point ``offset``, as cuRAND's ``curand_init(direction_vectors[dimension],
+      [scramble_constants[dimension],] offset, state)``.
     - ``rng.generate(state, out)``: the next ``values_per_call`` values into ``out[0:...]`` (a 1-D
       array of ``value_type``), advancing the state.
     - ``rng.skip_offset(state, n)``, ``rng.skip_subsequence(state, n)`` and, for MRG32k3a,
@@ -88,9 +98,6 @@ class Random:
         self._spec = random_codegen.random_spec(generator, distribution, dtype, method=method,
                                                 normal_method=normal_method, parameters=parameters,
                                                 philox_rounds=philox_rounds)
-        if self._spec.quasi_random:
-            raise OptionsError("generator", f"{generator} is not offered yet: quasi-random generators need "
-                                            f"cuRAND's direction vectors; use xorwow, mrg32k3a, philox4_32_10 or pcg")
         self.target: Target = resolve_target(sm, needed_by="cuRANDDx")
         self._code: random_codegen.RandomCode | None = None
         self._entry_points: CodeEntry | None = None
@@ -145,8 +152,9 @@ class Random:
 
     @property
     def state_alignment(self) -> int:
-        """Alignment of a state in bytes."""
-        return self.code().state_alignment
+        """Alignment of a state in bytes: cuRANDDx's, and at least 8 (numba-cuda-mlir takes no
+        smaller alignment for a local array)."""
+        return max(self.code().state_alignment, 8)
 
     @property
     def state_dtype(self) -> type:
@@ -158,6 +166,34 @@ class Random:
     def state_words(self) -> int:
         """Words of ``state_dtype`` in one state."""
         return self.state_size // np.dtype(self.state_dtype).itemsize
+
+    # -- Sobol's inputs ---------------------------------------------------------------------
+
+    def direction_vectors(self, dimensions: int) -> np.ndarray:
+        """cuRAND's Sobol direction vectors of dimensions ``0 .. dimensions - 1`` (Joe and Kuo's
+        set, scrambled for the scrambled generators): a host array of shape ``(dimensions, 32)``
+        uint32 (``sobol32``) or ``(dimensions, 64)`` uint64 (``sobol64``). Copy it to the device for
+        ``init``. Needs the cuRAND library (pip ``nvidia-curand``); quasi-random generators only."""
+        bits = self._sobol_bits("direction_vectors")
+        sets = curand.DirectionVectorSet
+        scrambled = self.generator.startswith("scrambled_")
+        vector_set = {(32, False): sets.JOEKUO6_32, (32, True): sets.SCRAMBLED_JOEKUO6_32,
+                      (64, False): sets.JOEKUO6_64, (64, True): sets.SCRAMBLED_JOEKUO6_64}[(bits, scrambled)]
+        return curand.direction_vectors(vector_set, _dimensions(dimensions))
+
+    def scramble_constants(self, dimensions: int) -> np.ndarray:
+        """cuRAND's scramble constants of dimensions ``0 .. dimensions - 1`` (uint32 or uint64, one
+        per dimension), for the scrambled Sobol generators' ``init``."""
+        bits = self._sobol_bits("scramble_constants")
+        if not self.generator.startswith("scrambled_"):
+            raise OptionsError("generator", f"{self.generator} takes no scramble constants (scrambled_sobol32 and "
+                                            f"scrambled_sobol64 do)")
+        return curand.scramble_constants(bits, _dimensions(dimensions))
+
+    def _sobol_bits(self, method: str) -> int:
+        if not self._spec.quasi_random:
+            raise OptionsError("generator", f"{method} is for the Sobol generators (got {self.generator})")
+        return random_codegen.direction_bits(self.generator)
 
     # -- generated code --------------------------------------------------------------------
 
@@ -186,7 +222,7 @@ class Random:
 
     # -- kernel methods (typed and lowered by each compiler's registration) ------------------
 
-    def init(self, seed: Any, subsequence: Any, offset: Any, state: Any) -> NoReturn:
+    def init(self, *arguments: Any) -> NoReturn:
         """Initialise ``state``: only inside a kernel (see the class Notes)."""
         raise RuntimeError("Random.init can only be called inside a numba.cuda.jit kernel")
 
@@ -217,3 +253,10 @@ class Random:
         return (f"Random(generator={self.generator!r}, distribution={self.distribution!r}, "
                 f"dtype={self._spec.dtype}, method={self.method!r}, parameters={self.parameters}{extra}, "
                 f"sm={self.target.name!r})")
+
+
+def _dimensions(dimensions) -> int:
+    if isinstance(dimensions, bool) or not isinstance(dimensions, (int, np.integer)) \
+            or not 1 <= dimensions <= curand.DIMENSIONS:
+        raise OptionsError("dimensions", f"expected an integer from 1 to {curand.DIMENSIONS} (got {dimensions!r})")
+    return int(dimensions)

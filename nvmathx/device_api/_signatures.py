@@ -174,26 +174,45 @@ _RANDOM_USAGE = {
 }
 
 
-def check_random_arguments(rng, method: str, args, *, value_type, state_type, types, error: type[Exception]) -> None:
+# Sobol's init: a dimension, the table of direction vectors (scrambled: and of scramble constants)
+_SOBOL_INIT = {False: (("integer", "words", "integer", "state"), "init(dimension, direction_vectors, offset, state)"),
+               True: (("integer", "words", "words", "integer", "state"),
+                      "init(dimension, direction_vectors, scramble_constants, offset, state)")}
+
+
+def random_arguments(rng, method: str) -> tuple[tuple[str, ...], str]:
+    """The kind of each argument of ``rng.<method>(...)`` and its usage line."""
+    if method == "init" and rng.generator.startswith(("sobol", "scrambled_sobol")):
+        return _SOBOL_INIT[rng.generator.startswith("scrambled_")]
+    return RANDOM_METHODS[method], _RANDOM_USAGE[method]
+
+
+def check_random_arguments(rng, method: str, args, *, value_type, state_type, word_type, types,
+                           error: type[Exception]) -> None:
     """Accept ``rng.<method>(...)``: integers where the method takes them, ``state`` a 1-D
     C-contiguous array of ``state_type`` words (a row of a states array, or a local array), ``out``
-    a 1-D array of ``value_type``; refuse a skip-ahead the generator does not have."""
+    a 1-D array of ``value_type``, Sobol's tables C-contiguous arrays of ``word_type``; refuse a
+    skip-ahead the generator does not have."""
     if not rng._has(method):
         raise error(f"{rng!r} has no {method} (cuRANDDx offers it for "
                     f"{'mrg32k3a' if method == 'skip_sequence' else 'pseudo-random generators'} only)")
-    kinds = RANDOM_METHODS[method]
+    kinds, usage = random_arguments(rng, method)
 
     def accepted(kind, argument) -> bool:
         if kind == "integer":
             return isinstance(argument, types.Integer)
+        if kind == "words":
+            return _is_array_of(argument, word_type, types) and argument.layout == "C"
         array_of = state_type if kind == "state" else value_type
         return _is_array_of(argument, array_of, types) and argument.ndim == 1 and argument.layout == "C"
 
     if len(args) == len(kinds) and all(accepted(kind, argument) for kind, argument in zip(kinds, args)):
         return
     got = ", ".join(str(a) for a in args)
-    raise error(f"{rng!r}: expected {_RANDOM_USAGE[method]} with integers, state a C-contiguous 1-D array of "
-                f"{state_type} (a row of a states array, or a local array) and out a 1-D array of "
+    tables = f", direction vectors and scramble constants C-contiguous arrays of {word_type}" \
+        if "words" in kinds else ""
+    raise error(f"{rng!r}: expected {usage} with integers, state a C-contiguous 1-D array of "
+                f"{state_type} (a row of a states array, or a local array){tables} and out a 1-D array of "
                 f"{value_type} (got {got})")
 
 
@@ -202,8 +221,10 @@ def random_checker(method: str, *, value_type_of, types, error: type[Exception])
     ``value_type_of(numpy dtype)``)."""
 
     def check(rng, args) -> None:
+        word = np.uint64 if rng.generator.endswith("sobol64") else np.uint32
         check_random_arguments(rng, method, args, value_type=value_type_of(np.dtype(rng.value_type)),
-                               state_type=value_type_of(np.dtype(rng.state_dtype)), types=types, error=error)
+                               state_type=value_type_of(np.dtype(rng.state_dtype)),
+                               word_type=value_type_of(np.dtype(word)), types=types, error=error)
 
     return check
 

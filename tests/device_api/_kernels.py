@@ -157,24 +157,43 @@ def block_gemm(gemm):
     return kernel
 
 
+# a thread's fill: its state (``{state}``), ``{init}``, then out[thread, :] from generate
+_FILL_SOURCE = """
+def kernel({parameters}):
+    thread = cuda.grid(1)
+    if thread < out.shape[0]:
+        {state}
+        {init}
+        values = cuda.local.array(rng.values_per_call, dtype=rng.value_type)
+        for start in range(0, out.shape[1], rng.values_per_call):
+            rng.generate(state, values)
+            for i in range(rng.values_per_call):
+                if start + i < out.shape[1]:
+                    out[thread, start + i] = values[i]
+"""
+
+
+def _fill_kernel(rng, label, **parts):
+    namespace = {"cuda": cuda, "rng": rng}
+    exec(compile(_FILL_SOURCE.format(**parts), f"<{label} kernel {rng.generator}>", "exec"), namespace)
+    return namespace["kernel"]
+
+
 def random_fill(rng, initialise=True):
     """Thread ``t`` initialises ``states[t]`` (seed, subsequence ``t``, offset), or with
     ``initialise=False`` continues from it (a later launch), and fills ``out[t, :]``."""
+    return _fill_kernel(rng, "fill", parameters="states, out, seed, offset", state="state = states[thread]",
+                        init="rng.init(seed, thread, offset, state)" if initialise else "pass")
 
-    def kernel(states, out, seed, offset):
-        thread = cuda.grid(1)
-        if thread < states.shape[0]:
-            state = states[thread]
-            if initialise:
-                rng.init(seed, thread, offset, state)
-            values = cuda.local.array(rng.values_per_call, dtype=rng.value_type)
-            for start in range(0, out.shape[1], rng.values_per_call):
-                rng.generate(state, values)
-                for i in range(rng.values_per_call):
-                    if start + i < out.shape[1]:
-                        out[thread, start + i] = values[i]
 
-    return kernel
+def sobol_fill(rng):
+    """Thread ``t`` initialises a local state on dimension ``t`` from point ``offset`` (the
+    direction vectors and, scrambled, the constants of every dimension) and fills ``out[t, :]``."""
+    tables = "vectors, constants" if rng.generator.startswith("scrambled_") else "vectors"
+    return _fill_kernel(rng, "sobol", parameters="vectors, constants, out, offset",
+                        state="state = cuda.local.array(rng.state_words, dtype=rng.state_dtype, "
+                              "alignment=rng.state_alignment)",
+                        init=f"rng.init(thread, {tables}, offset, state)")
 
 
 def random_skips(rng):

@@ -92,6 +92,45 @@ def test_values_equal_curands_device_api(compiler, rng, case):
             np.testing.assert_array_equal(ours, expected.copy_to_host(), err_msg=message)
 
 
+# (generator, distribution, dtype, keyword arguments): Sobol against cuRAND's device API
+SOBOL_ORACLE = [
+    ("sobol32", "uniform", "float32", {}),
+    ("sobol32", "uniform", "float64", {}),
+    ("sobol32", "uniform_bits", "uint32", {}),
+    ("scrambled_sobol32", "normal", "float32", {}),
+    ("scrambled_sobol32", "log_normal", "float32", {"parameters": (0.5, 0.25)}),
+    ("sobol64", "uniform_bits", "uint64", {}),
+    ("sobol64", "normal", "float64", {}),
+    ("scrambled_sobol64", "uniform", "float64", {}),
+]
+
+
+@pytest.mark.parametrize("case", SOBOL_ORACLE, ids=_label)
+def test_sobol_values_equal_curands_device_api(compiler, rng, case):
+    generator, distribution, dtype, options = case
+    random = _random(generator, distribution, dtype, **options)
+    assert curand_reference.has_sobol_reference(generator, distribution, dtype)
+    cuda, dimensions, points = compiler.cuda, 64, 64
+    scrambled = generator.startswith("scrambled_")
+    vectors = random.direction_vectors(dimensions)
+    constants = random.scramble_constants(dimensions) if scrambled else np.zeros(dimensions, vectors.dtype)
+    vectors, constants = cuda.to_device(vectors), cuda.to_device(constants)
+    kernel = cuda.jit(compiler.bind(_kernels.sobol_fill(random)))
+    for offset in (0, int(rng.integers(1, 10_000))):
+        ours = cuda.device_array((dimensions, points), dtype=random.value_type)
+        kernel[1, dimensions](vectors, constants, ours, np.int64(offset))
+        expected = cuda.device_array_like(ours)
+        curand_reference.generate_sobol(generator, distribution, dtype, random.parameters, vectors=vectors,
+                                        constants=constants, offset=offset, threads=dimensions, per_thread=points,
+                                        out=expected)
+        message = f"offset {offset}"
+        if distribution == "log_normal":
+            np.testing.assert_allclose(ours.copy_to_host(), expected.copy_to_host(), rtol=1e-6, atol=0,
+                                       err_msg=message)
+        else:
+            np.testing.assert_array_equal(ours.copy_to_host(), expected.copy_to_host(), err_msg=message)
+
+
 def test_parameters_scale_the_standard_distributions(compiler, rng):
     seed, offset = _draw(rng, "philox4_32_10")
     standard, _ = _fill(compiler, _random("xorwow", "normal", "float64"), seed, offset)

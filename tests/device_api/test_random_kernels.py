@@ -8,7 +8,6 @@ import pytest
 from helpers.compilers import H100, require
 from helpers.compilers import compiled_calls as _calls
 from helpers.requirements import needs_mathdx
-from nvmathx import OptionsError
 from nvmathx.device_api._random import Random
 
 from . import _kernels
@@ -42,9 +41,57 @@ def test_host_traits(xorwow, philox):
         xorwow.generate(None, None)
 
 
-def test_quasi_random_generators_are_refused_for_now():
-    with pytest.raises(OptionsError, match="^generator: sobol32 is not offered yet"):
-        Random("sobol32", "uniform", sm=H100)
+SOBOL = ["sobol32", "scrambled_sobol32", "sobol64", "scrambled_sobol64"]
+
+
+def _sobol_signature(compiler, rng):
+    types = compiler.types
+    word = types.uint64 if rng.generator.endswith("64") else types.uint32
+    out = getattr(types, np.dtype(rng.value_type).name)[:, ::1]
+    return (word[:, ::1], word[::1], out, types.int64)
+
+
+def _curand_tables():
+    from nvmathx import LibraryNotFoundError
+    from nvmathx._bindings._loader import load_library
+
+    try:
+        load_library("curand")
+    except LibraryNotFoundError as error:
+        pytest.skip(f"cuRAND not available: {error}")
+
+
+def test_sobol_tables_come_from_curand():
+    _curand_tables()
+    vectors = Random("sobol32", "uniform", sm=H100).direction_vectors(3)
+    assert vectors.shape == (3, 32) and vectors.dtype == np.uint32
+    # dimension 0 is van der Corput's (bit i set alone), dimension 1 Sobol's m = 1, 3, 5, 15
+    assert list(vectors[0, :4]) == [1 << 31, 1 << 30, 1 << 29, 1 << 28]
+    assert list(vectors[1, :4]) == [1 << 31, 3 << 30, 5 << 29, 15 << 28]
+    wide = Random("sobol64", "uniform_bits", sm=H100).direction_vectors(2)
+    assert wide.shape == (2, 64) and wide.dtype == np.uint64 and wide[1, 1] == 3 << 62
+    scrambled = Random("scrambled_sobol32", "uniform", sm=H100)
+    assert not np.array_equal(scrambled.direction_vectors(3), vectors)  # the scrambled set
+    constants = scrambled.scramble_constants(5)
+    assert constants.shape == (5,) and constants.dtype == np.uint32 and len(set(constants)) == 5
+    assert Random("scrambled_sobol64", "uniform", sm=H100).scramble_constants(2).dtype == np.uint64
+
+
+@pytest.mark.parametrize("generator", SOBOL)
+def test_sobol_kernel_calls_init_and_generate(compiler, generator):
+    rng = Random(generator, "uniform", np.float64, sm=H100)
+    calls = _calls(compiler, _kernels.sobol_fill(rng), _sobol_signature(compiler, rng))
+    assert calls == [rng._function("init"), rng._function("generate")]
+
+
+def test_sobol_init_takes_the_tables(compiler):
+    rng = Random("scrambled_sobol32", "uniform", np.float32, sm=H100)
+
+    def kernel(vectors, constants, out, offset):
+        rng.init(0, vectors, offset, out[0])  # the constants are missing
+
+    with pytest.raises(Exception, match="init\\(dimension, direction_vectors, scramble_constants, offset, state\\)"):
+        _calls(compiler, kernel, _sobol_signature(compiler, rng))
 
 
 def test_fill_kernel_calls_init_and_generate(compiler, xorwow):
@@ -93,6 +140,24 @@ def test_numba_cuda_kernel_links_against_curanddx(philox):
         pytest.skip(f"nvJitLink not available: {error}")
     result = compile_cuda(numba_cuda.bind(_kernels.random_fill(philox)), numba_cuda.types.void,
                           _fill_signature(numba_cuda, philox), cc=H100)
+    assert len(result.library.get_cubin(cc=(9, 0, "a")).code) > 5000
+
+
+@pytest.mark.parametrize("generator", ["sobol32", "scrambled_sobol64"])
+def test_numba_cuda_sobol_kernel_links_against_curanddx(generator):
+    numba_cuda = require("numba-cuda")
+    from numba.cuda.compiler import compile_cuda
+
+    from nvmathx import LibraryNotFoundError
+    from nvmathx._bindings._loader import load_library
+
+    try:
+        load_library("nvJitLink")
+    except LibraryNotFoundError as error:
+        pytest.skip(f"nvJitLink not available: {error}")
+    rng = Random(generator, "normal", np.float32, sm=H100)
+    result = compile_cuda(numba_cuda.bind(_kernels.sobol_fill(rng)), numba_cuda.types.void,
+                          _sobol_signature(numba_cuda, rng), cc=H100)
     assert len(result.library.get_cubin(cc=(9, 0, "a")).code) > 5000
 
 

@@ -137,3 +137,64 @@ def generate(generator: str, distribution: str, dtype: str, values_per_call: int
     launch(stream, LaunchConfig(grid=(threads + 127) // 128, block=128), kernel, np.uint64(pointer), np.uint64(seed),
            np.uint64(offset), np.int32(per_thread), np.int32(threads))
     stream.sync()
+
+
+# -- Sobol: thread t makes dimension t of the sequence, from the host API's tables ------------
+
+_SOBOL_STATES = {"sobol32": "curandStateSobol32_t", "scrambled_sobol32": "curandStateScrambledSobol32_t",
+                 "sobol64": "curandStateSobol64_t", "scrambled_sobol64": "curandStateScrambledSobol64_t"}
+_SOBOL_CALLS = {
+    ("uniform_bits", "uint32"): "curand(&state)",
+    ("uniform_bits", "uint64"): "curand(&state)",
+    ("uniform", "float32"): "curand_uniform(&state)",
+    ("uniform", "float64"): "curand_uniform_double(&state)",
+    ("normal", "float32"): "curand_normal(&state)",
+    ("normal", "float64"): "curand_normal_double(&state)",
+    ("log_normal", "float32"): "curand_log_normal(&state, {p0}f, {p1}f)",
+    ("log_normal", "float64"): "curand_log_normal_double(&state, {p0}, {p1})",
+}
+_C_TYPES_64 = {**_C_TYPES, "uint64": "unsigned long long"}
+
+_SOBOL_SOURCE = """
+#include <curand_kernel.h>
+extern "C" __global__ void reference({value}* out, const {word}* vectors, const {word}* constants,
+                                     unsigned long long offset, int per_thread, int threads)
+{{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= threads) return;
+    {state} state;
+    curand_init(const_cast<{word}*>(vectors + (long long)t * {bits}), {scramble}({word})offset, &state);
+    {value}* row = out + (long long)t * per_thread;
+    for (int i = 0; i < per_thread; ++i) row[i] = {call};
+}}
+"""
+
+
+def has_sobol_reference(generator: str, distribution: str, dtype: str) -> bool:
+    return generator in _SOBOL_STATES and (distribution, dtype) in _SOBOL_CALLS
+
+
+def sobol_source(generator: str, distribution: str, dtype: str, parameters) -> str:
+    bits = 64 if generator.endswith("64") else 32
+    values = [repr(float(value)) for value in parameters] + ["", ""]
+    return _SOBOL_SOURCE.format(
+        value=_C_TYPES_64[dtype], word=_C_TYPES_64[f"uint{bits}"], state=_SOBOL_STATES[generator], bits=bits,
+        scramble="constants[t], " if generator.startswith("scrambled_") else "",
+        call=_SOBOL_CALLS[(distribution, dtype)].format(p0=values[0], p1=values[1]))
+
+
+def generate_sobol(generator: str, distribution: str, dtype: str, parameters, *, vectors, constants, offset: int,
+                   threads: int, per_thread: int, out) -> None:
+    """Fill ``out`` (``threads`` x ``per_thread``) with cuRAND's Sobol values: thread ``t`` on
+    dimension ``t`` from point ``offset``; ``vectors`` and ``constants`` device arrays of the host
+    API's tables (``__cuda_array_interface__``)."""
+    from cuda.core import Device, LaunchConfig, launch
+
+    device = Device()
+    device.set_current()
+    kernel = _kernel(sobol_source(generator, distribution, dtype, parameters), f"sm_{device.arch}")
+    stream = device.create_stream()
+    pointers = [np.uint64(array.__cuda_array_interface__["data"][0]) for array in (out, vectors, constants)]
+    launch(stream, LaunchConfig(grid=(threads + 127) // 128, block=128), kernel, *pointers, np.uint64(offset),
+           np.int32(per_thread), np.int32(threads))
+    stream.sync()
