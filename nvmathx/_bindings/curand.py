@@ -15,8 +15,8 @@ import numpy as np
 from .._core.errors import CudaLibraryError
 from ._loader import FunctionTable
 
-__all__ = ["CurandError", "DirectionVectorSet", "DIMENSIONS", "get_version", "direction_vectors",
-           "scramble_constants"]
+__all__ = ["CurandError", "Status", "status_name", "DirectionVectorSet", "DIMENSIONS", "get_version",
+           "direction_vectors", "scramble_constants"]
 
 DIMENSIONS = 20_000  # the Joe-Kuo tables' dimensions (curand.h)
 
@@ -25,6 +25,32 @@ class CurandError(CudaLibraryError):
     """A cuRAND call returned a nonzero ``curandStatus_t``."""
 
     library = "cuRAND"
+
+
+class Status(enum.IntEnum):
+    """curandStatus_t."""
+
+    SUCCESS = 0
+    VERSION_MISMATCH = 100
+    NOT_INITIALIZED = 101
+    ALLOCATION_FAILED = 102
+    TYPE_ERROR = 103
+    OUT_OF_RANGE = 104
+    LENGTH_NOT_MULTIPLE = 105
+    DOUBLE_PRECISION_REQUIRED = 106
+    LAUNCH_FAILURE = 201
+    PREEXISTING_FAILURE = 202
+    INITIALIZATION_FAILED = 203
+    ARCH_MISMATCH = 204
+    INTERNAL_ERROR = 999
+
+
+def status_name(status: int) -> str:
+    """The C name of a status (``"CURAND_STATUS_OUT_OF_RANGE"``)."""
+    try:
+        return f"CURAND_STATUS_{Status(status).name}"
+    except ValueError:
+        return f"CURAND_STATUS_{int(status)}"
 
 
 class DirectionVectorSet(enum.IntEnum):
@@ -49,7 +75,7 @@ _lib = FunctionTable("curand", {
 def _call(name: str, *args) -> None:
     status = _lib()[name](*args)
     if status != 0:
-        raise CurandError(status, f"CURAND_STATUS_{status}", name)
+        raise CurandError(status, status_name(status), name)
 
 
 def get_version() -> int:

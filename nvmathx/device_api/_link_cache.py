@@ -145,7 +145,10 @@ def install() -> bool:
 
     @functools.wraps(original)
     def get_cubin(self, cc=None):
-        if not link.enabled() or not links_nvmathx_code(self):
+        if not links_nvmathx_code(self):
+            return original(self, cc)
+        self._lto = True  # a kernel that reaches nvmathx code through a device function (see _numba_cuda._link)
+        if not link.enabled():
             return original(self, cc)
         return _cached_cubin(self, cc, original)
 

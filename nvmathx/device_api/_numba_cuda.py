@@ -117,7 +117,14 @@ def _link(context, entry, kind=LTOIR) -> None:
         # One object per symbol: numba keeps linking files in a set, so reuse deduplicates.
         linkable = _linkables[entry.symbol] = kind(entry.code, name=f"{entry.symbol}.{kind.__name__.lower()}")
         _link_cache.mark_nvmathx_code(linkable)
-    context.active_code_library.add_linking_file(linkable)
+    library = context.active_code_library
+    library.add_linking_file(linkable)
+    # Link-time optimization puts the kernel in the same LTO unit as the generated code, so
+    # nvJitLink inlines it (numba-cuda-mlir always does). Without it each call goes through the ABI:
+    # Random.generate's values pass through local memory (the fill measured 2.71 ms, against 2.04 ms
+    # inlined under numba-cuda-mlir). A device function's library is covered at get_cubin
+    # (_link_cache).
+    library._lto = True
 
 
 def _call(builder, symbol: str, arguments) -> None:

@@ -21,6 +21,7 @@ from nvmathx._bindings.cublaslt import CublasLtError
 from nvmathx._bindings.cublasmp import CublasMpError
 from nvmathx._bindings.cuda_driver import CudaDriverError
 from nvmathx._bindings.cufft import CufftError
+from nvmathx._bindings.curand import CurandError
 from nvmathx._bindings.mathdx import MathdxError
 from nvmathx._bindings.nccl import NcclError
 from nvmathx.fft import CallbackCompileError, CallbacksUnavailableError
@@ -41,6 +42,8 @@ EXAMPLES = [
     (CublasLtError(7, "CUBLAS_STATUS_INVALID_VALUE", "cublasLtMatmul"), ("status", "status_name", "function", "hint")),
     (CufftError(4, "CUFFT_INVALID_VALUE", "cufftExec", "bad stride"), ("status", "status_name", "detail", "hint")),
     (NcclError(4, "ncclInvalidArgument", "ncclSend", "peer 9"), ("status", "status_name", "function", "detail")),
+    (CurandError(104, "CURAND_STATUS_OUT_OF_RANGE", "curandGetDirectionVectors32"),
+     ("status", "status_name", "function")),
     (CublasMpError(3, "CUBLASMP_STATUS_INVALID_VALUE", "cublasMpMatmul"), ("status", "status_name", "function")),
     (CudaDriverError(700, "CUDA_ERROR_ILLEGAL_ADDRESS", "cuMemcpyAsync"), ("status", "status_name", "hint")),
     (MathdxError(1, "COMMONDX_INVALID_VALUE", "cufftdxFinalizeCode"), ("status", "status_name", "hint")),
