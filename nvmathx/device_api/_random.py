@@ -170,7 +170,7 @@ class Random:
     # -- Sobol's inputs ---------------------------------------------------------------------
 
     def direction_vectors(self, dimensions: int) -> np.ndarray:
-        """cuRAND's Sobol direction vectors of dimensions ``0 .. dimensions - 1`` (Joe and Kuo's
+        """cuRAND's Sobol direction vectors of the first ``dimensions`` dimensions (Joe and Kuo's
         set, scrambled for the scrambled generators): a host array of shape ``(dimensions, 32)``
         uint32 (``sobol32``) or ``(dimensions, 64)`` uint64 (``sobol64``). Copy it to the device for
         ``init``. Needs the cuRAND library (pip ``nvidia-curand``); quasi-random generators only."""
@@ -182,7 +182,7 @@ class Random:
         return curand.direction_vectors(vector_set, _dimensions(dimensions))
 
     def scramble_constants(self, dimensions: int) -> np.ndarray:
-        """cuRAND's scramble constants of dimensions ``0 .. dimensions - 1`` (uint32 or uint64, one
+        """cuRAND's scramble constants of the first ``dimensions`` dimensions (uint32 or uint64, one
         per dimension), for the scrambled Sobol generators' ``init``."""
         bits = self._sobol_bits("scramble_constants")
         if not self.generator.startswith("scrambled_"):
