@@ -102,6 +102,7 @@ SOBOL_ORACLE = [
     ("sobol64", "uniform_bits", "uint64", {}),
     ("sobol64", "normal", "float64", {}),
     ("scrambled_sobol64", "uniform", "float64", {}),
+    ("sobol64", "poisson", "uint32", {"parameters": (6.5,)}),
 ]
 
 

@@ -179,3 +179,23 @@ def test_numba_cuda_mlir_kernel_links_against_curanddx(xorwow):
                                    (mlir.types.float32[:, ::1], mlir.types.uint64, mlir.types.int64),
                                    {"chip": "sm_90"})
     assert len(result.metadata["cubin"]) > 5000
+
+
+@pytest.mark.parametrize("generator, distribution, dtype, parameters", [
+    ("sobol32", "uniform", "float32", ()), ("scrambled_sobol32", "log_normal", "float32", (0.5, 0.25)),
+    ("sobol64", "uniform_bits", "uint64", ()), ("scrambled_sobol64", "normal", "float64", ()),
+    ("sobol64", "poisson", "uint32", (6.5,)),
+])
+def test_the_sobol_oracle_compiles(generator, distribution, dtype, parameters):
+    """The GPU test's reference (cuRAND's Sobol device API through NVRTC) builds here, so a GPU run
+    does not find a broken oracle first."""
+    from helpers import curand_reference
+
+    core = pytest.importorskip("cuda.core")
+    folder, cccl = curand_reference.include_path(), curand_reference._cccl_folders()
+    if folder is None or not cccl:
+        pytest.skip("cuRAND's or CCCL's headers are not installed")
+    options = core.ProgramOptions(arch="sm_90", std="c++17", include_path=[folder, *cccl],
+                                  relocatable_device_code=True, link_time_optimization=True)
+    source = curand_reference.sobol_source(generator, distribution, dtype, parameters)
+    assert len(core.Program(source, "c++", options).compile("ltoir").code) > 1000

@@ -152,6 +152,7 @@ _SOBOL_CALLS = {
     ("normal", "float64"): "curand_normal_double(&state)",
     ("log_normal", "float32"): "curand_log_normal(&state, {p0}f, {p1}f)",
     ("log_normal", "float64"): "curand_log_normal_double(&state, {p0}, {p1})",
+    ("poisson", "uint32"): "curand_poisson(&state, {p0})",
 }
 _C_TYPES_64 = {**_C_TYPES, "uint64": "unsigned long long"}
 
