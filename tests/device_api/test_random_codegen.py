@@ -175,3 +175,31 @@ def test_the_table_agrees_with_libmathdx(combination):
     else:
         with pytest.raises(random_codegen.mathdx.MathdxError, match="COMMONDX_COMPILATION_ERROR"):
             random_codegen.descriptors.get_code(plain, H100)
+
+
+_SYMBOLS = {"init": "curanddx_init_x", "generate": "curanddx_generate_x", "skip_offset": "curanddx_skip_offset_x"}
+
+
+@pytest.mark.parametrize("generator, offset_text", [
+    ("xorwow", "unsigned long long outputs = offset;"),
+    ("philox4_32_10", "unsigned long long outputs = (offset % 4 == 0 ? offset / 4 : (__trap(), 0ull));"),
+])
+def test_pseudo_random_entry_points_convert_offsets(generator, offset_text):
+    spec = random_codegen.random_spec(generator, "uniform", "float32")
+    source = random_codegen.wrapper_source(spec, _SYMBOLS, "entry")
+    assert offset_text in source and "curanddx_init_x(&seed, &subsequence, &outputs, state);" in source
+    skip = "n % 4 == 0 ? n / 4" if generator == "philox4_32_10" else "unsigned long long count = n;"
+    assert skip in source and "void entry_generate(void* state, float* out)" in source
+
+
+@pytest.mark.parametrize("generator, word, bits, constants", [
+    ("sobol32", "unsigned int", 32, "nullptr"),
+    ("scrambled_sobol64", "unsigned long long", 64, "constants + dimension"),
+])
+def test_sobol_entry_points_hand_curanddx_the_dimensions_row(generator, word, bits, constants):
+    spec = random_codegen.random_spec(generator, "uniform", "float64")
+    symbols = {k: v for k, v in _SYMBOLS.items() if generator == "sobol32" or k != "skip_offset"}
+    source = random_codegen.wrapper_source(spec, symbols, "entry")
+    assert f"void entry_init(unsigned long long dimension, {word}* vectors," in source
+    assert f"curanddx_init_x(&first, vectors + dimension * {bits}, &offset, {constants}, state);" in source
+    assert ("entry_skip_offset" in source) == (generator == "sobol32")
