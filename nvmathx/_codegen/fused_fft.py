@@ -1,0 +1,111 @@
+"""One generated kernel per complex-to-complex transform that fits a thread block: load a row,
+transform it with cuFFTDx, scale it, store it, in one pass over memory (groundwork of the fused
+FFT engine; nothing in :mod:`nvmathx.fft` launches it yet).
+
+The kernel is CUDA C++ compiled by NVRTC to LTO-IR and linked with nvJitLink beside the cuFFTDx
+function that :class:`nvmathx.device_api.FFT` generates (its register API: element
+``threadIdx.x + i * stride`` of row ``threadIdx.y`` in ``thread_data[i]``, the block's dynamic shared
+memory as scratch), so no Numba is involved. Both the LTO-IR and the linked cubin are kept in the
+on-disk code cache, keyed by the source's parameters, the cuFFTDx symbol, the target and NVRTC.
+
+The C signature of kernel ``symbol``::
+
+    void symbol(const T* in, T* out, long long rows,
+                long long in_row_stride, long long in_element_stride,
+                long long out_row_stride, long long out_element_stride, R scale)
+
+(strides in elements); launch ``ceil(rows / ffts_per_block)`` blocks of ``block_dim`` threads with
+the FFT's ``shared_memory_size`` bytes of dynamic shared memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from . import cache, nvrtc
+
+__all__ = ["FORMAT", "FusedKernel", "kernel_source", "fused_kernel"]
+
+FORMAT = 1  # bump when the generated source changes meaning
+
+_TYPES = {"complex64": ("float2", "float"), "complex128": ("double2", "double")}
+
+_SOURCE = r"""
+extern "C" __device__ void {fft}({element}* thread_data, {element}* shared);
+
+extern "C" __global__ void __launch_bounds__({threads}) {symbol}(
+    const {element}* in, {element}* out, long long rows, long long in_row_stride, long long in_element_stride,
+    long long out_row_stride, long long out_element_stride, {real} scale)
+{{
+    extern __shared__ __align__(16) unsigned char shared_bytes[];
+    {element} thread_data[{storage}];
+    const long long row = (long long)blockIdx.x * {ffts_per_block} + threadIdx.y;
+    // the last block of a ragged batch still takes part in the transform (it synchronises the block)
+    const bool active = row < rows;
+    const {element}* source = in + row * in_row_stride;
+#pragma unroll
+    for (unsigned i = 0; i < {elements_per_thread}u; ++i) {{
+        const unsigned position = threadIdx.x + i * {stride}u;
+        thread_data[i] = active && position < {size}u ? source[position * in_element_stride] : {element}{{}};
+    }}
+    {fft}(thread_data, reinterpret_cast<{element}*>(shared_bytes));
+    if (!active) return;
+    {element}* destination = out + row * out_row_stride;
+#pragma unroll
+    for (unsigned i = 0; i < {elements_per_thread}u; ++i) {{
+        const unsigned position = threadIdx.x + i * {stride}u;
+        if (position < {size}u) {{
+            const {element} value = thread_data[i];
+            destination[position * out_element_stride] = {element}{{value.x * scale, value.y * scale}};
+        }}
+    }}
+}}
+"""
+
+
+def kernel_source(symbol: str, fft_symbol: str, *, element: str, size: int, stride: int, elements_per_thread: int,
+                  storage: int, ffts_per_block: int, threads: int) -> str:
+    """The CUDA C++ of one fused kernel (``element``: ``"complex64"`` or ``"complex128"``)."""
+    c_element, c_real = _TYPES[element]
+    return _SOURCE.format(symbol=symbol, fft=fft_symbol, element=c_element, real=c_real, size=size, stride=stride,
+                          elements_per_thread=elements_per_thread, storage=storage, ffts_per_block=ffts_per_block,
+                          threads=threads)
+
+
+@dataclasses.dataclass(frozen=True)
+class FusedKernel:
+    """A linked fused kernel: its name in ``cubin``, and how to launch it."""
+
+    symbol: str
+    cubin: bytes
+    block_dim: tuple[int, int, int]
+    ffts_per_block: int
+    shared_memory_size: int
+
+
+def fused_kernel(fft) -> FusedKernel:
+    """The fused kernel of the Block c2c :class:`nvmathx.device_api.FFT` ``fft``: compiled and
+    linked once, then read from the disk cache."""
+    fft_code = fft.code("registers")
+    threads = fft.block_dim[0] * fft.block_dim[1] * fft.block_dim[2]
+    parameters = {"element": fft.value_dtype.name, "size": fft.size, "stride": fft.stride,
+                  "elements_per_thread": fft.elements_per_thread, "storage": fft.storage_size,
+                  "ffts_per_block": fft.ffts_per_block, "threads": threads}
+    key = {"kind": "fused-fft-kernel", "format": FORMAT, **parameters, "fft": fft_code.symbol,
+           "target": fft.target.name, "nvrtc": nvrtc.nvrtc_version()}
+    symbol = cache.symbol_for("nvmathx_fused_fft", key)
+    image = cache.load_linked(key)
+    if image is None:
+        kernel = nvrtc.cached_ltoir(key, symbol, kernel_source(symbol, fft_code.symbol, **parameters),
+                                    fft.target.name)
+        image = cache.LinkedImage(_link([kernel, fft_code], fft.target.name), "")
+        cache.store_linked(key, image)
+    return FusedKernel(symbol, image.cubin, tuple(fft.block_dim), fft.ffts_per_block, fft.shared_memory_size)
+
+
+def _link(entries, arch: str) -> bytes:
+    """The cubin of ``entries`` (LTO-IR) linked with link-time optimization by nvJitLink."""
+    from cuda.core import Linker, LinkerOptions, ObjectCode
+
+    objects = [ObjectCode.from_ltoir(entry.code, name=entry.symbol) for entry in entries]
+    return bytes(Linker(*objects, options=LinkerOptions(arch=arch, link_time_optimization=True)).link("cubin").code)
