@@ -85,12 +85,12 @@ def get_version() -> int:
     return version.value
 
 
-def _table(pointer: int | None, count: int, dtype) -> np.ndarray:
-    """A copy of ``count`` values of ``dtype`` at ``pointer`` (libcurand owns the memory)."""
+def _table(pointer: int | None, count: int, bits: int) -> np.ndarray:
+    """A copy of ``count`` words of ``bits`` bits at ``pointer`` (libcurand owns the memory)."""
     if not pointer:
         raise CurandError(0, "CURAND_STATUS_SUCCESS", "curandGet*", "the table's pointer is NULL")
-    item = ctypes.c_uint64 if np.dtype(dtype).itemsize == 8 else ctypes.c_uint32
-    return np.ctypeslib.as_array((item * count).from_address(pointer)).astype(dtype, copy=True)
+    word = ctypes.c_uint64 if bits == 64 else ctypes.c_uint32
+    return np.ctypeslib.as_array((word * count).from_address(pointer)).copy()
 
 
 def direction_vectors(vector_set: DirectionVectorSet, dimensions: int) -> np.ndarray:
@@ -99,12 +99,11 @@ def direction_vectors(vector_set: DirectionVectorSet, dimensions: int) -> np.nda
     bits = 64 if vector_set in (DirectionVectorSet.JOEKUO6_64, DirectionVectorSet.SCRAMBLED_JOEKUO6_64) else 32
     pointer = _p()
     _call(f"curandGetDirectionVectors{bits}", ctypes.byref(pointer), int(vector_set))
-    dtype = np.uint64 if bits == 64 else np.uint32
-    return _table(pointer.value, dimensions * bits, dtype).reshape(dimensions, bits)
+    return _table(pointer.value, dimensions * bits, bits).reshape(dimensions, bits)
 
 
 def scramble_constants(bits: int, dimensions: int) -> np.ndarray:
     """The first ``dimensions`` scramble constants of scrambled Sobol (uint32 or uint64)."""
     pointer = _p()
     _call(f"curandGetScrambleConstants{bits}", ctypes.byref(pointer))
-    return _table(pointer.value, dimensions, np.uint64 if bits == 64 else np.uint32)
+    return _table(pointer.value, dimensions, bits)

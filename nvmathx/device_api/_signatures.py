@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._codegen import random as random_codegen
 from .._codegen.compilers import kernel_constant
 from ._fft import FFT
 from ._matmul import Matmul
@@ -221,7 +222,7 @@ def random_checker(method: str, *, value_type_of, types, error: type[Exception])
     ``value_type_of(numpy dtype)``)."""
 
     def check(rng, args) -> None:
-        word = np.uint64 if rng.generator.endswith("sobol64") else np.uint32
+        word = np.uint64 if random_codegen.direction_bits(rng.generator) == 64 else np.uint32
         check_random_arguments(rng, method, args, value_type=value_type_of(np.dtype(rng.value_type)),
                                state_type=value_type_of(np.dtype(rng.state_dtype)),
                                word_type=value_type_of(np.dtype(word)), types=types, error=error)
