@@ -113,6 +113,11 @@ class RandomSpec:
         return self.generator in QUASI_RANDOM
 
     @property
+    def scrambled(self) -> bool:
+        """A scrambled Sobol generator (its init takes scramble constants)."""
+        return self.generator.startswith("scrambled_")
+
+    @property
     def values_per_call(self) -> int:
         return METHODS[self.method][1]
 
@@ -120,7 +125,7 @@ class RandomSpec:
     def functions(self) -> mathdx.RandDeviceFunction:
         """The device functions generated: generate, init and the skip-aheads the generator has."""
         flags = mathdx.RandDeviceFunction.GENERATE | mathdx.RandDeviceFunction.INIT_STATE
-        if not self.generator.startswith("scrambled_"):
+        if not self.scrambled:
             flags |= mathdx.RandDeviceFunction.SKIP_OFFSET
         if not self.quasi_random:
             flags |= mathdx.RandDeviceFunction.SKIP_SUBSEQUENCE
@@ -330,11 +335,10 @@ def wrapper_source(spec: RandomSpec, symbols: dict, prefix: str) -> str:
     if spec.quasi_random:
         bits = direction_bits(spec.generator)
         word = _C_TYPES[f"uint{bits}"]
-        scrambled = spec.generator.startswith("scrambled_")
         source = _QUASI_INIT.format(
             prefix=prefix, init=symbols["init"], generate=symbols["generate"], word=word, bits=bits,
-            constants_parameter=f"{word}* constants," if scrambled else "",
-            constants="constants + dimension" if scrambled else "nullptr")
+            constants_parameter=f"{word}* constants," if spec.scrambled else "",
+            constants="constants + dimension" if spec.scrambled else "nullptr")
     else:
         source = _PSEUDO_INIT.format(prefix=prefix, init=symbols["init"], generate=symbols["generate"],
                                      to_outputs=_offset_in_outputs(spec, "offset"))

@@ -176,16 +176,15 @@ class Random:
         ``init``. Needs the cuRAND library (pip ``nvidia-curand``); quasi-random generators only."""
         bits = self._sobol_bits("direction_vectors")
         sets = curand.DirectionVectorSet
-        scrambled = self.generator.startswith("scrambled_")
         vector_set = {(32, False): sets.JOEKUO6_32, (32, True): sets.SCRAMBLED_JOEKUO6_32,
-                      (64, False): sets.JOEKUO6_64, (64, True): sets.SCRAMBLED_JOEKUO6_64}[(bits, scrambled)]
+                      (64, False): sets.JOEKUO6_64, (64, True): sets.SCRAMBLED_JOEKUO6_64}[(bits, self._spec.scrambled)]
         return curand.direction_vectors(vector_set, _dimensions(dimensions))
 
     def scramble_constants(self, dimensions: int) -> np.ndarray:
         """cuRAND's scramble constants of the first ``dimensions`` dimensions (uint32 or uint64, one
         per dimension), for the scrambled Sobol generators' ``init``."""
         bits = self._sobol_bits("scramble_constants")
-        if not self.generator.startswith("scrambled_"):
+        if not self._spec.scrambled:
             raise OptionsError("generator", f"{self.generator} takes no scramble constants (scrambled_sobol32 and "
                                             f"scrambled_sobol64 do)")
         return curand.scramble_constants(bits, _dimensions(dimensions))

@@ -183,8 +183,8 @@ _SOBOL_INIT = {False: (("integer", "words", "integer", "state"), "init(dimension
 
 def random_arguments(rng, method: str) -> tuple[tuple[str, ...], str]:
     """The kind of each argument of ``rng.<method>(...)`` and its usage line."""
-    if method == "init" and rng.generator.startswith(("sobol", "scrambled_sobol")):
-        return _SOBOL_INIT[rng.generator.startswith("scrambled_")]
+    if method == "init" and rng._spec.quasi_random:
+        return _SOBOL_INIT[rng._spec.scrambled]
     return RANDOM_METHODS[method], _RANDOM_USAGE[method]
 
 
