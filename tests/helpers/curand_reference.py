@@ -3,7 +3,7 @@
 values to row ``t`` as the tests' kernels do.
 
 cuRAND's headers come from the nvidia-curand wheel (site-packages ``nvidia/cu13/include``; the GPU
-calls carry them in .whl-device/curand-headers.tar.xz) or a CUDA toolkit; NVRTC's bundled headers
+calls carry them in .whl-curand/curand-headers.tar.xz) or a CUDA toolkit; NVRTC's bundled headers
 supply the rest (cuda.core's ``use_bundled_headers``).
 """
 
