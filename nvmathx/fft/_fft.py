@@ -117,6 +117,9 @@ class FFT:
         if self._on_cpu:
             if stream is not None:
                 raise OptionsError("stream", "CPU execution takes no stream")
+            if options.engine == "fused":
+                raise OptionsError("options.engine", "the CPU execution space runs scipy.fft; the fused engine is "
+                                                     "a GPU kernel")
             self._device_id = -1
             self._key = cpu_plan_key(fft_type, operand.shape, operand.dtype, self._axes, self._lengths)
             return
@@ -159,6 +162,14 @@ class FFT:
         return self._operand_shape
 
     @property
+    def engine(self) -> str | None:
+        """What runs the planned transform: ``"cufft"``, ``"fused"`` (see ``FFTOptions.engine``) or
+        ``"scipy"`` on the CPU; None before ``plan()``."""
+        if self._transform is None:
+            return None
+        return "scipy" if self._on_cpu else self._transform.engine  # type: ignore[union-attr]
+
+    @property
     def key(self) -> tuple:
         """The problem this FFT serves, laid out as :func:`plan_key`'s result (device -1 on the CPU);
         a function given ``plan=self`` checks that its own problem has this key."""
@@ -173,7 +184,8 @@ class FFT:
     # -- planning ---------------------------------------------------------------------------------------
 
     def plan(self, *, prolog: Callback = None, epilog: Callback = None) -> None:
-        """Make the cuFFT plans (once; a second call does nothing).
+        """Make the plans (once; a second call does nothing): cuFFT's, or the fused engine's kernels
+        (``FFTOptions.engine``; generated the first time, then read from the disk cache).
 
         Parameters
         ----------
@@ -189,7 +201,8 @@ class FFT:
             After ``free()``.
         OptionsError
             For a callback that does not fit (element type, architecture, a layout cuFFT reads or
-            writes through a copy) or callbacks on the CPU.
+            writes through a copy) or callbacks on the CPU; naming ``options.engine`` when the
+            fused engine cannot run the transform.
         CallbacksUnavailableError
             When the installed cuFFT or nvJitLink cannot link callbacks.
         CufftError
@@ -211,10 +224,11 @@ class FFT:
     def _make_transform(self) -> None:
         transform = GpuTransform(self._device, self._fft_type, self._axes, self._lengths,
                                  memory_resource=self._options.memory_resource, inplace=self._options.inplace,
-                                 input_aligned=self._aligned, **self._callbacks)
+                                 input_aligned=self._aligned, engine=self._options.engine, **self._callbacks)
         steps = len(transform.layout.steps) if transform.plan is not None else 0
-        self._logger.info("FFT planned: %s over axes %s, lengths %s, %d step(s), %d bytes of work area and scratch",
-                          self._fft_type, self._axes, self._lengths, steps, transform.memory_bytes)
+        self._logger.info("FFT planned: %s over axes %s, lengths %s, engine %s (%s), %d step(s), %d bytes of work "
+                          "area and scratch", self._fft_type, self._axes, self._lengths, transform.engine,
+                          transform.engine_reason, steps, transform.memory_bytes)
         self._transform = transform
 
     # -- execution --------------------------------------------------------------------------------------

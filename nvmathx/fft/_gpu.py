@@ -13,8 +13,10 @@ from .._core.dtypes import numpy_dtype
 from .._core.errors import InvalidStateError, UnsupportedOperandError
 from .._core.streams import CallStreams
 from .._core.tensor import Operand
+from .._fftcore.engine import choose_engine, fused_rows
 from .._fftcore.layout import C2C, C2R, R2C, output_shape, plan_layout, real_input_aligned, result_strides
 from .._fftcore.plan import CufftPlan, precision_dtypes
+from ._fused import FusedPlan
 
 __all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
 
@@ -116,10 +118,13 @@ class GpuTransform:
         otherwise they are copied before cuFFT reads them.
     prolog, epilog : Attachment, optional
         Load and store callbacks linked into the cuFFT plans (kept alive with the transform).
+    engine : {"auto", "cufft", "fused"}
+        Which engine runs it (:func:`~nvmathx._fftcore.engine.choose_engine`); ``engine`` and
+        ``engine_reason`` say what was chosen and why.
     """
 
     def __init__(self, operand: Operand, fft_type, axes, lengths, *, memory_resource=None, inplace=False,
-                 overwrite=False, input_aligned=True, prolog=None, epilog=None):
+                 overwrite=False, input_aligned=True, prolog=None, epilog=None, engine="auto"):
         check_dtype(fft_type, operand.dtype)
         self.fft_type = fft_type
         self.device_id = operand.device_id
@@ -138,15 +143,24 @@ class GpuTransform:
             self._allocate = operand.adapter.result_allocator(self.shape, self.dtype, self.device_id, strides=strides,
                                                               like=operand)
             strides = self._probe_strides(operand)
-        self.plan = None
+        self.plan: CufftPlan | FusedPlan | None = None
         self.memory_bytes = 0
+        self.engine, self.engine_reason = "cufft", "an empty transform launches nothing"
         if self.empty:
             return
         self.layout = plan_layout(fft_type, tuple(axes), tuple(lengths), operand.shape, operand.strides, strides,
                                   inplace=inplace, overwrite_input=overwrite, copy_input=copy_input,
                                   input_aligned=input_aligned)
-        self.plan = CufftPlan(self.layout, operand.dtype, self.device_id, memory_resource, inplace=inplace,
-                              prolog=prolog, epilog=epilog)
+        precision = "float32" if precision_dtypes(operand.dtype)[0] == "single" else "float64"
+        rows = fused_rows(self.layout, precision)
+        if prolog is not None or epilog is not None:
+            rows = "callbacks run on cuFFT (the fused kernel does not call them yet)"
+        self.engine, self.engine_reason = choose_engine(engine, rows)
+        if self.engine == "fused":
+            self.plan = FusedPlan(rows, self.device_id)  # type: ignore[arg-type]  # choose_engine checked rows
+        else:
+            self.plan = CufftPlan(self.layout, operand.dtype, self.device_id, memory_resource, inplace=inplace,
+                                  prolog=prolog, epilog=epilog)
         self.memory_bytes = self.plan.memory_bytes
 
     def _copy_target(self, dtype):

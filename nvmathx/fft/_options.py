@@ -9,6 +9,7 @@ from typing import Any
 from .._core.errors import OptionsError
 from .._core.memory import check_memory_resource
 from .._core.options import check_choice
+from .._fftcore.engine import ENGINES
 
 __all__ = ["FFTOptions", "FFT_TYPES"]
 
@@ -39,6 +40,15 @@ class FFTOptions:
         operands and after the copy back for host operands.
     logger : logging.Logger or None
         Where planning is reported (default: the ``nvmathx`` logger).
+    engine : {"auto", "cufft", "fused"}
+        What runs the transform on a GPU. ``"cufft"``: cuFFT. ``"fused"``: one generated cuFFTDx
+        kernel that loads each row, transforms it and stores it in one pass (C2C along one axis
+        whose batch has one row stride, lengths 2 to 32768 in single and 16384 in double precision
+        whose block fits 48 KiB of shared memory, no callbacks); a transform it cannot run raises
+        ``OptionsError`` naming ``options.engine`` at ``plan()``. Its code is generated and linked
+        the first time (seconds), then read from the disk cache. ``"auto"``: cuFFT for now; the
+        fused engine will be chosen where it is measured faster. The planning log line names the
+        engine. The CPU execution space runs scipy.fft whatever the engine, and refuses ``"fused"``.
 
     Raises
     ------
@@ -62,6 +72,7 @@ class FFTOptions:
     memory_resource: Any = None
     blocking: Any = "auto"
     logger: logging.Logger | None = None
+    engine: str = "auto"
 
     def __post_init__(self):
         if self.fft_type is not None:
@@ -69,6 +80,7 @@ class FFTOptions:
         check_choice(self.inplace, (True, False), "options.inplace")
         check_choice(self.last_axis_parity, ("even", "odd"), "options.last_axis_parity")
         check_choice(self.blocking, (True, "auto"), "options.blocking")
+        check_choice(self.engine, ENGINES, "options.engine")
         check_memory_resource(self.memory_resource, "options.memory_resource")
         if self.logger is not None and not isinstance(self.logger, logging.Logger):
             raise OptionsError("options.logger", f"expected a logging.Logger (got {type(self.logger).__name__})")

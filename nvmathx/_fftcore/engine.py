@@ -1,0 +1,78 @@
+"""Which engine runs a GPU transform: cuFFT, or one generated cuFFTDx kernel per block of rows.
+
+Pure functions of the planned layout, so the choice is tested without a GPU. The fused engine
+loads whole rows into a thread block, transforms them with cuFFTDx, scales and stores them, in one
+pass over memory (see :mod:`nvmathx._codegen.fused_fft`). What it runs today: C2C transforms along
+one axis, batched with one row stride (any element stride), in one pass with no copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._core.errors import OptionsError
+from .layout import C2C, FFTPass, LayoutPlan
+
+__all__ = ["ENGINES", "FusedRows", "fused_rows", "choose_engine"]
+
+ENGINES = ("auto", "cufft", "fused")
+
+# cuFFTDx's largest block C2C on sm_90 (a smaller block may still be refused by its shared memory)
+MAX_FUSED_SIZE = {"float32": 32768, "float64": 16384}
+
+
+@dataclass(frozen=True)
+class FusedRows:
+    """A transform as the fused kernel sees it: ``rows`` rows of ``size`` points (strides in elements)."""
+
+    size: int
+    rows: int
+    precision: str  # "float32" or "float64"
+    in_row_stride: int
+    in_element_stride: int
+    out_row_stride: int
+    out_element_stride: int
+
+
+def fused_rows(layout: LayoutPlan, precision: str) -> FusedRows | str:
+    """The rows of ``layout`` for the fused kernel, or why it cannot run them (a sentence)."""
+    if layout.fft_type != C2C:
+        return f"it runs C2C transforms only (this is {layout.fft_type})"
+    steps = layout.steps
+    if len(steps) != 1 or not isinstance(steps[0], FFTPass):
+        return "this layout needs copies or several cuFFT passes (more than one transformed axis, " \
+               "a converted dtype, padding or cropping)"
+    step = steps[0]
+    if len(step.n) != 1:
+        return f"it transforms one axis per launch (this transform has {len(step.n)})"
+    if step.loop_shape:
+        return "the batch does not have one row stride (the operand's batch axes do not collapse)"
+    size = step.n[0]
+    largest = MAX_FUSED_SIZE.get(precision)
+    if largest is None:
+        return f"it computes in float32 or float64 (not {precision})"
+    if not 2 <= size <= largest:
+        return f"a length of {size} does not fit one thread block (2 to {largest} in {precision})"
+    return FusedRows(size, step.batch, precision, step.idist, step.istride, step.odist, step.ostride)
+
+
+def choose_engine(requested: str, rows: FusedRows | str) -> tuple[str, str]:
+    """``(engine, reason)`` for a transform: ``"cufft"`` or ``"fused"``.
+
+    ``requested`` is ``FFTOptions.engine``; ``rows`` is :func:`fused_rows`'s answer. ``"auto"``
+    keeps cuFFT for now: the fused engine has no table of where it is faster yet.
+
+    Raises
+    ------
+    OptionsError
+        For ``"fused"`` when the transform does not fit the fused kernel (naming ``options.engine``).
+    """
+    if requested == "cufft":
+        return "cufft", "options.engine='cufft'"
+    if requested == "fused":
+        if isinstance(rows, str):
+            raise OptionsError("options.engine", f"the fused engine cannot run this transform: {rows}")
+        return "fused", "options.engine='fused'"
+    if requested == "auto":
+        return "cufft", "options.engine='auto' (no measured table favours the fused engine yet)"
+    raise OptionsError("options.engine", f"expected one of {ENGINES} (got {requested!r})")

@@ -1,0 +1,101 @@
+"""The engine choice (cuFFT or the fused cuFFTDx kernel): pure functions of the planned layout."""
+
+import numpy as np
+import pytest
+
+import nvmathx.fft as nfft
+from helpers.requirements import needs_mathdx
+from nvmathx._core.errors import OptionsError
+from nvmathx._fftcore.engine import ENGINES, MAX_FUSED_SIZE, FusedRows, choose_engine, fused_rows
+from nvmathx._fftcore.layout import C2C, C2R, R2C, plan_layout
+
+
+def _contiguous(shape):
+    return tuple(int(s) for s in np.array(np.empty(shape, np.int8).strides))
+
+
+def test_rows_along_the_last_axis():
+    layout = plan_layout(C2C, (1,), (1024,), (300, 1024), (1024, 1), (1024, 1))
+    assert fused_rows(layout, "float32") == FusedRows(1024, 300, "float32", 1024, 1, 1024, 1)
+
+
+def test_rows_along_a_strided_axis():
+    # axis 0 of a C-ordered (256, 7) operand: each row is a column, element stride 7, row stride 1
+    layout = plan_layout(C2C, (0,), (256,), (256, 7), (7, 1), (7, 1))
+    assert fused_rows(layout, "float64") == FusedRows(256, 7, "float64", 1, 7, 1, 7)
+
+
+def test_rows_in_place_read_and_write_the_same_layout():
+    layout = plan_layout(C2C, (1,), (64,), (10, 64), (64, 1), (64, 1), inplace=True)
+    rows = fused_rows(layout, "float32")
+    assert isinstance(rows, FusedRows)
+    assert (rows.in_row_stride, rows.in_element_stride) == (rows.out_row_stride, rows.out_element_stride) == (64, 1)
+
+
+@pytest.mark.parametrize(
+    "arguments, kwargs, reason",
+    [
+        ((R2C, (1,), (64,), (4, 64), (64, 1), (33, 1)), {}, "C2C transforms only"),
+        ((C2R, (1,), (64,), (4, 33), (33, 1), (64, 1)), {}, "C2C transforms only"),
+        ((C2C, (0, 1), (16, 16), (16, 16), (16, 1), (16, 1)), {}, "one axis per launch"),
+        ((C2C, (1,), (64,), (4, 64), (64, 1), (64, 1)), {"copy_input": True}, "copies"),
+        ((C2C, (1,), (128,), (4, 64), (64, 1), (128, 1)), {}, "copies"),  # zero padding
+        ((C2C, (1,), (1 << 16,), (2, 1 << 16), (1 << 16, 1), (1 << 16, 1)), {}, "does not fit one thread block"),
+    ],
+)
+def test_transforms_the_fused_kernel_cannot_run_say_why(arguments, kwargs, reason):
+    layout = plan_layout(*arguments, **kwargs)
+    answer = fused_rows(layout, "float32")
+    assert isinstance(answer, str) and reason in answer
+
+
+def test_a_batch_without_one_row_stride_is_not_fused():
+    # axis 1 of a (3, 64, 5) operand: the batch (3 x 5) has two strides that do not collapse
+    shape = (3, 64, 5)
+    strides = _contiguous(shape)
+    layout = plan_layout(C2C, (1,), (64,), shape, strides, strides)
+    assert layout.steps[0].loop_shape == (3,)  # cuFFT runs it as 3 executions of 5 rows
+    answer = fused_rows(layout, "float32")
+    assert isinstance(answer, str) and "row stride" in answer
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_largest_length_per_precision(precision):
+    largest = MAX_FUSED_SIZE[precision]
+    fits = plan_layout(C2C, (0,), (largest,), (largest,), (1,), (1,))
+    too_long = plan_layout(C2C, (0,), (2 * largest,), (2 * largest,), (1,), (1,))
+    assert isinstance(fused_rows(fits, precision), FusedRows)
+    assert isinstance(fused_rows(too_long, precision), str)
+
+
+def test_choice_table():
+    rows = FusedRows(1024, 8, "float32", 1024, 1, 1024, 1)
+    assert choose_engine("cufft", rows)[0] == "cufft"
+    assert choose_engine("fused", rows)[0] == "fused"
+    assert choose_engine("auto", rows)[0] == "cufft"  # no measured table yet
+    assert choose_engine("auto", "it runs C2C transforms only")[0] == "cufft"
+    with pytest.raises(OptionsError, match="options.engine.*C2C transforms only"):
+        choose_engine("fused", "it runs C2C transforms only")
+    with pytest.raises(OptionsError, match="options.engine"):
+        choose_engine("fastest", rows)
+
+
+def test_options_take_every_engine_and_the_cpu_reports_scipy(rng):
+    for engine in ENGINES:
+        assert nfft.FFTOptions(engine=engine).engine == engine
+    x = rng.standard_normal(16) + 1j * rng.standard_normal(16)
+    fft = nfft.FFT(x, options={"engine": "cufft"})
+    assert fft.engine is None
+    fft.plan()
+    assert fft.engine == "scipy"
+    np.testing.assert_allclose(fft.execute(), np.fft.fft(x), rtol=1e-12, atol=1e-12)
+
+
+@needs_mathdx
+def test_fused_descriptor_fits_the_default_shared_memory_or_is_refused():
+    from nvmathx.fft._fused import _descriptor
+
+    fits = _descriptor(FusedRows(1000, 10, "float32", 1000, 1, 1000, 1), "forward", (9, 0))
+    assert fits.size == 1000 and fits.shared_memory_size <= 48 * 1024
+    with pytest.raises(OptionsError, match="options.engine.*65536 bytes of shared memory"):
+        _descriptor(FusedRows(8192, 10, "float32", 8192, 1, 8192, 1), "forward", (9, 0))

@@ -1,0 +1,136 @@
+"""The fused FFT engine (``FFTOptions(engine="fused")``) on a GPU: C2C rows against numpy in float64,
+both precisions and directions, batched, strided, in place, with each norm, and its accuracy
+against cuFFT's on the same inputs."""
+
+import numpy as np
+import pytest
+
+import nvmathx.fft as nfft
+from helpers.requirements import needs_mathdx
+from nvmathx._core.errors import OptionsError
+
+pytestmark = [pytest.mark.gpu, needs_mathdx]
+
+TOLERANCE = {np.complex64: 2e-6, np.complex128: 1e-14}  # per log2(size), relative to the norm
+
+
+def _cupy():
+    return pytest.importorskip("cupy")
+
+
+def _signal(shape, dtype, rng):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def _error(got, expected):
+    got, expected = np.asarray(got, np.complex128), np.asarray(expected, np.complex128)
+    return np.linalg.norm(got - expected) / np.linalg.norm(expected)
+
+
+def _planned(x, **options):
+    fft = nfft.FFT(x, axes=options.pop("axes", None), options={"engine": "fused", **options})
+    fft.plan()
+    return fft
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("size", [8, 12, 64, 100, 256, 1000, 1024, 2048, 4096])
+def test_rows_forward_and_inverse_match_numpy(rng, dtype, size):
+    cupy = _cupy()
+    x = _signal((37, size), dtype, rng)  # 37 rows: a ragged last block whatever ffts_per_block is
+    fft = _planned(cupy.asarray(x), axes=[1])
+    assert fft.engine == "fused"
+    forward = fft.execute("forward")
+    assert _error(forward.get(), np.fft.fft(x.astype(np.complex128), axis=1)) < TOLERANCE[dtype] * np.log2(size)
+    inverse = fft.execute("inverse")  # unnormalised, as cuFFT
+    assert _error(inverse.get(), size * np.fft.ifft(x.astype(np.complex128), axis=1)) < TOLERANCE[dtype] * np.log2(size)
+
+
+@pytest.mark.parametrize("size", [8192, 16384, 32768])
+def test_large_lengths_run_or_are_refused_naming_engine(rng, size):
+    cupy = _cupy()
+    x = _signal((3, size), np.complex64, rng)
+    fft = nfft.FFT(cupy.asarray(x), axes=[1], options={"engine": "fused"})
+    try:
+        fft.plan()
+    except OptionsError as error:
+        assert error.argument == "options.engine"
+        return
+    assert _error(fft.execute().get(), np.fft.fft(x.astype(np.complex128), axis=1)) < 2e-6 * np.log2(size)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_strided_axis_and_a_sliced_view(rng, dtype):
+    cupy = _cupy()
+    x = _signal((512, 7), dtype, rng)
+    fft = _planned(cupy.asarray(x), axes=[0])
+    assert _error(fft.execute().get(), np.fft.fft(x.astype(np.complex128), axis=0)) < TOLERANCE[dtype] * 9
+    wide = _signal((9, 600), dtype, rng)
+    view = cupy.asarray(wide)[::2, 44:300]  # rows 2 apart, each 256 points starting at 44
+    fft = _planned(view, axes=[1])
+    expected = np.fft.fft(wide[::2, 44:300].astype(np.complex128), axis=1)
+    assert _error(fft.execute().get(), expected) < TOLERANCE[dtype] * 8
+
+
+def test_in_place(rng):
+    cupy = _cupy()
+    x = _signal((20, 128), np.complex128, rng)
+    device = cupy.asarray(x)
+    fft = _planned(device, axes=[1], inplace=True)
+    result = fft.execute()
+    assert result is device
+    assert _error(device.get(), np.fft.fft(x, axis=1)) < 1e-13
+
+
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+@pytest.mark.parametrize("function", ["fft", "ifft"])
+def test_norms_through_the_function_forms(rng, norm, function):
+    cupy = _cupy()
+    x = _signal((16, 1024), np.complex64, rng)
+    device = cupy.asarray(x)
+    fft = _planned(device, axes=[1])
+    got = getattr(nfft, function)(device, norm=norm, plan=fft)
+    expected = getattr(np.fft, function)(x.astype(np.complex128), norm=norm)
+    assert _error(got.get(), expected) < 2e-6 * 10
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("size", [64, 1024, 4096])
+def test_accuracy_no_worse_than_cufft(rng, dtype, size):
+    cupy = _cupy()
+    x = _signal((64, size), dtype, rng)
+    expected = np.fft.fft(x.astype(np.complex128))
+    errors = {}
+    for engine in ("cufft", "fused"):
+        fft = nfft.FFT(cupy.asarray(x), options={"engine": engine})
+        fft.plan()
+        assert fft.engine == engine
+        errors[engine] = _error(fft.execute().get(), expected)
+    print(f"relative error {dtype.__name__} {size}: {errors}")
+    assert errors["fused"] <= 2 * errors["cufft"] + np.finfo(dtype).eps
+
+
+def test_transforms_it_cannot_run_are_refused_at_plan(rng):
+    cupy = _cupy()
+    x = cupy.asarray(_signal((16, 16), np.complex64, rng))
+    with pytest.raises(OptionsError, match="options.engine.*one axis"):
+        _planned(x)  # a 2-D transform
+    real = cupy.asarray(rng.standard_normal((4, 64)).astype(np.float32))
+    with pytest.raises(OptionsError, match="options.engine.*C2C"):
+        _planned(real, axes=[1])
+    prolog = nfft.compile_prolog(_double_load, element_dtype="complex64")
+    fft = nfft.FFT(x, axes=[1], options={"engine": "fused"})
+    with pytest.raises(OptionsError, match="options.engine.*callbacks"):
+        fft.plan(prolog=prolog)
+
+
+def test_freed_plan_raises(rng):
+    cupy = _cupy()
+    fft = _planned(cupy.asarray(_signal((4, 64), np.complex64, rng)), axes=[1])
+    fft.free()
+    with pytest.raises(Exception, match="freed"):
+        fft.execute()
+
+
+def _double_load(data_in, offset, user_info, shared):
+    return data_in[offset] * 2
