@@ -6,7 +6,8 @@ its own.
   floor the fused one can reach.
 - ``c2c_16384x4096_ortho_fused`` and ``c2c_16384x4096_backward``: ``norm="ortho"`` through the built-in
   scale store callback, and the unscaled transform, timed together (``nvmathx_backward`` column) and
-  as a case of its own.
+  as a case of its own; ``nvmathx_fused_engine``: the same call served by an
+  ``FFTOptions(engine="fused")`` plan (one cuFFTDx kernel, the scale in its store).
 - ``callback_first_call_warm_cache``: in a fresh process whose disk cache already holds the callback,
   the seconds from ``compile_prolog`` to the first windowed result (compile-or-load, cuFFT's plan with
   its link of the callback, the run); the process's imports and CUDA start-up come before the clock.
@@ -79,6 +80,16 @@ def _c2c_cases(ctx, rows) -> list[Case]:
             return lambda: nvmathx.fft.fft(x, norm=norm)
         return setup
 
+    def fused_setup(norm):
+        def setup():  # the fused engine (FFTOptions(engine="fused")) serving the function form
+            import nvmathx.fft
+
+            x = operand()
+            plan = nvmathx.fft.FFT(x, axes=[-1], options={"engine": "fused"})
+            plan.plan()
+            return lambda: nvmathx.fft.fft(x, norm=norm, plan=plan)
+        return setup
+
     def torch_setup(norm):
         def setup():
             torch = import_or_skip("torch")
@@ -99,12 +110,13 @@ def _c2c_cases(ctx, rows) -> list[Case]:
     return [
         Case(name=f"c2c_{rows}x4096_ortho_fused", unit="ms", params={**params, "norm": "ortho"},
              setups={"nvmathx": nvmathx_setup("ortho"), "torch": torch_setup("ortho"), "cupy": cupy_setup("ortho"),
-                     "nvmathx_backward": nvmathx_setup("backward")},
+                     "nvmathx_backward": nvmathx_setup("backward"), "nvmathx_fused_engine": fused_setup("ortho")},
              derive=bandwidth(nbytes), warmup=5, repeats=30,
-             note="norm='ortho' scaled in cuFFT's store (built-in callback); nvmathx_backward: unscaled, same run"),
+             note="norm='ortho' scaled in cuFFT's store (built-in callback); nvmathx_backward: unscaled, same run; "
+                  "nvmathx_fused_engine: FFTOptions(engine='fused'), one cuFFTDx kernel with the scale in its store"),
         Case(name=f"c2c_{rows}x4096_backward", unit="ms", params={**params, "norm": "backward"},
              setups={"nvmathx": nvmathx_setup("backward"), "torch": torch_setup("backward"),
-                     "cupy": cupy_setup("backward")},
+                     "cupy": cupy_setup("backward"), "nvmathx_fused_engine": fused_setup("backward")},
              derive=bandwidth(nbytes), warmup=5, repeats=30),
     ]
 
