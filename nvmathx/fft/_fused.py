@@ -2,14 +2,16 @@
 
 It stands where a :class:`~nvmathx._fftcore.plan.CufftPlan` would (``run``, ``free``,
 ``memory_bytes``): the caller's factor (a norm) is applied by the kernel's store, so a normalised
-transform costs one pass over memory like a plain one.
+transform costs one pass over memory like a plain one. The user's cuFFT callbacks are called by the
+kernel with cuFFT's signature, offsets and user data; as with cuFFT, a norm's factor multiplies what
+an epilog stored, in a pass of its own.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._codegen import fused_fft
+from .._codegen import elementwise, fused_fft
 from .._core import device
 from .._core.errors import InvalidStateError, OptionsError
 from .._fftcore.engine import FusedRows
@@ -53,18 +55,28 @@ class FusedPlan:
     scratch_bytes = 0
     memory_bytes = 0
 
-    def __init__(self, rows: FusedRows, device_id: int):
+    def __init__(self, rows: FusedRows, device_id: int, output_shape=(), output_strides=(), prolog=None,
+                 epilog=None):
         from cuda.core import LaunchConfig, ObjectCode
 
         major, minor = device.ensure_device(device_id).compute_capability
         self.rows = rows
         self.device_id = device_id
         self._real = np.float32 if rows.precision == "float32" else np.float64
+        self._complex = np.dtype(np.complex64 if rows.precision == "float32" else np.complex128)
+        for role, item in (("prolog", prolog), ("epilog", epilog)):
+            _check_callback(role, item, self._complex.name, (major, minor))
         self._arguments = tuple(np.int64(value) for value in (rows.rows, rows.in_row_stride, rows.in_element_stride,
                                                                rows.out_row_stride, rows.out_element_stride))
+        self._user_data = (prolog.pointer if prolog is not None else 0, epilog.pointer if epilog is not None else 0)
+        self._attachments = (prolog, epilog)  # their user data stays alive with the plan
+        self._epilog = epilog is not None
+        self._output = (tuple(output_shape), tuple(output_strides))
+        callbacks = {"prolog": prolog.callback if prolog is not None else None,
+                     "epilog": epilog.callback if epilog is not None else None}
         self._kernels = {}
         for sign, direction in ((-1, "forward"), (1, "inverse")):
-            kernel = fused_fft.fused_kernel(_descriptor(rows, direction, (major, minor)))
+            kernel = fused_fft.fused_kernel(_descriptor(rows, direction, (major, minor)), **callbacks)
             function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.symbol)
             blocks = -(-rows.rows // kernel.ffts_per_block)
             config = LaunchConfig(grid=blocks, block=kernel.block_dim, shmem_size=kernel.shared_memory_size)
@@ -85,8 +97,28 @@ class FusedPlan:
         if not self.valid:
             raise InvalidStateError("this transform has been freed")
         function, config = self._kernels[direction]
-        launch(core_stream(stream), config, function, source, target, *self._arguments, self._real(factor))
+        scale_after = self._epilog and factor != 1.0
+        launch(core_stream(stream), config, function, source, target, *self._arguments,
+               self._real(1.0 if scale_after else factor), *self._user_data)
+        if scale_after:  # as cuFFT's engine does: the factor multiplies what the epilog stored
+            shape, strides = self._output
+            elementwise.copy_nd(target, target, shape, strides, strides, self._complex, self._complex, factor, False,
+                                stream, self.device_id)
 
     def free(self) -> None:
         self._kernels = {}
+        self._attachments = (None, None)
         self.valid = False
+
+
+def _check_callback(role: str, item, element: str, capability) -> None:
+    """Refuse a callback compiled for other elements or a newer architecture (naming ``role``)."""
+    if item is None:
+        return
+    callback = item.callback
+    if callback.element_dtype != element:
+        raise OptionsError(role, f"the callback was compiled for {callback.element_dtype} elements; this transform "
+                                 f"{'loads' if role == 'prolog' else 'stores'} {element}")
+    if callback.compute_capability > tuple(capability):
+        raise OptionsError(role, f"the callback was compiled for {callback.target}; the GPU is "
+                                 f"sm_{capability[0]}{capability[1]}")

@@ -153,11 +153,10 @@ class GpuTransform:
                                   input_aligned=input_aligned)
         precision = "float32" if precision_dtypes(operand.dtype)[0] == "single" else "float64"
         rows = fused_rows(self.layout, precision)
-        if prolog is not None or epilog is not None:
-            rows = "callbacks run on cuFFT (the fused kernel does not call them yet)"
         self.engine, self.engine_reason = choose_engine(engine, rows)
         if self.engine == "fused":
-            self.plan = FusedPlan(rows, self.device_id)  # type: ignore[arg-type]  # choose_engine checked rows
+            self.plan = FusedPlan(rows, self.device_id, self.layout.output_shape,  # type: ignore[arg-type]
+                                  self.layout.output_strides, prolog=prolog, epilog=epilog)
         else:
             self.plan = CufftPlan(self.layout, operand.dtype, self.device_id, memory_resource, inplace=inplace,
                                   prolog=prolog, epilog=epilog)

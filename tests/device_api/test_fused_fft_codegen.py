@@ -23,11 +23,49 @@ def test_source_loads_transforms_scales_and_stores_a_row(element, c_element, c_r
     source = fused_fft.kernel_source("kernel", "cufftdx_f", element=element, size=1000, stride=125,
                                      elements_per_thread=8, storage=8, ffts_per_block=2, threads=250)
     assert f'extern "C" __device__ void cufftdx_f({c_element}* thread_data, {c_element}* shared);' in source
-    assert "__launch_bounds__(250) kernel(" in source and f"{c_real} scale)" in source
+    assert "__launch_bounds__(250) kernel(" in source
+    assert f"{c_real} scale, void* load_info, void* store_info)" in source
     assert "const unsigned position = threadIdx.x + i * 125u;" in source
-    assert "position < 1000u ? source[position * in_element_stride]" in source  # a short row reads zeros
-    assert f"{c_element}{{value.x * scale, value.y * scale}}" in source
+    assert "const long long offset = row * in_row_stride + position * in_element_stride;" in source
+    assert f"position < 1000u ? in[offset] : {c_element}{{}}" in source  # a short row reads zeros
+    assert f"out[offset] = {c_element}{{value.x * scale, value.y * scale}}" in source
     assert source.index("cufftdx_f(thread_data") < source.index("if (!active) return;")  # every row transforms
+
+
+def test_source_calls_callbacks_with_cuffts_signature():
+    source = fused_fft.kernel_source("kernel", "cufftdx_f", element="complex64", size=64, stride=16,
+                                     elements_per_thread=4, storage=4, ffts_per_block=2, threads=32,
+                                     load="user_load", store="user_store")
+    assert 'extern "C" __device__ float2 user_load(void*, unsigned long long, void*, void*);' in source
+    assert 'extern "C" __device__ void user_store(void*, unsigned long long, float2, void*, void*);' in source
+    assert "user_load(const_cast<float2*>(in), (unsigned long long)offset, load_info, nullptr)" in source
+    assert ("user_store(out, (unsigned long long)offset, float2{value.x * scale, value.y * scale}, store_info, "
+            "nullptr)") in source
+    assert "in[offset]" not in source and "out[offset] =" not in source
+
+
+def test_kernel_links_the_users_callbacks():
+    import nvmathx.fft as nfft
+    from helpers import compilers
+
+    compiler = next((name for name in ("numba-cuda", "numba-cuda-mlir") if not isinstance(compilers.load(name), str)),
+                    None)
+    if compiler is None:
+        pytest.skip("no Numba compiler to compile callbacks")
+
+    def doubled(data, offset, info, shared):
+        return data[offset] * 2
+
+    def halved(data, offset, value, info, shared):
+        data[offset] = value * 0.5
+
+    prolog = nfft.compile_prolog(doubled, element_dtype="complex64", target="sm_90", compiler=compiler)
+    epilog = nfft.compile_epilog(halved, element_dtype="complex64", target="sm_90", compiler=compiler)
+    plain = fused_fft.fused_kernel(_fft())
+    with_callbacks = fused_fft.fused_kernel(_fft(), prolog=prolog, epilog=epilog)
+    assert with_callbacks.symbol != plain.symbol  # the callbacks are part of the cache key
+    assert with_callbacks.cubin[:4] == b"\x7fELF"
+    assert prolog.symbol.encode() not in with_callbacks.cubin  # inlined by link-time optimization
 
 
 def test_kernel_links_with_cufftdx_and_is_cached():

@@ -21,7 +21,7 @@ def _launch(kernel, x_in, x_out, rows, in_strides, out_strides, scale, real):
     config = LaunchConfig(grid=blocks, block=kernel.block_dim, shmem_size=kernel.shared_memory_size)
     pointers = [np.uint64(array.__cuda_array_interface__["data"][0]) for array in (x_in, x_out)]
     launch(stream, config, function, *pointers, np.int64(rows), *map(np.int64, in_strides), *map(np.int64, out_strides),
-           real(scale))
+           real(scale), np.uint64(0), np.uint64(0))  # no callbacks: no user data
     stream.sync()
 
 

@@ -118,10 +118,45 @@ def test_transforms_it_cannot_run_are_refused_at_plan(rng):
     real = cupy.asarray(rng.standard_normal((4, 64)).astype(np.float32))
     with pytest.raises(OptionsError, match="options.engine.*C2C"):
         _planned(real, axes=[1])
-    prolog = nfft.compile_prolog(_double_load, element_dtype="complex64")
+    wrong = nfft.compile_prolog(_scale_load, element_dtype="complex128", user_info_dtype="float64")
     fft = nfft.FFT(x, axes=[1], options={"engine": "fused"})
-    with pytest.raises(OptionsError, match="options.engine.*callbacks"):
-        fft.plan(prolog=prolog)
+    with pytest.raises(OptionsError, match="prolog"):
+        fft.plan(prolog=wrong)
+
+
+@pytest.mark.parametrize("norm", ["backward", "ortho"])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_callbacks_give_the_same_results_in_both_engines(rng, dtype, norm):
+    cupy = _cupy()
+    real = np.float32 if dtype == np.complex64 else np.float64
+    x = _signal((24, 512), dtype, rng)
+    load_factor = rng.uniform(0.5, 2.0, x.shape).astype(real)
+    store_factor = rng.uniform(0.5, 2.0, x.shape).astype(real)
+    prolog = nfft.compile_prolog(_scale_load, element_dtype=dtype, user_info_dtype=real)
+    epilog = nfft.compile_epilog(_scale_store, element_dtype=dtype, user_info_dtype=real)
+    device = cupy.asarray(x)
+    callbacks = {"prolog": (prolog, cupy.asarray(load_factor)), "epilog": (epilog, cupy.asarray(store_factor))}
+    results = {}
+    for engine in ("cufft", "fused"):
+        fft = nfft.FFT(device, axes=[1], options={"engine": engine})
+        fft.plan(**callbacks)
+        assert fft.engine == engine
+        results[engine] = nfft.fft(device, axis=1, norm=norm, plan=fft).get()
+    # cuFFT's meaning in both: the prolog scales what is loaded, the epilog what is stored, and a
+    # norm multiplies what the epilog stored
+    scale = 1 / np.sqrt(512) if norm == "ortho" else 1.0
+    expected = np.fft.fft(x.astype(np.complex128) * load_factor, axis=1) * store_factor * scale
+    tolerance = TOLERANCE[dtype] * 9
+    assert _error(results["cufft"], expected) < tolerance
+    assert _error(results["fused"], expected) < tolerance
+
+
+def _scale_load(data, offset, factor, shared):
+    return data[offset] * factor[offset]
+
+
+def _scale_store(data, offset, value, factor, shared):
+    data[offset] = value * factor[offset]
 
 
 def test_freed_plan_raises(rng):
@@ -131,6 +166,3 @@ def test_freed_plan_raises(rng):
     with pytest.raises(Exception, match="freed"):
         fft.execute()
 
-
-def _double_load(data_in, offset, user_info, shared):
-    return data_in[offset] * 2
