@@ -1,6 +1,6 @@
-"""One generated kernel per complex-to-complex transform that fits a thread block: load a row,
-transform it with cuFFTDx, scale it, store it, in one pass over memory (groundwork of the fused
-FFT engine; nothing in :mod:`nvmathx.fft` launches it yet).
+"""One generated kernel per 1-D transform (C2C, R2C or C2R) that fits a thread block: load a row,
+transform it with cuFFTDx, scale it, store it, in one pass over memory (the fused engine of
+:mod:`nvmathx.fft`, ``FFTOptions(engine="fused")``).
 
 The kernel is CUDA C++ compiled by NVRTC to LTO-IR and linked with nvJitLink beside the cuFFTDx
 function that :class:`nvmathx.device_api.FFT` generates (its register API: element
@@ -10,12 +10,13 @@ on-disk code cache, keyed by the source's parameters, the cuFFTDx symbol, the ta
 
 The C signature of kernel ``symbol``::
 
-    void symbol(const T* in, T* out, long long rows,
+    void symbol(const TI* in, TO* out, long long rows,
                 long long in_row_stride, long long in_element_stride,
                 long long out_row_stride, long long out_element_stride, R scale,
                 void* load_info, void* store_info)
 
-(strides in elements); launch ``ceil(rows / ffts_per_block)`` blocks of ``block_dim`` threads with
+(``TI``/``TO``: the input and output elements, real on the real side of R2C/C2R; strides in
+elements); launch ``ceil(rows / ffts_per_block)`` blocks of ``block_dim`` threads with
 the FFT's ``shared_memory_size`` bytes of dynamic shared memory.
 
 A load callback (prolog) and a store callback (epilog) compiled for cuFFT
@@ -28,39 +29,44 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from . import cache, nvrtc
 
 __all__ = ["FORMAT", "FusedKernel", "kernel_source", "fused_kernel"]
 
-FORMAT = 2  # bump when the generated source changes meaning
+FORMAT = 3  # bump when the generated source changes meaning
 
-_TYPES = {"complex64": ("float2", "float"), "complex128": ("double2", "double")}
+_C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", "float64": "double"}
 
 _SOURCE = r"""
 extern "C" __device__ void {fft}({element}* thread_data, {element}* shared);
 {declarations}
 extern "C" __global__ void __launch_bounds__({threads}) {symbol}(
-    const {element}* in, {element}* out, long long rows, long long in_row_stride, long long in_element_stride,
+    const {input}* in, {output}* out, long long rows, long long in_row_stride, long long in_element_stride,
     long long out_row_stride, long long out_element_stride, {real} scale, void* load_info, void* store_info)
 {{
     extern __shared__ __align__(16) unsigned char shared_bytes[];
     {element} thread_data[{storage}];
+    // a real side is held in the registers as consecutive reals (cuFFTDx's R2C/C2R register layout)
+    {input}* const loaded = reinterpret_cast<{input}*>(thread_data);
+    const {output}* const results = reinterpret_cast<const {output}*>(thread_data);
     const long long row = (long long)blockIdx.x * {ffts_per_block} + threadIdx.y;
     // the last block of a ragged batch still takes part in the transform (it synchronises the block)
     const bool active = row < rows;
 #pragma unroll
-    for (unsigned i = 0; i < {elements_per_thread}u; ++i) {{
+    for (unsigned i = 0; i < {input_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
         const long long offset = row * in_row_stride + position * in_element_stride;
-        thread_data[i] = active && position < {size}u ? {load} : {element}{{}};
+        loaded[i] = active && position < {input_length}u ? {load} : {input}{{}};
     }}
     {fft}(thread_data, reinterpret_cast<{element}*>(shared_bytes));
     if (!active) return;
 #pragma unroll
-    for (unsigned i = 0; i < {elements_per_thread}u; ++i) {{
+    for (unsigned i = 0; i < {output_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
-        if (position < {size}u) {{
-            const {element} value = thread_data[i];
+        if (position < {output_length}u) {{
+            const {output} value = results[i];
             const long long offset = row * out_row_stride + position * out_element_stride;
             {store};
         }}
@@ -68,30 +74,33 @@ extern "C" __global__ void __launch_bounds__({threads}) {symbol}(
 }}
 """
 
-_LOAD_DECLARATION = 'extern "C" __device__ {element} {name}(void*, unsigned long long, void*, void*);'
-_STORE_DECLARATION = 'extern "C" __device__ void {name}(void*, unsigned long long, {element}, void*, void*);'
+_LOAD_DECLARATION = 'extern "C" __device__ {input} {name}(void*, unsigned long long, void*, void*);'
+_STORE_DECLARATION = 'extern "C" __device__ void {name}(void*, unsigned long long, {output}, void*, void*);'
 
 
-def kernel_source(symbol: str, fft_symbol: str, *, element: str, size: int, stride: int, elements_per_thread: int,
-                  storage: int, ffts_per_block: int, threads: int, load: str | None = None,
-                  store: str | None = None) -> str:
-    """The CUDA C++ of one fused kernel (``element``: ``"complex64"`` or ``"complex128"``), calling
-    the load callback ``load`` and the store callback ``store`` (their symbols) where given."""
-    c_element, c_real = _TYPES[element]
+def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, output: str, input_length: int,
+                  output_length: int, stride: int, input_count: int, output_count: int, storage: int,
+                  ffts_per_block: int, threads: int, load: str | None = None, store: str | None = None) -> str:
+    """The CUDA C++ of one fused kernel: registers of ``element`` (``"complex64"``/``"complex128"``),
+    ``input_length`` elements of ``input`` read per row (``input_count`` per thread), ``output_length``
+    of ``output`` written; the load callback ``load`` and store callback ``store`` (symbols) where given."""
+    c_element, c_input, c_output = _C_TYPES[element], _C_TYPES[input], _C_TYPES[output]
+    c_real = c_element[:-1]
     declarations = []
     load_expression = "in[offset]"
     if load is not None:
-        declarations.append(_LOAD_DECLARATION.format(element=c_element, name=load))
-        load_expression = f"{load}(const_cast<{c_element}*>(in), (unsigned long long)offset, load_info, nullptr)"
-    scaled = f"{c_element}{{value.x * scale, value.y * scale}}"
+        declarations.append(_LOAD_DECLARATION.format(input=c_input, name=load))
+        load_expression = f"{load}(const_cast<{c_input}*>(in), (unsigned long long)offset, load_info, nullptr)"
+    scaled = f"{c_output}{{value.x * scale, value.y * scale}}" if output.startswith("complex") else "value * scale"
     store_statement = f"out[offset] = {scaled}"
     if store is not None:
-        declarations.append(_STORE_DECLARATION.format(element=c_element, name=store))
+        declarations.append(_STORE_DECLARATION.format(output=c_output, name=store))
         store_statement = f"{store}(out, (unsigned long long)offset, {scaled}, store_info, nullptr)"
-    return _SOURCE.format(symbol=symbol, fft=fft_symbol, element=c_element, real=c_real, size=size, stride=stride,
-                          elements_per_thread=elements_per_thread, storage=storage, ffts_per_block=ffts_per_block,
-                          threads=threads, declarations="\n".join(declarations), load=load_expression,
-                          store=store_statement)
+    return _SOURCE.format(symbol=symbol, fft=fft_symbol, element=c_element, input=c_input, output=c_output,
+                          real=c_real, input_length=input_length, output_length=output_length, stride=stride,
+                          input_count=input_count, output_count=output_count, storage=storage,
+                          ffts_per_block=ffts_per_block, threads=threads, declarations="\n".join(declarations),
+                          load=load_expression, store=store_statement)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,14 +115,16 @@ class FusedKernel:
 
 
 def fused_kernel(fft, prolog=None, epilog=None) -> FusedKernel:
-    """The fused kernel of the Block c2c :class:`nvmathx.device_api.FFT` ``fft``, calling the
+    """The fused kernel of the Block :class:`nvmathx.device_api.FFT` ``fft`` (c2c, r2c or c2r), calling the
     :class:`~nvmathx.fft.CompiledCallback` ``prolog`` on each load and ``epilog`` on each store where
     given: compiled and linked once, then read from the disk cache."""
     fft_code = fft.code("registers")
     threads = fft.block_dim[0] * fft.block_dim[1] * fft.block_dim[2]
-    parameters = {"element": fft.value_dtype.name, "size": fft.size, "stride": fft.stride,
-                  "elements_per_thread": fft.elements_per_thread, "storage": fft.storage_size,
-                  "ffts_per_block": fft.ffts_per_block, "threads": threads,
+    element, input_, output = (np.dtype(kind).name for kind in (fft.value_type, fft.input_type, fft.output_type))
+    parameters = {"element": element, "input": input_, "output": output, "input_length": fft.input_length,
+                  "output_length": fft.output_length, "stride": fft.stride,
+                  "input_count": fft.input_elements_per_thread, "output_count": fft.output_elements_per_thread,
+                  "storage": fft.storage_size, "ffts_per_block": fft.ffts_per_block, "threads": threads,
                   "load": prolog.symbol if prolog is not None else None,
                   "store": epilog.symbol if epilog is not None else None}
     callbacks = [callback for callback in (prolog, epilog) if callback is not None]

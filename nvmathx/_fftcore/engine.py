@@ -2,8 +2,10 @@
 
 Pure functions of the planned layout, so the choice is tested without a GPU. The fused engine
 loads whole rows into a thread block, transforms them with cuFFTDx, scales and stores them, in one
-pass over memory (see :mod:`nvmathx._codegen.fused_fft`). What it runs today: C2C transforms along
-one axis, batched with one row stride (any element stride), in one pass with no copies.
+pass over memory (see :mod:`nvmathx._codegen.fused_fft`). What it runs: C2C, R2C and C2R transforms
+along one axis, batched with one row stride (any element stride), in one pass with no copies. Plan
+the layout of a C2R transform for it with ``overwrite_input=True``: the fused kernel does not write
+its operand, so the copy that protects the operand from cuFFT is not needed.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._core.errors import OptionsError
-from .layout import C2C, FFTPass, LayoutPlan
+from .layout import FFTPass, LayoutPlan
 
 __all__ = ["ENGINES", "FusedRows", "fused_rows", "choose_engine"]
 
@@ -23,8 +25,10 @@ MAX_FUSED_SIZE = {"float32": 32768, "float64": 16384}
 
 @dataclass(frozen=True)
 class FusedRows:
-    """A transform as the fused kernel sees it: ``rows`` rows of ``size`` points (strides in elements)."""
+    """A transform as the fused kernel sees it: ``rows`` rows of ``size`` points (the real length for
+    R2C/C2R; strides in elements of the input and output)."""
 
+    fft_type: str
     size: int
     rows: int
     precision: str  # "float32" or "float64"
@@ -36,8 +40,6 @@ class FusedRows:
 
 def fused_rows(layout: LayoutPlan, precision: str) -> FusedRows | str:
     """The rows of ``layout`` for the fused kernel, or why it cannot run them (a sentence)."""
-    if layout.fft_type != C2C:
-        return f"it runs C2C transforms only (this is {layout.fft_type})"
     steps = layout.steps
     if len(steps) != 1 or not isinstance(steps[0], FFTPass):
         return "this layout needs copies or several cuFFT passes (more than one transformed axis, " \
@@ -53,7 +55,7 @@ def fused_rows(layout: LayoutPlan, precision: str) -> FusedRows | str:
         return f"it computes in float32 or float64 (not {precision})"
     if not 2 <= size <= largest:
         return f"a length of {size} does not fit one thread block (2 to {largest} in {precision})"
-    return FusedRows(size, step.batch, precision, step.idist, step.istride, step.odist, step.ostride)
+    return FusedRows(layout.fft_type, size, step.batch, precision, step.idist, step.istride, step.odist, step.ostride)
 
 
 def choose_engine(requested: str, rows: FusedRows | str) -> tuple[str, str]:

@@ -21,15 +21,15 @@ __all__ = ["FusedPlan"]
 _DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without opting in
 
 
-def _descriptor(rows: FusedRows, direction: str, sm):
-    """cuFFTDx's block FFT for ``rows``: its suggested knobs, or one transform per block when those
-    need more than the default shared memory. Refusals name ``options.engine``."""
+def _descriptor(rows: FusedRows, direction: str | None, sm):
+    """cuFFTDx's block FFT for ``rows`` (``direction`` for C2C): its suggested knobs, or one transform
+    per block when those need more than the default shared memory. Refusals name ``options.engine``."""
     from nvmathx.device_api import FFT
 
     for ffts_per_block in ("suggested", 1):
         try:
-            fft = FFT(rows.size, np.dtype(rows.precision), fft_type="c2c", direction=direction, execution="Block",
-                      ffts_per_block=ffts_per_block, sm=sm)
+            fft = FFT(rows.size, np.dtype(rows.precision), fft_type=rows.fft_type.lower(), direction=direction,
+                      execution="Block", ffts_per_block=ffts_per_block, sm=sm)
         except OptionsError as error:
             raise OptionsError("options.engine", f"the fused engine cannot run this transform: {error}") from None
         if fft.shared_memory_size <= _DEFAULT_SHARED_LIMIT:
@@ -40,8 +40,8 @@ def _descriptor(rows: FusedRows, direction: str, sm):
 
 
 class FusedPlan:
-    """Both directions of a C2C transform of ``rows`` on a device, compiled (or read from the disk
-    cache) when the plan is made, so that ``run`` never waits on code generation.
+    """The kernels of a transform of ``rows`` on a device (both directions of a C2C), compiled (or
+    read from the disk cache) when the plan is made, so that ``run`` never waits on code generation.
 
     Raises
     ------
@@ -63,24 +63,29 @@ class FusedPlan:
         self.rows = rows
         self.device_id = device_id
         self._real = np.float32 if rows.precision == "float32" else np.float64
-        self._complex = np.dtype(np.complex64 if rows.precision == "float32" else np.complex128)
-        for role, item in (("prolog", prolog), ("epilog", epilog)):
-            _check_callback(role, item, self._complex.name, (major, minor))
+        complex_ = np.dtype(np.complex64 if rows.precision == "float32" else np.complex128)
+        self._input = np.dtype(self._real) if rows.fft_type == "R2C" else complex_
+        self._output = np.dtype(self._real) if rows.fft_type == "C2R" else complex_
+        _check_callback("prolog", prolog, self._input.name, (major, minor))
+        _check_callback("epilog", epilog, self._output.name, (major, minor))
         self._arguments = tuple(np.int64(value) for value in (rows.rows, rows.in_row_stride, rows.in_element_stride,
                                                                rows.out_row_stride, rows.out_element_stride))
         self._user_data = (prolog.pointer if prolog is not None else 0, epilog.pointer if epilog is not None else 0)
         self._attachments = (prolog, epilog)  # their user data stays alive with the plan
         self._epilog = epilog is not None
-        self._output = (tuple(output_shape), tuple(output_strides))
+        self._output_layout = (tuple(output_shape), tuple(output_strides))
         callbacks = {"prolog": prolog.callback if prolog is not None else None,
                      "epilog": epilog.callback if epilog is not None else None}
         self._kernels = {}
-        for sign, direction in ((-1, "forward"), (1, "inverse")):
+        directions = ((-1, "forward"), (1, "inverse")) if rows.fft_type == "C2C" else ((0, None),)
+        for sign, direction in directions:
             kernel = fused_fft.fused_kernel(_descriptor(rows, direction, (major, minor)), **callbacks)
             function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.symbol)
             blocks = -(-rows.rows // kernel.ffts_per_block)
             config = LaunchConfig(grid=blocks, block=kernel.block_dim, shmem_size=kernel.shared_memory_size)
             self._kernels[sign] = (function, config)
+        if rows.fft_type != "C2C":  # the direction is the transform's own
+            self._kernels[-1] = self._kernels[1] = self._kernels.pop(0)
         self.ffts_per_block = kernel.ffts_per_block
         self.block_dim = kernel.block_dim
         self.valid = True
@@ -88,21 +93,25 @@ class FusedPlan:
     def run(self, source: int, target: int, direction: int, stream, factor: float = 1.0, conj: bool = False,
             fuse: bool = False) -> None:
         """Transform the rows at ``source`` into ``target`` on ``stream`` (a StreamHolder), multiplied
-        by ``factor`` in the kernel's store (``fuse`` is implied). ``conj`` is for R2C/C2R, which this
-        engine does not run."""
+        by ``factor`` in the kernel's store (``fuse`` is implied); ``direction`` is -1 or +1
+        (ignored by R2C/C2R). ``conj`` conjugates R2C's result (a pass of its own); a C2R of the
+        conjugated operand (``hfft``) is refused."""
         from cuda.core import launch
 
         from .._codegen.launch import core_stream
 
         if not self.valid:
             raise InvalidStateError("this transform has been freed")
+        if conj and self.rows.fft_type == "C2R":
+            raise OptionsError("plan", "the fused engine does not conjugate a C2R operand (hfft); plan it with "
+                                       "engine='cufft'")
         function, config = self._kernels[direction]
-        scale_after = self._epilog and factor != 1.0
+        scale_after = (self._epilog and factor != 1.0) or conj
         launch(core_stream(stream), config, function, source, target, *self._arguments,
                self._real(1.0 if scale_after else factor), *self._user_data)
         if scale_after:  # as cuFFT's engine does: the factor multiplies what the epilog stored
-            shape, strides = self._output
-            elementwise.copy_nd(target, target, shape, strides, strides, self._complex, self._complex, factor, False,
+            shape, strides = self._output_layout
+            elementwise.copy_nd(target, target, shape, strides, strides, self._output, self._output, factor, conj,
                                 stream, self.device_id)
 
     def free(self) -> None:

@@ -148,9 +148,10 @@ class GpuTransform:
         self.engine, self.engine_reason = "cufft", "an empty transform launches nothing"
         if self.empty:
             return
+        fused = engine == "fused"  # its kernel reads any real pointer and never writes the operand
         self.layout = plan_layout(fft_type, tuple(axes), tuple(lengths), operand.shape, operand.strides, strides,
-                                  inplace=inplace, overwrite_input=overwrite, copy_input=copy_input,
-                                  input_aligned=input_aligned)
+                                  inplace=inplace, overwrite_input=overwrite or fused, copy_input=copy_input,
+                                  input_aligned=input_aligned or fused)
         precision = "float32" if precision_dtypes(operand.dtype)[0] == "single" else "float64"
         rows = fused_rows(self.layout, precision)
         self.engine, self.engine_reason = choose_engine(engine, rows)

@@ -42,8 +42,9 @@ class FFTOptions:
         Where planning is reported (default: the ``nvmathx`` logger).
     engine : {"auto", "cufft", "fused"}
         What runs the transform on a GPU. ``"cufft"``: cuFFT. ``"fused"``: one generated cuFFTDx
-        kernel that loads each row, transforms it and stores it in one pass (C2C along one axis
-        whose batch has one row stride, lengths 2 to 32768 in single and 16384 in double precision
+        kernel that loads each row, transforms it and stores it in one pass (C2C, R2C or C2R along
+        one axis whose batch has one row stride, lengths 2 to 32768 in single and 16384 in double
+        precision
         whose block fits 48 KiB of shared memory; callbacks are called as cuFFT calls them); a
         transform it cannot run raises
         ``OptionsError`` naming ``options.engine`` at ``plan()``. Its code is generated and linked

@@ -16,13 +16,21 @@ def _contiguous(shape):
 
 def test_rows_along_the_last_axis():
     layout = plan_layout(C2C, (1,), (1024,), (300, 1024), (1024, 1), (1024, 1))
-    assert fused_rows(layout, "float32") == FusedRows(1024, 300, "float32", 1024, 1, 1024, 1)
+    assert fused_rows(layout, "float32") == FusedRows(C2C, 1024, 300, "float32", 1024, 1, 1024, 1)
 
 
 def test_rows_along_a_strided_axis():
     # axis 0 of a C-ordered (256, 7) operand: each row is a column, element stride 7, row stride 1
     layout = plan_layout(C2C, (0,), (256,), (256, 7), (7, 1), (7, 1))
-    assert fused_rows(layout, "float64") == FusedRows(256, 7, "float64", 1, 7, 1, 7)
+    assert fused_rows(layout, "float64") == FusedRows(C2C, 256, 7, "float64", 1, 7, 1, 7)
+
+
+def test_real_transforms_count_reals_on_the_real_side():
+    r2c = plan_layout(R2C, (1,), (64,), (4, 64), (64, 1), (33, 1))
+    assert fused_rows(r2c, "float32") == FusedRows(R2C, 64, 4, "float32", 64, 1, 33, 1)
+    # planned as the fused engine plans it: its kernel does not write the operand
+    c2r = plan_layout(C2R, (1,), (64,), (4, 33), (33, 1), (64, 1), overwrite_input=True)
+    assert fused_rows(c2r, "float64") == FusedRows(C2R, 64, 4, "float64", 33, 1, 64, 1)
 
 
 def test_rows_in_place_read_and_write_the_same_layout():
@@ -35,8 +43,7 @@ def test_rows_in_place_read_and_write_the_same_layout():
 @pytest.mark.parametrize(
     "arguments, kwargs, reason",
     [
-        ((R2C, (1,), (64,), (4, 64), (64, 1), (33, 1)), {}, "C2C transforms only"),
-        ((C2R, (1,), (64,), (4, 33), (33, 1), (64, 1)), {}, "C2C transforms only"),
+        ((C2R, (1,), (64,), (4, 33), (33, 1), (64, 1)), {}, "copies"),  # cuFFT's C2R may not overwrite x
         ((C2C, (0, 1), (16, 16), (16, 16), (16, 1), (16, 1)), {}, "one axis per launch"),
         ((C2C, (1,), (64,), (4, 64), (64, 1), (64, 1)), {"copy_input": True}, "copies"),
         ((C2C, (1,), (128,), (4, 64), (64, 1), (128, 1)), {}, "copies"),  # zero padding
@@ -69,13 +76,13 @@ def test_largest_length_per_precision(precision):
 
 
 def test_choice_table():
-    rows = FusedRows(1024, 8, "float32", 1024, 1, 1024, 1)
+    rows = FusedRows(C2C, 1024, 8, "float32", 1024, 1, 1024, 1)
     assert choose_engine("cufft", rows)[0] == "cufft"
     assert choose_engine("fused", rows)[0] == "fused"
     assert choose_engine("auto", rows)[0] == "cufft"  # no measured table yet
-    assert choose_engine("auto", "it runs C2C transforms only")[0] == "cufft"
-    with pytest.raises(OptionsError, match="options.engine.*C2C transforms only"):
-        choose_engine("fused", "it runs C2C transforms only")
+    assert choose_engine("auto", "this layout needs copies")[0] == "cufft"
+    with pytest.raises(OptionsError, match="options.engine.*needs copies"):
+        choose_engine("fused", "this layout needs copies")
     with pytest.raises(OptionsError, match="options.engine"):
         choose_engine("fastest", rows)
 
@@ -95,7 +102,7 @@ def test_options_take_every_engine_and_the_cpu_reports_scipy(rng):
 def test_fused_descriptor_fits_the_default_shared_memory_or_is_refused():
     from nvmathx.fft._fused import _descriptor
 
-    fits = _descriptor(FusedRows(1000, 10, "float32", 1000, 1, 1000, 1), "forward", (9, 0))
+    fits = _descriptor(FusedRows(C2C, 1000, 10, "float32", 1000, 1, 1000, 1), "forward", (9, 0))
     assert fits.size == 1000 and fits.shared_memory_size <= 48 * 1024
     with pytest.raises(OptionsError, match="options.engine.*65536 bytes of shared memory"):
-        _descriptor(FusedRows(8192, 10, "float32", 8192, 1, 8192, 1), "forward", (9, 0))
+        _descriptor(FusedRows(C2C, 8192, 10, "float32", 8192, 1, 8192, 1), "forward", (9, 0))

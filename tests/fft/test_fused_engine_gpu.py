@@ -1,6 +1,6 @@
-"""The fused FFT engine (``FFTOptions(engine="fused")``) on a GPU: C2C rows against numpy in float64,
-both precisions and directions, batched, strided, in place, with each norm, and its accuracy
-against cuFFT's on the same inputs."""
+"""The fused FFT engine (``FFTOptions(engine="fused")``) on a GPU: C2C, R2C and C2R rows against
+numpy in float64, both precisions and directions, batched, strided, in place, with each norm and
+with callbacks (the same results as cuFFT's engine), and its accuracy against cuFFT's."""
 
 import numpy as np
 import pytest
@@ -44,6 +44,44 @@ def test_rows_forward_and_inverse_match_numpy(rng, dtype, size):
     assert _error(forward.get(), np.fft.fft(x.astype(np.complex128), axis=1)) < TOLERANCE[dtype] * np.log2(size)
     inverse = fft.execute("inverse")  # unnormalised, as cuFFT
     assert _error(inverse.get(), size * np.fft.ifft(x.astype(np.complex128), axis=1)) < TOLERANCE[dtype] * np.log2(size)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [8, 64, 1000, 1024, 4096])
+def test_real_transforms_match_numpy(rng, dtype, size):
+    cupy = _cupy()
+    tolerance = (2e-6 if dtype == np.float32 else 1e-14) * np.log2(size)
+    x = rng.standard_normal((37, size)).astype(dtype)
+    r2c = _planned(cupy.asarray(x), axes=[1])
+    assert (r2c.fft_type, r2c.engine) == ("R2C", "fused")
+    spectrum = r2c.execute()
+    assert _error(spectrum.get(), np.fft.rfft(x.astype(np.float64), axis=1)) < tolerance
+    half = np.fft.rfft(x.astype(np.float64), axis=1).astype(np.complex64 if dtype == np.float32 else np.complex128)
+    device_half = cupy.asarray(half)
+    parity = "even" if size % 2 == 0 else "odd"
+    c2r = _planned(device_half, axes=[1], fft_type="C2R", last_axis_parity=parity)
+    assert c2r.engine == "fused"
+    real = c2r.execute()
+    assert _error(real.get(), size * np.fft.irfft(half.astype(np.complex128), n=size, axis=1)) < tolerance
+    np.testing.assert_array_equal(device_half.get(), half)  # unlike cuFFT's C2R, the operand is kept
+
+
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_real_norms_and_ihfft_through_the_function_forms(rng, norm):
+    cupy = _cupy()
+    x = rng.standard_normal((8, 512)).astype(np.float32)
+    device = cupy.asarray(x)
+    plan = _planned(device, axes=[1])
+    expected = np.fft.rfft(x.astype(np.float64), norm=norm)
+    assert _error(nfft.rfft(device, norm=norm, plan=plan).get(), expected) < 2e-5
+    expected = np.fft.ihfft(x.astype(np.float64), norm=norm)  # R2C, conjugated
+    assert _error(nfft.ihfft(device, norm=norm, plan=plan).get(), expected) < 2e-5
+    half = cupy.asarray(np.fft.rfft(x).astype(np.complex64))
+    inverse = _planned(half, axes=[1], fft_type="C2R")
+    expected = np.fft.irfft(half.get().astype(np.complex128), norm=norm)
+    assert _error(nfft.irfft(half, norm=norm, plan=inverse).get(), expected) < 2e-5
+    with pytest.raises(OptionsError, match="plan"):
+        nfft.hfft(half, norm=norm, plan=inverse)  # a C2R of the conjugated operand
 
 
 @pytest.mark.parametrize("size", [8192, 16384, 32768])
@@ -115,9 +153,8 @@ def test_transforms_it_cannot_run_are_refused_at_plan(rng):
     x = cupy.asarray(_signal((16, 16), np.complex64, rng))
     with pytest.raises(OptionsError, match="options.engine.*one axis"):
         _planned(x)  # a 2-D transform
-    real = cupy.asarray(rng.standard_normal((4, 64)).astype(np.float32))
-    with pytest.raises(OptionsError, match="options.engine.*C2C"):
-        _planned(real, axes=[1])
+    with pytest.raises(OptionsError, match="options.engine.*copies"):  # float16 converts through a copy
+        _planned(cupy.asarray(rng.standard_normal((4, 64)).astype(np.float16)), axes=[1])
     wrong = nfft.compile_prolog(_scale_load, element_dtype="complex128", user_info_dtype="float64")
     fft = nfft.FFT(x, axes=[1], options={"engine": "fused"})
     with pytest.raises(OptionsError, match="prolog"):
@@ -149,6 +186,24 @@ def test_callbacks_give_the_same_results_in_both_engines(rng, dtype, norm):
     tolerance = TOLERANCE[dtype] * 9
     assert _error(results["cufft"], expected) < tolerance
     assert _error(results["fused"], expected) < tolerance
+
+
+@pytest.mark.parametrize("norm", ["backward", "forward"])
+def test_windowed_rfft_gives_the_same_results_in_both_engines(rng, norm):
+    cupy = _cupy()
+    x = rng.standard_normal((32, 4096)).astype(np.float32)
+    window = np.hanning(4096).astype(np.float32)
+    prolog = nfft.compile_prolog(_windowed, element_dtype="float32", user_info_dtype="float32")
+    device = cupy.asarray(x)
+    expected = np.fft.rfft(x.astype(np.float64) * window, norm=norm)
+    for engine in ("cufft", "fused"):
+        fft = nfft.FFT(device, axes=[1], options={"engine": engine})
+        fft.plan(prolog=(prolog, cupy.asarray(window)))
+        assert _error(nfft.rfft(device, norm=norm, plan=fft).get(), expected) < 2e-5, engine
+
+
+def _windowed(data, offset, window, shared):
+    return data[offset] * window[offset % 4096]
 
 
 def _scale_load(data, offset, factor, shared):
