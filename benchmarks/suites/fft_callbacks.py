@@ -3,7 +3,8 @@ its own.
 
 - ``windowed_rfft_16384x4096_f32``: an rfft of windowed rows, the window applied by a load callback
   (nvmathx) against ``torch.fft.rfft(x * window)``; ``nvmathx_plain_rfft`` is the unwindowed rfft, the
-  floor the fused one can reach.
+  floor the fused one can reach; ``nvmathx_fused_engine``: the same callback called by the fused
+  engine's kernel (``FFTOptions(engine="fused")``).
 - ``c2c_16384x4096_ortho_fused`` and ``c2c_16384x4096_backward``: ``norm="ortho"`` through the built-in
   scale store callback, and the unscaled transform, timed together (``nvmathx_backward`` column) and
   as a case of its own; ``nvmathx_fused_engine``: the same call served by an
@@ -53,15 +54,26 @@ def _windowed_case(ctx, rows) -> Case:
         x, _ = operands()
         return lambda: nvmathx.fft.rfft(x)
 
+    def nvmathx_fused_engine():  # the same callback, called by the fused engine's kernel
+        import nvmathx.fft
+
+        x, window = operands()
+        prolog = nvmathx.fft.compile_prolog(windowed, element_dtype="float32", user_info_dtype="float32")
+        plan = nvmathx.fft.FFT(x, axes=[-1], options={"engine": "fused"})
+        plan.plan(prolog=(prolog, window))
+        return lambda: nvmathx.fft.rfft(x, plan=plan)
+
     def torch_windowed():
         torch = import_or_skip("torch")
         x, window = operands()
         return lambda: torch.fft.rfft(x * window)
 
     return Case(name=f"windowed_rfft_{rows}x4096_f32", unit="ms", params={"shape": list(shape), "dtype": "float32"},
-                setups={"nvmathx": nvmathx_fused, "torch": torch_windowed, "nvmathx_plain_rfft": nvmathx_plain},
+                setups={"nvmathx": nvmathx_fused, "torch": torch_windowed, "nvmathx_plain_rfft": nvmathx_plain,
+                        "nvmathx_fused_engine": nvmathx_fused_engine},
                 derive=bandwidth(nbytes), warmup=5, repeats=30,
-                note="window on load (nvmathx) vs torch.fft.rfft(x * window); nvmathx_plain_rfft: no window")
+                note="window on load (nvmathx) vs torch.fft.rfft(x * window); nvmathx_plain_rfft: no window; "
+                     "nvmathx_fused_engine: the window callback in FFTOptions(engine='fused')'s kernel")
 
 
 def _c2c_cases(ctx, rows) -> list[Case]:
