@@ -38,18 +38,23 @@ class Workspace:
 
     The buffer is ordered on the stream of its last use: when a later use comes on another stream,
     that stream first waits for the earlier one, so a plan shared between streams never races on
-    its workspace.
+    its workspace. With ``keep_outgrown`` (the default), a buffer outgrown by a larger request is
+    kept (not freed) until :meth:`release`: a CUDA graph captured while it was current still reads it
+    on every replay. Buffers whose size changes from call to call and that no graph captures (the
+    distributed exchange's) pass False.
     """
 
-    __slots__ = ("device_id", "memory_resource", "buffer", "ptr", "nbytes", "_stream")
+    __slots__ = ("device_id", "memory_resource", "buffer", "ptr", "nbytes", "_stream", "_retired", "_keep_outgrown")
 
-    def __init__(self, device_id: int, memory_resource=None):
+    def __init__(self, device_id: int, memory_resource=None, keep_outgrown: bool = True):
         self.device_id = device_id
         self.memory_resource = memory_resource
         self.buffer = None
         self.ptr = 0
         self.nbytes = 0
         self._stream = None
+        self._retired: list = []  # outgrown buffers, freed by release()
+        self._keep_outgrown = keep_outgrown
 
     def ensure(self, nbytes: int, stream) -> int:
         """Pointer to at least ``nbytes`` usable on ``stream`` (a StreamHolder); 0 when none needed."""
@@ -58,7 +63,10 @@ class Workspace:
         order_after(stream, self._stream)
         self._stream = stream
         if nbytes > self.nbytes:
-            self.release()
+            if self.buffer is not None and self._keep_outgrown:
+                self._retired.append(self.buffer)
+            elif self.buffer is not None:
+                self.buffer.close(stream.core)
             buffer = allocate(nbytes, stream, self.device_id, self.memory_resource)
             self.buffer = buffer
             self.ptr = int(buffer.handle)
@@ -66,10 +74,17 @@ class Workspace:
             self._stream = stream
         return self.ptr
 
+    @property
+    def retired_bytes(self) -> int:
+        """Bytes held by outgrown buffers until :meth:`release`."""
+        return sum(int(getattr(buffer, "size", 0)) for buffer in self._retired)
+
     def release(self) -> None:
         """Return the buffer to its resource, ordered after the last use. Safe to call twice."""
-        if self.buffer is not None:
-            self.buffer.close(self._stream.core if self._stream is not None else None)
+        stream = self._stream.core if self._stream is not None else None
+        for buffer in self._retired + ([self.buffer] if self.buffer is not None else []):
+            buffer.close(stream)
+        self._retired = []
         self.buffer = None
         self.ptr = 0
         self.nbytes = 0

@@ -76,8 +76,9 @@ class DeviceExchange:
         self.receives = _assign_staging(receives)
         self.send_bytes = sum(p.count for p in self.sends if p.local_offset is None) * self.itemsize
         self.receive_bytes = sum(p.count for p in self.receives if p.local_offset is None) * self.itemsize
-        self._send_buffer = Workspace(self.device_id, memory_resource)
-        self._receive_buffer = Workspace(self.device_id, memory_resource)
+        # their sizes follow each call's data; no graph captures the exchange
+        self._send_buffer = Workspace(self.device_id, memory_resource, keep_outgrown=False)
+        self._receive_buffer = Workspace(self.device_id, memory_resource, keep_outgrown=False)
         self.moves_bytes = bool(self.sends or self.receives or self._self_copies)
 
     @property

@@ -9,6 +9,9 @@ cuda.core on the caller's stream, so CUDA graphs capture them.
   result as a bias gradient and the largest ``|v|`` as ``result_amax``. With only ``BGRAD`` set and
   ``a`` or ``b`` as ``c`` (``rows`` = K), it sums them over K: BGRADA / BGRADB of an empty result.
 - ``degenerate_complex<T, R>`` writes ``beta * c`` (or zeros) for complex results.
+- ``set_float8_scales`` writes the float8 scales ``a``, ``b`` and ``d`` into the slots cuBLASLt's
+  scale pointers point at (floats 0, 4 and 8: each slot on its own 16-byte boundary), from kernel
+  arguments, so that setting a scale neither synchronises nor escapes a CUDA graph's capture.
 
 A thread takes eight neighbouring columns (one byte of the ReLU bitmask) of ``row_block`` rows of
 one matrix, so every output element is written by one thread and bias gradients need no atomics.
@@ -211,10 +214,19 @@ __global__ void degenerate_complex(T* result, i64 rows, i64 cols, i64 count, R b
         result[t] = v;
     }
 }
+
+__global__ void set_float8_scales(float* slots, float a, float b, float d)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        slots[0] = a;
+        slots[4] = b;
+        slots[8] = d;
+    }
+}
 """
 
 KERNEL_NAMES = ("degenerate<float>", "degenerate<double>", "degenerate_complex<float2, float>",
-                "degenerate_complex<double2, double>")
+                "degenerate_complex<double2, double>", "set_float8_scales")
 
 KERNELS = KernelSet(KERNEL_SOURCE, KERNEL_NAMES)
 compile_kernels = KERNELS.compile

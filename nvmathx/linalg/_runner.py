@@ -17,6 +17,7 @@ from .._core.memory import Workspace, allocate
 from .._core.streams import StreamHolder
 from .._core.tensor import Operand, copy_to_host, wrap_operand
 from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME
+from . import _kernels
 from ._cublaslt_plan import LtPlan, MatmulAlgorithm, workspace_bytes_for
 from ._options import FP8_DTYPES
 
@@ -167,9 +168,10 @@ class GpuRunner:
         return int(self.scale_buffer.handle) + _SCALE_SLOT_BYTES * _SCALE_SLOTS[key]
 
     def _upload_scales(self, stream: StreamHolder) -> None:
-        cuda_driver.memcpy_async(int(self.scale_buffer.handle), self.scale_values.ctypes.data, self.scale_values.nbytes,
-                                 stream.handle)
-        cuda_driver.stream_synchronize(stream.handle)
+        # As kernel arguments: no host copy to wait for (a pageable copy needs a synchronisation) and
+        # nothing a CUDA graph cannot capture (a replay writes the captured values).
+        values = [np.float32(self.scale_values[_SCALE_SLOT_BYTES // 4 * _SCALE_SLOTS[key]]) for key in "abd"]
+        _kernels.launch(stream, self.plan.device_id, "set_float8_scales", 1, int(self.scale_buffer.handle), *values)
 
     def set_scales(self, scales: dict, complete: bool = False, stream: StreamHolder | None = None) -> None:
         """Point cuBLASLt at the float8 scales: device arrays as they are, numbers through our buffer.

@@ -47,11 +47,23 @@ def test_workspace_grows_reuses_and_releases():
     assert first and workspace.nbytes == 1024
     assert workspace.ensure(512, FakeStream()) == first  # no new allocation
     second = workspace.ensure(4096, FakeStream())
-    assert [size for size, _ in resource.allocations] == [1024, 4096]
-    assert resource.closed == [(1024, "core-stream")] and second != first
+    assert [size for size, _ in resource.allocations] == [1024, 4096] and second != first
+    # the outgrown buffer stays allocated: a graph captured with it still reads it when replayed
+    assert resource.closed == [] and workspace.retired_bytes == 1024
     workspace.release()
     workspace.release()  # twice is safe
     assert [size for size, _ in resource.closed] == [1024, 4096] and workspace.ptr == 0
+    assert workspace.retired_bytes == 0
+
+
+def test_workspace_without_keeping_outgrown_buffers_frees_them_at_once():
+    resource = RecordingResource()
+    workspace = Workspace(0, resource, keep_outgrown=False)
+    workspace.ensure(1024, FakeStream())
+    workspace.ensure(4096, FakeStream())
+    assert resource.closed == [(1024, "core-stream")] and workspace.retired_bytes == 0
+    workspace.release()
+    assert [size for size, _ in resource.closed] == [1024, 4096]
 
 
 def test_check_memory_resource():
