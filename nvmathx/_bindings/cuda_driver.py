@@ -18,6 +18,7 @@ __all__ = [
     "stream_synchronize",
     "stream_wait_stream",
     "stream_is_capturing",
+    "kernel_set_max_dynamic_shared_memory",
 ]
 
 
@@ -100,3 +101,11 @@ def stream_is_capturing(stream_handle: int) -> bool:
     driver = _module()
     status = _call("cuStreamIsCapturing", stream_handle)
     return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+
+def kernel_set_max_dynamic_shared_memory(kernel_handle, nbytes: int, device_id: int) -> None:
+    """Let the library kernel ``kernel_handle`` (a CUkernel, as cuda.core's ``Kernel.handle``) launch
+    with up to ``nbytes`` of dynamic shared memory on GPU ``device_id`` (above 48 KiB needs this)."""
+    driver = _module()
+    attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    _call("cuKernelSetAttribute", attribute, int(nbytes), kernel_handle, _call("cuDeviceGet", device_id))

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._bindings import cuda_driver
 from .._codegen import elementwise, fused_fft
+from .._codegen.target import Target, max_shared_memory_per_block
 from .._core import device
 from .._core.errors import InvalidStateError, OptionsError
 from .._fftcore.engine import FusedRows
@@ -23,20 +25,22 @@ _DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without
 
 def _descriptor(rows: FusedRows, direction: str | None, sm):
     """cuFFTDx's block FFT for ``rows`` (``direction`` for C2C): its suggested knobs, or one transform
-    per block when those need more than the default shared memory. Refusals name ``options.engine``."""
+    per block when those need more shared memory than the architecture allows a block. Refusals name
+    ``options.engine``."""
     from nvmathx.device_api import FFT
 
+    limit = max_shared_memory_per_block(Target(*sm))
     for ffts_per_block in ("suggested", 1):
         try:
             fft = FFT(rows.size, np.dtype(rows.precision), fft_type=rows.fft_type.lower(), direction=direction,
                       execution="Block", ffts_per_block=ffts_per_block, sm=sm)
         except OptionsError as error:
             raise OptionsError("options.engine", f"the fused engine cannot run this transform: {error}") from None
-        if fft.shared_memory_size <= _DEFAULT_SHARED_LIMIT:
+        if fft.shared_memory_size <= limit:
             return fft
     raise OptionsError("options.engine", f"the fused engine cannot run this transform: a length of {rows.size} "
                                          f"needs {fft.shared_memory_size} bytes of shared memory per block "
-                                         f"(at most {_DEFAULT_SHARED_LIMIT})")
+                                         f"(at most {limit} on sm_{sm[0]}{sm[1]})")
 
 
 class FusedPlan:
@@ -81,6 +85,9 @@ class FusedPlan:
         for sign, direction in directions:
             kernel = fused_fft.fused_kernel(_descriptor(rows, direction, (major, minor)), **callbacks)
             function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.symbol)
+            if kernel.shared_memory_size > _DEFAULT_SHARED_LIMIT:
+                cuda_driver.kernel_set_max_dynamic_shared_memory(function.handle, kernel.shared_memory_size,
+                                                                 device_id)
             blocks = -(-rows.rows // kernel.ffts_per_block)
             config = LaunchConfig(grid=blocks, block=kernel.block_dim, shmem_size=kernel.shared_memory_size)
             self._kernels[sign] = (function, config)

@@ -45,7 +45,7 @@ class FFTOptions:
         kernel that loads each row, transforms it and stores it in one pass (C2C, R2C or C2R along
         one axis whose batch has one row stride, lengths 2 to 32768 in single and 16384 in double
         precision
-        whose block fits 48 KiB of shared memory; callbacks are called as cuFFT calls them); a
+        whose block fits the GPU's shared memory; callbacks are called as cuFFT calls them); a
         transform it cannot run raises
         ``OptionsError`` naming ``options.engine`` at ``plan()``. Its code is generated and linked
         the first time (seconds), then read from the disk cache. ``"auto"``: cuFFT for now; the

@@ -99,10 +99,12 @@ def test_options_take_every_engine_and_the_cpu_reports_scipy(rng):
 
 
 @needs_mathdx
-def test_fused_descriptor_fits_the_default_shared_memory_or_is_refused():
+def test_fused_descriptor_fits_the_blocks_shared_memory_or_is_refused():
     from nvmathx.fft._fused import _descriptor
 
     fits = _descriptor(FusedRows(C2C, 1000, 10, "float32", 1000, 1, 1000, 1), "forward", (9, 0))
     assert fits.size == 1000 and fits.shared_memory_size <= 48 * 1024
-    with pytest.raises(OptionsError, match="options.engine.*65536 bytes of shared memory"):
-        _descriptor(FusedRows(C2C, 8192, 10, "float32", 8192, 1, 8192, 1), "forward", (9, 0))
+    large = _descriptor(FusedRows(C2C, 8192, 10, "float32", 8192, 1, 8192, 1), "forward", (9, 0))
+    assert 48 * 1024 < large.shared_memory_size <= 227 * 1024  # launched after opting in
+    with pytest.raises(OptionsError, match="options.engine.*no cuFFTDx implementation on sm_75"):
+        _descriptor(FusedRows(C2C, 32768, 10, "float32", 32768, 1, 32768, 1), "forward", (7, 5))

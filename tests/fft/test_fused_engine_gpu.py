@@ -84,17 +84,12 @@ def test_real_norms_and_ihfft_through_the_function_forms(rng, norm):
         nfft.hfft(half, norm=norm, plan=inverse)  # a C2R of the conjugated operand
 
 
-@pytest.mark.parametrize("size", [8192, 16384, 32768])
-def test_large_lengths_run_or_are_refused_naming_engine(rng, size):
+@pytest.mark.parametrize("dtype, size", [(np.complex64, 8192), (np.complex64, 32768), (np.complex128, 16384)])
+def test_large_lengths_opt_into_more_shared_memory(rng, dtype, size):
     cupy = _cupy()
-    x = _signal((3, size), np.complex64, rng)
-    fft = nfft.FFT(cupy.asarray(x), axes=[1], options={"engine": "fused"})
-    try:
-        fft.plan()
-    except OptionsError as error:
-        assert error.argument == "options.engine"
-        return
-    assert _error(fft.execute().get(), np.fft.fft(x.astype(np.complex128), axis=1)) < 2e-6 * np.log2(size)
+    x = _signal((5, size), dtype, rng)
+    fft = _planned(cupy.asarray(x), axes=[1])
+    assert _error(fft.execute().get(), np.fft.fft(x.astype(np.complex128), axis=1)) < TOLERANCE[dtype] * np.log2(size)
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
