@@ -61,7 +61,7 @@ def _windowed_case(ctx, rows) -> Case:
         prolog = nvmathx.fft.compile_prolog(windowed, element_dtype="float32", user_info_dtype="float32")
         plan = nvmathx.fft.FFT(x, axes=[-1], options={"engine": "fused"})
         plan.plan(prolog=(prolog, window))
-        return lambda: nvmathx.fft.rfft(x, plan=plan)
+        return lambda: nvmathx.fft.rfft(x, plan=plan, prolog=(prolog, window))
 
     def torch_windowed():
         torch = import_or_skip("torch")
