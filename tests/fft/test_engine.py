@@ -106,5 +106,7 @@ def test_fused_descriptor_fits_the_blocks_shared_memory_or_is_refused():
     assert fits.size == 1000 and fits.shared_memory_size <= 48 * 1024
     large = _descriptor(FusedRows(C2C, 8192, 10, "float32", 8192, 1, 8192, 1), "forward", (9, 0))
     assert 48 * 1024 < large.shared_memory_size <= 227 * 1024  # launched after opting in
+    real = _descriptor(FusedRows(R2C, 4096, 10, "float32", 4096, 1, 2049, 1), None, (9, 0))
+    assert (real.fft_type, real.input_length, real.output_length) == ("r2c", 4096, 2049)
     with pytest.raises(OptionsError, match="options.engine.*no cuFFTDx implementation on sm_75"):
         _descriptor(FusedRows(C2C, 32768, 10, "float32", 32768, 1, 32768, 1), "forward", (7, 5))
