@@ -61,6 +61,7 @@ __all__ = [
     "attachment",
     "attachments_key",
     "callback_cache_key",
+    "check_fits",
     "compile_epilog",
     "compile_prolog",
     "link_error",
@@ -467,6 +468,19 @@ def attachment(value, role: str, device_id: int) -> Attachment | None:
         where = "host memory" if operand.device_id < 0 else f"GPU {operand.device_id}"
         raise OperandError(role, f"the user data must be on the operand's GPU {device_id} (it is in {where})")
     return Attachment(value, int(operand.ptr), data)
+
+
+def check_fits(role: str, item: Attachment, element: str, capability: tuple | None, where: str = "the GPU") -> None:
+    """Refuse the attached callback when it was compiled for elements other than ``element`` (what the
+    transform loads for a prolog, stores for an epilog) or for an architecture newer than
+    ``capability`` (None: unknown, not checked); the OptionsError names ``role``."""
+    callback = item.callback
+    if callback.element_dtype != element:
+        raise OptionsError(role, f"the callback was compiled for {callback.element_dtype} elements; this "
+                                 f"transform {'loads' if role == 'prolog' else 'stores'} {element}")
+    if capability is not None and callback.compute_capability > tuple(capability):
+        raise OptionsError(role, f"the callback was compiled for {callback.target}; {where} is "
+                                 f"sm_{capability[0]}{capability[1]}")
 
 
 def attachments_key(prolog: Attachment | None, epilog: Attachment | None) -> tuple:

@@ -204,14 +204,7 @@ class CufftPlan:
                                          "cuFFT executions (padding, a dtype cuFFT does not read, a misaligned or "
                                          "unusual layout), so no cuFFT pass sees those elements")
             expected = self._element_dtype(steps[index], role == "epilog").name
-            callback = item.callback
-            if callback.element_dtype != expected:
-                raise OptionsError(role, f"the callback was compiled for {callback.element_dtype} elements; this "
-                                         f"transform {'loads' if role == 'prolog' else 'stores'} {expected}")
-            capability = _device_capability(device_id)
-            if capability is not None and callback.compute_capability > capability:
-                raise OptionsError(role, f"the callback was compiled for {callback.target}; GPU {device_id} is "
-                                         f"sm_{capability[0]}{capability[1]}")
+            callbacks.check_fits(role, item, expected, _device_capability(device_id), f"GPU {device_id}")
             attached.setdefault(index, []).append(item)
         callbacks.require_lto("prolog" if prolog is not None else "epilog")
         return attached

@@ -16,6 +16,7 @@ from .._codegen import elementwise, fused_fft
 from .._codegen.target import Target, max_shared_memory_per_block
 from .._core import device
 from .._core.errors import InvalidStateError, OptionsError
+from .._fftcore.callbacks import check_fits
 from .._fftcore.engine import FusedRows
 
 __all__ = ["FusedPlan"]
@@ -70,8 +71,9 @@ class FusedPlan:
         complex_ = np.dtype(np.complex64 if rows.precision == "float32" else np.complex128)
         self._input = np.dtype(self._real) if rows.fft_type == "R2C" else complex_
         self._output = np.dtype(self._real) if rows.fft_type == "C2R" else complex_
-        _check_callback("prolog", prolog, self._input.name, (major, minor))
-        _check_callback("epilog", epilog, self._output.name, (major, minor))
+        for role, item, element in (("prolog", prolog, self._input), ("epilog", epilog, self._output)):
+            if item is not None:
+                check_fits(role, item, element.name, (major, minor), f"GPU {device_id}")
         self._arguments = tuple(np.int64(value) for value in (rows.rows, rows.in_row_stride, rows.in_element_stride,
                                                                rows.out_row_stride, rows.out_element_stride))
         self._user_data = (prolog.pointer if prolog is not None else 0, epilog.pointer if epilog is not None else 0)
@@ -126,15 +128,3 @@ class FusedPlan:
         self._attachments = (None, None)
         self.valid = False
 
-
-def _check_callback(role: str, item, element: str, capability) -> None:
-    """Refuse a callback compiled for other elements or a newer architecture (naming ``role``)."""
-    if item is None:
-        return
-    callback = item.callback
-    if callback.element_dtype != element:
-        raise OptionsError(role, f"the callback was compiled for {callback.element_dtype} elements; this transform "
-                                 f"{'loads' if role == 'prolog' else 'stores'} {element}")
-    if callback.compute_capability > tuple(capability):
-        raise OptionsError(role, f"the callback was compiled for {callback.target}; the GPU is "
-                                 f"sm_{capability[0]}{capability[1]}")
