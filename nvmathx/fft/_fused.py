@@ -95,8 +95,6 @@ class FusedPlan:
             self._kernels[sign] = (function, config)
         if rows.fft_type != "C2C":  # the direction is the transform's own
             self._kernels[-1] = self._kernels[1] = self._kernels.pop(0)
-        self.ffts_per_block = kernel.ffts_per_block
-        self.block_dim = kernel.block_dim
         self.valid = True
 
     def run(self, source: int, target: int, direction: int, stream, factor: float = 1.0, conj: bool = False,

@@ -31,6 +31,11 @@ _D = lt.MatmulDescAttribute
 _SCALE_ATTRIBUTES = {"a": _D.B_SCALE_POINTER, "b": _D.A_SCALE_POINTER, "d": _D.D_SCALE_POINTER}
 _SCALE_SLOTS = {"a": 0, "b": 1, "d": 2}
 _SCALE_SLOT_BYTES = 16  # each scale on its own 16-byte boundary
+
+
+def _slot_index(key: str) -> int:
+    """Where scale ``key`` sits in the float32 scale values (and buffer)."""
+    return _SCALE_SLOT_BYTES // 4 * _SCALE_SLOTS[key]
 # What a launch offset moves, in order: the user's a, b, c, d (argument slots), then descriptor pointers.
 LAUNCH_OPERANDS = ("a", "b", "c", "d", "bias", "aux", "bgrad")
 _OFFSET_ATTRIBUTES = (_D.BIAS_POINTER, _D.EPILOGUE_AUX_POINTER, _D.BIAS_POINTER)  # bias, aux, bgrad
@@ -170,7 +175,7 @@ class GpuRunner:
     def _upload_scales(self, stream: StreamHolder) -> None:
         # As kernel arguments: no host copy to wait for (a pageable copy needs a synchronisation) and
         # nothing a CUDA graph cannot capture (a replay writes the captured values).
-        values = [np.float32(self.scale_values[_SCALE_SLOT_BYTES // 4 * _SCALE_SLOTS[key]]) for key in "abd"]
+        values = [np.float32(self.scale_values[_slot_index(key)]) for key in "abd"]
         _kernels.launch(stream, self.plan.device_id, "set_float8_scales", 1, int(self.scale_buffer.handle), *values)
 
     def set_scales(self, scales: dict, complete: bool = False, stream: StreamHolder | None = None) -> None:
@@ -192,7 +197,7 @@ class GpuRunner:
                 plan.set_pointer(_SCALE_ATTRIBUTES[key], operand.ptr)
                 self.kept[f"scale_{key}"] = operand
                 continue
-            index = _SCALE_SLOT_BYTES // 4 * _SCALE_SLOTS[key]
+            index = _slot_index(key)
             changed = changed or self.scale_values[index] != np.float32(value)
             self.scale_values[index] = value
             plan.set_pointer(_SCALE_ATTRIBUTES[key], self._slot_address(key))

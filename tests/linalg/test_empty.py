@@ -387,7 +387,7 @@ def test_the_kernels_compile_for_the_gpu():
 
 def test_float8_scales_are_written_by_a_kernel_into_their_slots(rng):
     """The scale slots cuBLASLt reads (16 bytes apart) get the three values; the rest is untouched."""
-    from nvmathx.linalg._runner import _SCALE_SLOT_BYTES, _SCALE_SLOTS
+    from nvmathx.linalg._runner import _SCALE_SLOT_BYTES, _SCALE_SLOTS, _slot_index
 
     from ._host_kernels import host_launch
 
@@ -395,8 +395,8 @@ def test_float8_scales_are_written_by_a_kernel_into_their_slots(rng):
     values = rng.uniform(0.1, 10.0, 3).astype(np.float32)
     host_launch(None, 0, "set_float8_scales", 1, slots.ctypes.data, *values)
     for key, value in zip("abd", values):
-        assert slots[_SCALE_SLOT_BYTES // 4 * _SCALE_SLOTS[key]] == value
-    written = [_SCALE_SLOT_BYTES // 4 * _SCALE_SLOTS[key] for key in "abd"]
+        assert slots[_slot_index(key)] == value
+    written = [_slot_index(key) for key in "abd"]
     assert (np.delete(slots, written) == -1.0).all()
 
 
