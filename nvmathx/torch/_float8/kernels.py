@@ -1,0 +1,245 @@
+"""The float8 training kernels: one pass per tensor that casts, transposes and measures it, and the
+scaling update. Compiled with NVRTC once per device, launched through cuda.core on torch's current
+stream, so CUDA graphs capture them; the source also compiles as host C++ (the tests run it so).
+
+``cast_transpose<IN, OUT>`` reads a ``rows x cols`` matrix (row stride ``in_ld``) of format ``IN``
+(float16, bfloat16, float32), applies ``op`` elementwise (none, ReLU, GELU, or the gradient of
+ReLU / GELU at the matching element of ``aux``, stride ``aux_ld``, given the incoming gradient)
+and, according to ``flags``:
+
+- ``WRITE``: stores ``v * scale`` as float8 ``OUT`` (e4m3fn or e5m2, saturating) in ``out``,
+  row-major and dense;
+- ``WRITE_T``: stores the same bytes transposed in ``out_t`` (``cols x rows``, dense): the
+  K-major copy that Hopper's float8 GEMMs need for the gradient GEMMs;
+- ``AMAX``: max-accumulates ``|v|`` into ``amax`` (float32 bits as unsigned int: the order of
+  non-negative floats, NaN above every number);
+- ``DBIAS``: writes per-thread column sums of ``v`` to ``dbias_partial`` (one row per 64 input
+  rows), which ``sum_rows`` then adds up in a fixed order (deterministic, no atomics);
+- ``DYNAMIC``: takes the scale from the amax already in ``amax_in`` (this step's, from an earlier
+  ``AMAX`` pass) instead of ``scale``, and records it in ``scale`` and ``scale_inv``.
+
+A thread takes eight neighbouring columns of 64 rows in four tiles of 16: eight 16-byte reads per
+row tile (when the input is 16-byte aligned), an 8-byte store per row and a 16-byte store per
+transposed column; neighbouring threads take neighbouring columns, so the warp's reads and
+row-major stores are contiguous. ``rows`` must be a multiple of 16 and ``cols`` of 8 (float8
+GEMMs need multiples of 16 anyway).
+
+``update_scaling`` applies delayed scaling to the slots in ``mask`` of a layer's state (one thread
+per slot): from the amax history (``history_len x slots``, row 0 the latest step's accumulator)
+it takes the largest value (or row 0's, ``most_recent``), sets ``scale = fp8_max / amax /
+2**margin`` (kept as it was when that amax is 0, infinite or NaN; the largest float when the
+quotient overflows), then shifts the history down one row and zeroes row 0. With ``zero_only``
+it only zeroes row 0 (dynamic scaling's accumulators, before a step).
+"""
+
+from __future__ import annotations
+
+from ..._codegen.float_formats import FLOAT_FORMATS_SOURCE, FORMAT_CODES
+from ..._codegen.launch import KernelSet
+from ..._codegen.launch import launch as launch_kernel
+
+__all__ = ["AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SOURCE", "OPS", "ROWS_PER_THREAD", "WRITE", "WRITE_T",
+           "cast_transpose_name", "launch"]
+
+WRITE, WRITE_T, AMAX, DBIAS, DYNAMIC = (1 << bit for bit in range(5))
+OPS = {"none": 0, "relu": 1, "gelu": 2, "drelu": 3, "dgelu": 4}
+ROWS_PER_THREAD = 64  # four tiles of 16 rows: one row of dbias partial sums per 64 input rows
+COLUMNS_PER_THREAD = 8
+
+KERNEL_SOURCE = FLOAT_FORMATS_SOURCE + r"""
+enum { WRITE = 1, WRITE_T = 2, AMAX = 4, DBIAS = 8, DYNAMIC = 16 };
+enum { OP_NONE = 0, OP_RELU = 1, OP_GELU = 2, OP_DRELU = 3, OP_DGELU = 4 };
+enum { TILE_ROWS = 16, TILES = 4, COLS = 8 };
+
+__device__ inline float largest_finite(int out) { return out == E4M3 ? 448.0f : 57344.0f; }
+
+// The scale that maps amax onto the float8 format's largest value, 2**-margin of it; `previous`
+// when amax is 0, infinite or NaN; the largest float when the quotient overflows.
+__device__ inline float scale_for(float amax, float fp8_max, float margin_factor, float previous) {
+    if (!(amax > 0.0f) || amax > 3.402823466e38f) return previous;
+    float scale = fp8_max / amax * margin_factor;
+    return scale > 3.402823466e38f ? 3.402823466e38f : scale;
+}
+
+// Two floats to two float8 bytes (lo in the low byte), rounding to nearest even, saturating.
+template <int OUT> __device__ inline unsigned int to_float8x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    unsigned short packed;
+    if (OUT == E4M3)
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(packed) : "f"(hi), "f"(lo));
+    else
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(packed) : "f"(hi), "f"(lo));
+    return packed;
+#else
+    if (OUT == E4M3)
+        return encode(lo, 3, 4, 7, 448.0f, 1, 0x7fu) | (encode(hi, 3, 4, 7, 448.0f, 1, 0x7fu) << 8);
+    return encode(lo, 2, 5, 15, 57344.0f, 1, 0x7eu) | (encode(hi, 2, 5, 15, 57344.0f, 1, 0x7eu) << 8);
+#endif
+}
+
+// Eight neighbouring elements of one row as floats: one 16-byte load when `vector` (16-bit
+// formats, 16-byte aligned), else element by element.
+template <int IN> __device__ inline void load8(const void* base, i64 index, bool vector, float* v) {
+    if ((IN == F16 || IN == BF16) && vector) {
+        const uint4 word = *(const uint4*)((const unsigned short*)base + index);
+        const unsigned int halves[4] = {word.x, word.y, word.z, word.w};
+        for (int k = 0; k < 4; ++k) {
+            if (IN == BF16) {
+                v[2 * k] = bits_float(halves[k] << 16);
+                v[2 * k + 1] = bits_float(halves[k] & 0xffff0000u);
+            } else {
+                v[2 * k] = decode(halves[k] & 0xffffu, 10, 5, 15, 1);
+                v[2 * k + 1] = decode(halves[k] >> 16, 10, 5, 15, 1);
+            }
+        }
+        return;
+    }
+    for (int j = 0; j < COLS; ++j) v[j] = load<float>(base, IN, index + j);
+}
+
+__device__ inline float apply_op(int op, float v, float aux) {
+    switch (op) {
+    case OP_RELU: return v > 0.0f ? v : 0.0f;
+    case OP_GELU: return gelu(v);
+    case OP_DRELU: return aux > 0.0f ? v : 0.0f;
+    case OP_DGELU: return v * gelu_derivative(aux);
+    default: return v;
+    }
+}
+
+__device__ inline unsigned int warp_max(unsigned int value) {
+#ifdef __CUDA_ARCH__
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        unsigned int other = __shfl_xor_sync(0xffffffffu, value, offset);
+        value = other > value ? other : value;
+    }
+#endif
+    return value;
+}
+
+template <int IN, int OUT>
+__global__ void cast_transpose(const void* in, i64 in_ld, const void* aux, i64 aux_ld, i64 rows, i64 cols, int op,
+                               int flags, unsigned char* out, unsigned char* out_t, float* scale, float* scale_inv,
+                               unsigned int* amax, const unsigned int* amax_in, float margin_factor,
+                               float* dbias_partial, int vector) {
+    const float fp8_max = largest_finite(OUT);
+    float s;
+    if (flags & DYNAMIC) {
+        s = scale_for(bits_float(*amax_in), fp8_max, margin_factor, 1.0f);
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            *scale = s;
+            *scale_inv = 1.0f / s;
+        }
+    } else {
+        s = *scale;
+    }
+    const i64 groups = cols / COLS, row_blocks = (rows + TILE_ROWS * TILES - 1) / (TILE_ROWS * TILES);
+    const i64 count = groups * row_blocks, step = (i64)gridDim.x * blockDim.x;
+    const bool vector_in = vector & 1, vector_aux = (vector >> 1) & 1;
+    unsigned int largest = 0u;
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < count; t += step) {
+        const i64 col = (t % groups) * COLS, row_block = t / groups;
+        float sums[COLS];
+        for (int j = 0; j < COLS; ++j) sums[j] = 0.0f;
+        for (int tile = 0; tile < TILES; ++tile) {
+            const i64 first = (row_block * TILES + tile) * TILE_ROWS;
+            if (first >= rows) break;
+            unsigned int columns[COLS][TILE_ROWS / 4];  // the tile's bytes by column, 4 rows a word
+            for (int j = 0; j < COLS; ++j)
+                for (int w = 0; w < TILE_ROWS / 4; ++w) columns[j][w] = 0u;
+            for (int r = 0; r < TILE_ROWS; ++r) {
+                const i64 row = first + r;
+                float v[COLS], a[COLS];
+                for (int j = 0; j < COLS; ++j) a[j] = 0.0f;
+                load8<IN>(in, row * in_ld + col, vector_in, v);
+                if (op == OP_DRELU || op == OP_DGELU) load8<IN>(aux, row * aux_ld + col, vector_aux, a);
+                unsigned int bytes[COLS];
+                for (int j = 0; j < COLS; j += 2) {
+                    v[j] = apply_op(op, v[j], a[j]);
+                    v[j + 1] = apply_op(op, v[j + 1], a[j + 1]);
+                    const unsigned int pair = to_float8x2<OUT>(v[j] * s, v[j + 1] * s);
+                    bytes[j] = pair & 0xffu;
+                    bytes[j + 1] = pair >> 8;
+                }
+                for (int j = 0; j < COLS; ++j) {
+                    sums[j] += v[j];
+                    const unsigned int magnitude = float_bits(fabsf(v[j]));
+                    largest = magnitude > largest ? magnitude : largest;
+                    columns[j][r / 4] |= bytes[j] << (8 * (r % 4));
+                }
+                if (flags & WRITE) {
+                    uint2 packed;
+                    packed.x = bytes[0] | (bytes[1] << 8) | (bytes[2] << 16) | (bytes[3] << 24);
+                    packed.y = bytes[4] | (bytes[5] << 8) | (bytes[6] << 16) | (bytes[7] << 24);
+                    *(uint2*)(out + row * cols + col) = packed;
+                }
+            }
+            if (flags & WRITE_T)
+                for (int j = 0; j < COLS; ++j) {
+                    uint4 packed;
+                    packed.x = columns[j][0];
+                    packed.y = columns[j][1];
+                    packed.z = columns[j][2];
+                    packed.w = columns[j][3];
+                    *(uint4*)(out_t + (col + j) * rows + first) = packed;
+                }
+        }
+        if (flags & DBIAS)
+            for (int j = 0; j < COLS; ++j) dbias_partial[row_block * cols + col + j] = sums[j];
+    }
+    if (flags & AMAX) {
+        largest = warp_max(largest);
+        if ((threadIdx.x & 31u) == 0u && largest) atomicMax(amax, largest);
+    }
+}
+
+// result[c] = sum over p of partial[p * cols + c], stored in format OUT (the bias gradient).
+__global__ void sum_rows(const float* partial, i64 parts, i64 cols, void* result, int result_code) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 c = (i64)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += step) {
+        float sum = 0.0f;
+        for (i64 p = 0; p < parts; ++p) sum += partial[p * cols + c];
+        store<float>(result, result_code, c, sum);
+    }
+}
+
+__global__ void update_scaling(float* history, i64 history_len, i64 slots, unsigned long long mask,
+                               unsigned long long e5m2_mask, float* scale, float* scale_inv, float margin_factor,
+                               int most_recent, int zero_only) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 slot = (i64)blockIdx.x * blockDim.x + threadIdx.x; slot < slots; slot += step) {
+        if (!((mask >> slot) & 1ull)) continue;
+        if (!zero_only) {
+            unsigned int largest = float_bits(history[slot]);
+            if (!most_recent)
+                for (i64 k = 1; k < history_len; ++k) {
+                    const unsigned int bits = float_bits(history[k * slots + slot]);
+                    largest = bits > largest ? bits : largest;
+                }
+            const float fp8_max = ((e5m2_mask >> slot) & 1ull) ? 57344.0f : 448.0f;
+            const float s = scale_for(bits_float(largest), fp8_max, margin_factor, scale[slot]);
+            scale[slot] = s;
+            scale_inv[slot] = 1.0f / s;
+            for (i64 k = history_len - 1; k > 0; --k) history[k * slots + slot] = history[(k - 1) * slots + slot];
+        }
+        history[slot] = 0.0f;
+    }
+}
+"""
+
+
+def cast_transpose_name(in_dtype: str, out_dtype: str) -> str:
+    """The kernel instance for torch dtype names, e.g. ``("bfloat16", "float8_e4m3fn")``."""
+    return f"cast_transpose<{FORMAT_CODES[in_dtype]}, {FORMAT_CODES[out_dtype]}>"
+
+
+KERNEL_NAMES = tuple(cast_transpose_name(i, o) for i in ("float16", "bfloat16", "float32")
+                     for o in ("float8_e4m3fn", "float8_e5m2")) + ("sum_rows", "update_scaling")
+
+KERNELS = KernelSet(KERNEL_SOURCE, KERNEL_NAMES)
+
+
+def launch(stream, device_id: int, name: str, count: int, *args) -> None:
+    """Launch kernel ``name`` for ``count`` threads' work on ``stream`` (a StreamHolder); pointers
+    are Python ints, every other argument a numpy scalar of the parameter's type."""
+    launch_kernel(stream, KERNELS.kernel(device_id, name), count, *args)
