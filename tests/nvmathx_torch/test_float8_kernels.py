@@ -8,7 +8,6 @@ pytest.importorskip("torch")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 from helpers.host_kernels import HostKernels  # noqa: E402
-
 from nvmathx.torch._float8 import kernels  # noqa: E402
 
 HOST = HostKernels(kernels.KERNEL_SOURCE, kernels.KERNEL_NAMES, "float8")
