@@ -51,8 +51,10 @@ As ``nn.Linear``:
   right shapes, touching no data.
 """
 
+from ._float8.recipe import Float8Recipe
+from ._float8.state import Float8State
 from ._functional import fused_linear, fused_mlp
 from ._fused import set_autotune
 from ._modules import FusedLinear, FusedMLP
 
-__all__ = ["FusedLinear", "FusedMLP", "fused_linear", "fused_mlp", "set_autotune"]
+__all__ = ["Float8Recipe", "Float8State", "FusedLinear", "FusedMLP", "fused_linear", "fused_mlp", "set_autotune"]

@@ -11,6 +11,9 @@ from __future__ import annotations
 import torch
 
 from .._core.errors import OperandError, OptionsError, UnsupportedOperandError
+from ._float8 import dispatch as float8
+from ._float8.recipe import Float8Recipe
+from ._float8.state import Float8State
 from ._fused import check_autotune
 from ._ops import EagerLinear, EagerLinearAux, EagerMLP, as_matrix, eager
 
@@ -90,7 +93,8 @@ def _grad_needed(*tensors) -> bool:
 
 
 def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
-                 activation: str | None = None, *, autotune: bool | None = None) -> torch.Tensor:
+                 activation: str | None = None, *, autotune: bool | None = None, fp8: Float8Recipe | None = None,
+                 fp8_state: Float8State | None = None) -> torch.Tensor:
     """``act(x @ weight.T + bias)``: ``torch.nn.functional.linear`` followed by an activation, in
     one cuBLASLt GEMM forward and two backward.
 
@@ -109,6 +113,15 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     autotune : None, True or False
         Whether this call's GEMMs (forward, and the backward's) time cuBLASLt's candidates on a
         new problem and keep the fastest; None (default) follows :func:`set_autotune`.
+    fp8 : Float8Recipe or None
+        Run the GEMMs in float8 with this recipe (see :class:`Float8Recipe`): forward with e4m3
+        operands, backward with e5m2 gradients (``format="hybrid"``), results in x's dtype.
+        Problems float8 cannot take (not CUDA, a GPU older than compute capability 8.9, a GEMM
+        dimension that is not a multiple of 16, float64) run unquantised, logged once at INFO.
+    fp8_state : Float8State or None
+        The scaling state (``kind="linear"``, made for the same recipe, on x's device), passed on
+        every call: its amax history and scales are updated in place. May be None for dynamic
+        scaling only. Layers keep their own (:class:`FusedLinear` ``fp8=``).
 
     Returns
     -------
@@ -123,7 +136,8 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     UnsupportedOperandError
         Operands that are not tensors, or dtypes other than float16, bfloat16, float32, float64.
     OptionsError
-        An unknown ``activation``, or an ``autotune`` other than None, True or False.
+        An unknown ``activation``, an ``autotune`` other than None, True or False, an ``fp8``
+        that is no :class:`Float8Recipe`, or an ``fp8_state`` that does not fit it.
 
     Notes
     -----
@@ -161,6 +175,16 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     _check_features(x, weight, "weight")
     x2 = _as_rows(x)
     direct = eager(x2)
+    if fp8 is not None:
+        state = float8.resolve_state(fp8, fp8_state, "linear", x.device)
+        reason = float8.fallback_reason(x2, weight)
+        if reason is None:
+            y = float8.linear(float8.row_major(x2), weight, bias, op_activation, state,
+                              _grad_needed(x2, weight, bias), direct)
+            return y.view(x.shape[:-1] + (weight.shape[0],))
+        float8.log_fallback(reason)
+    elif fp8_state is not None:
+        raise OptionsError("fp8_state", "given without an fp8 recipe")
     if op_activation == "gelu" and _grad_needed(x2, weight, bias):
         if direct:
             y = EagerLinearAux.apply(x2, weight, bias, op_activation, autotune)[0]
@@ -174,7 +198,8 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
 
 
 def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: torch.Tensor,
-              b2: torch.Tensor | None, activation: str = "gelu", *, autotune: bool | None = None) -> torch.Tensor:
+              b2: torch.Tensor | None, activation: str = "gelu", *, autotune: bool | None = None,
+              fp8: Float8Recipe | None = None, fp8_state: Float8State | None = None) -> torch.Tensor:
     """``act(x @ w1.T + b1) @ w2.T + b2``, the transformer feed-forward block, forward and backward
     on cuBLASLt with every elementwise step fused into a GEMM.
 
@@ -191,6 +216,10 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     autotune : None, True or False
         As for :func:`fused_linear`: this call's six GEMMs autotune, or not; None (default)
         follows :func:`set_autotune`.
+    fp8, fp8_state : Float8Recipe or None, Float8State or None
+        As for :func:`fused_linear`, with a state of ``kind="mlp"``. The hidden activation is
+        cast to float8 in the kernel that applies the activation to the first GEMM's output,
+        and the gradient through it in the kernel that casts it and sums the bias gradient.
 
     Returns
     -------
@@ -240,6 +269,16 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
                            f"expected {w1.shape[0]} columns, the hidden features of w1 (got shape {tuple(w2.shape)})")
     x2 = _as_rows(x)
     direct = eager(x2)
+    if fp8 is not None:
+        state = float8.resolve_state(fp8, fp8_state, "mlp", x.device)
+        reason = float8.fallback_reason(x2, w1, w2)
+        if reason is None:
+            out = float8.mlp(float8.row_major(x2), w1, b1, w2, b2, op_activation, state,
+                             _grad_needed(x2, w1, b1, w2, b2), direct)
+            return out.view(x.shape[:-1] + (w2.shape[0],))
+        float8.log_fallback(reason)
+    elif fp8_state is not None:
+        raise OptionsError("fp8_state", "given without an fp8 recipe")
     if _grad_needed(x2, w1, b1, w2, b2):
         mlp = EagerMLP.apply if direct else torch.ops.nvmathx.mlp.default
         out = mlp(x2, w1, b1, w2, b2, op_activation, autotune)[0]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ._float8.recipe import Float8Recipe, check_recipe
+from ._float8.state import Float8State
 from ._functional import _activation, fused_linear, fused_mlp
 from ._fused import check_autotune
 
@@ -36,6 +38,13 @@ class FusedLinear(nn.Module):
         Whether this layer's GEMMs (forward and backward) autotune (see :func:`set_autotune`);
         None (default) follows the process-wide :func:`set_autotune`. The attribute of the same
         name may be changed later; it is not part of the ``state_dict``.
+    fp8 : Float8Recipe or None
+        Train and run in float8 with this recipe (see :func:`fused_linear`). The layer then holds
+        its scaling state as the submodule ``fp8_state`` (:class:`Float8State`), whose buffers
+        ``fp8_state.amax_history``, ``fp8_state.scale`` and ``fp8_state.scale_inv`` join the
+        ``state_dict``: an ``nn.Linear`` checkpoint loads with ``strict=False`` (those keys
+        reported missing), and this layer's loads into ``nn.Linear`` with ``strict=False``
+        (reported unexpected); ``strict=True`` raises for them, as torch does.
 
     See Also
     --------
@@ -54,10 +63,11 @@ class FusedLinear(nn.Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, activation: str | None = None,
                  device: torch.device | str | int | None = None, dtype: torch.dtype | None = None, *,
-                 autotune: bool | None = None) -> None:
+                 autotune: bool | None = None, fp8: Float8Recipe | None = None) -> None:
         super().__init__()
         _activation(activation, allow_none=True)
         self.autotune = check_autotune(autotune)
+        self.fp8 = check_recipe(fp8)
         self.in_features = in_features
         self.out_features = out_features
         self.activation = activation
@@ -66,6 +76,7 @@ class FusedLinear(nn.Module):
             self.bias = nn.Parameter(torch.empty(out_features, device=device, dtype=dtype))
         else:
             self.register_parameter("bias", None)
+        self.fp8_state = Float8State(fp8, "linear", device=device) if fp8 is not None else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -73,11 +84,12 @@ class FusedLinear(nn.Module):
         nn.Linear.reset_parameters(self)  # type: ignore[arg-type]  # borrowed: the same weight and bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return fused_linear(x, self.weight, self.bias, self.activation, autotune=self.autotune)
+        return fused_linear(x, self.weight, self.bias, self.activation, autotune=self.autotune, fp8=self.fp8,
+                            fp8_state=self.fp8_state)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
-                f"activation={self.activation!r}" + _autotune_repr(self.autotune))
+                f"activation={self.activation!r}" + _autotune_repr(self.autotune) + _fp8_repr(self.fp8))
 
 
 class FusedMLP(nn.Module):
@@ -104,6 +116,10 @@ class FusedMLP(nn.Module):
     autotune : None, True or False
         Whether the block's six GEMMs autotune; None (default) follows :func:`set_autotune`. The
         block's own ``autotune`` attribute decides (``fc1`` and ``fc2`` are not called on their own).
+    fp8 : Float8Recipe or None
+        Train and run in float8 with this recipe (see :func:`fused_mlp`); the block's scaling
+        state is its submodule ``fp8_state`` (``kind="mlp"``), saved in the ``state_dict`` as for
+        :class:`FusedLinear`.
 
     Examples
     --------
@@ -118,21 +134,28 @@ class FusedMLP(nn.Module):
 
     def __init__(self, d_model: int, hidden: int, activation: str = "gelu", bias: bool = True,
                  device: torch.device | str | int | None = None, dtype: torch.dtype | None = None, *,
-                 autotune: bool | None = None) -> None:
+                 autotune: bool | None = None, fp8: Float8Recipe | None = None) -> None:
         super().__init__()
         _activation(activation, allow_none=False)
         self.activation = activation
         self.autotune = check_autotune(autotune)
+        self.fp8 = check_recipe(fp8)
         self.fc1 = FusedLinear(d_model, hidden, bias, device=device, dtype=dtype)
         self.fc2 = FusedLinear(hidden, d_model, bias, device=device, dtype=dtype)
+        self.fp8_state = Float8State(fp8, "mlp", device=device) if fp8 is not None else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         fc1, fc2 = self.fc1, self.fc2
-        return fused_mlp(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias, self.activation, autotune=self.autotune)
+        return fused_mlp(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias, self.activation, autotune=self.autotune,
+                         fp8=self.fp8, fp8_state=self.fp8_state)
 
     def extra_repr(self) -> str:
-        return f"activation={self.activation!r}" + _autotune_repr(self.autotune)
+        return f"activation={self.activation!r}" + _autotune_repr(self.autotune) + _fp8_repr(self.fp8)
 
 
 def _autotune_repr(autotune: bool | None) -> str:
     return "" if autotune is None else f", autotune={autotune}"
+
+
+def _fp8_repr(recipe: Float8Recipe | None) -> str:
+    return "" if recipe is None else f", fp8={recipe!r}"

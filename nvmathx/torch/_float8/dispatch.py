@@ -1,0 +1,105 @@
+"""Whether a call with a float8 recipe runs in float8, the state it runs with, and its op call.
+
+Float8 needs CUDA tensors of float16, bfloat16 or float32 on a GPU of compute capability 8.9 or
+newer (Ada, Hopper and later) and every GEMM dimension (tokens and features) a non-zero multiple
+of 16; anything else runs the layer's unquantised path, as without a recipe, leaving the scaling
+state untouched, and the reason is logged once at INFO on the ``nvmathx`` logger.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from ..._core.errors import OperandError, OptionsError
+from .ops import EagerFloat8Linear, EagerFloat8MLP
+from .recipe import check_recipe
+from .state import Float8State
+
+__all__ = ["fallback_reason", "linear", "log_fallback", "mlp", "resolve_state", "row_major"]
+
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_logger = logging.getLogger("nvmathx")
+_logged: set = set()
+_capabilities: dict = {}
+
+
+def _capability(device: torch.device) -> tuple:
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    capability = _capabilities.get(index)
+    if capability is None:
+        capability = _capabilities[index] = torch.cuda.get_device_capability(index)
+    return capability
+
+
+def device_reason(x: torch.Tensor) -> str | None:
+    """Why ``x``'s device runs no float8 GEMMs, or None."""
+    if not x.is_cuda:
+        return f"{x.device.type} tensors"
+    capability = _capability(x.device)
+    if capability < (8, 9):
+        return f"compute capability {capability[0]}.{capability[1]} (float8 needs 8.9 or newer)"
+    return None
+
+
+def fallback_reason(x: torch.Tensor, *weights: torch.Tensor) -> str | None:
+    """Why a float8 call on ``x`` (tokens x features) and ``weights`` runs unquantised, or None."""
+    if x.dtype not in _DTYPES:
+        return f"dtype {x.dtype}"
+    dimensions = (x.shape[0], *(d for w in weights for d in w.shape))
+    if any(d == 0 or d % 16 for d in dimensions):
+        return f"GEMM dimensions {dimensions} (float8 GEMMs need non-zero multiples of 16)"
+    return device_reason(x)
+
+
+def log_fallback(reason: str) -> None:
+    if reason not in _logged:
+        _logged.add(reason)
+        _logger.info("nvmathx.torch: float8 recipe not applied for %s; running unquantised", reason)
+
+
+def resolve_state(recipe, state, kind: str, device: torch.device) -> Float8State:
+    """The scaling state of a functional call: the user's (checked against the recipe, the layer
+    kind and the device), or a fresh one for dynamic scaling, which keeps nothing across steps."""
+    recipe = check_recipe(recipe)
+    assert recipe is not None
+    if state is None:
+        if recipe.scaling == "delayed":
+            raise OptionsError("fp8_state", f"delayed scaling keeps an amax history across calls: pass "
+                                            f"fp8_state=Float8State(recipe, kind={kind!r}) on every call")
+        return Float8State(recipe, kind, device=device)
+    if not isinstance(state, Float8State):
+        raise OptionsError("fp8_state", f"expected a Float8State or None (got {type(state).__name__})")
+    if state.kind != kind:
+        raise OptionsError("fp8_state", f"made for kind={state.kind!r}; this call needs kind={kind!r}")
+    if state.recipe != recipe:
+        raise OptionsError("fp8_state", f"made for {state.recipe!r}, not for the fp8 recipe given")
+    if state.amax_history.device != device:
+        raise OperandError("fp8_state", f"lives on {state.amax_history.device} but the input lives on {device}")
+    return state
+
+
+def _state_args(state: Float8State) -> tuple:
+    return state.amax_history, state.scale, state.scale_inv, id(state)
+
+
+def linear(x2, weight, bias, activation: str, state: Float8State, need_grad: bool, direct: bool):
+    """``act(x2 @ weight.T + bias)`` through the float8 op (eager Function or compiled op)."""
+    args = (x2, weight.contiguous(), bias, activation, *_state_args(state), need_grad)
+    if direct:
+        return EagerFloat8Linear.apply(*args, True)[0]
+    return torch.ops.nvmathx.float8_linear.default(*args, False)[0]
+
+
+def mlp(x2, w1, b1, w2, b2, activation: str, state: Float8State, need_grad: bool, direct: bool):
+    """``act(x2 @ w1.T + b1) @ w2.T + b2`` through the float8 op."""
+    args = (x2, w1.contiguous(), b1, w2.contiguous(), b2, activation, *_state_args(state), need_grad)
+    if direct:
+        return EagerFloat8MLP.apply(*args, True)[0]
+    return torch.ops.nvmathx.float8_mlp.default(*args, False)[0]
+
+
+def row_major(x2: torch.Tensor) -> torch.Tensor:
+    """The matrix with unit column stride, as the cast kernels read it (a copy only when column-major)."""
+    return x2 if x2.stride(1) == 1 else x2.contiguous()

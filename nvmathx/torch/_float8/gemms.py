@@ -1,0 +1,262 @@
+"""The float8 forward and backward passes of the layers on CUDA: casts (:mod:`.kernels`) and float8
+GEMMs (:func:`nvmathx.linalg.matmul` with dequantisation scales), in the user's row-major frame.
+
+Hopper's float8 GEMMs take both operands K-major, so every product below is ``a @ b`` with ``a``
+row-major and ``b`` the transpose of a row-major matrix (a transpose flag, no copy); each tensor
+is cast once, to the layout (or the two layouts) its GEMMs read:
+
+==============  ==========================  ===========================  =========================
+pass            product                     ``a``                        ``b``
+==============  ==========================  ===========================  =========================
+forward         ``x @ W.T`` (+ bias)        x8                           W8.T
+input grad      ``g @ W``                   g8                           (W8t).T, W8t = W8 transposed
+weight grad     ``g.T @ x``                 g8t = g8 transposed          (x8t).T
+==============  ==========================  ===========================  =========================
+
+The block's hidden activation ``h = act(z)`` is cast from the pre-activation ``z`` (written by
+the first GEMM with its bias) in the same kernel that applies the activation; the gradient
+through the activation, ``dz = (g @ W2) * act'(z)``, is applied in the kernel that casts ``dz``
+and sums its bias gradient. Saved for the backward pass: x8t, z and h8t (float8 copies and one
+tensor of the layer's dtype, less than the unquantised layers keep).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..._codegen.float_formats import FORMAT_CODES
+from ..._core.streams import resolve_stream
+from ...linalg import MatmulOptions, matmul
+from . import kernels
+from .state import Float8State, slot_mask
+
+__all__ = ["Cast", "Pass", "linear_backward", "linear_forward", "mlp_backward", "mlp_forward"]
+
+_OPTIONS: dict = {}
+
+
+def _options(dtype: torch.dtype, fast: bool) -> MatmulOptions:
+    key = (dtype, fast)
+    options = _OPTIONS.get(key)
+    if options is None:
+        options = _OPTIONS[key] = MatmulOptions(result_type=_name(dtype), fast_accumulation=fast)
+    return options
+
+
+# The three facts a pass asks torch.cuda (module functions, so host tests can answer them).
+def device_id(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def current_stream_handle(device: torch.device) -> int:
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def capturing() -> bool:
+    return torch.cuda.is_current_stream_capturing()
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _aligned(t: torch.Tensor) -> bool:
+    """16-byte vector loads: an aligned base and a row stride of whole 16-byte units (16-bit types)."""
+    return t.element_size() == 2 and t.data_ptr() % 16 == 0 and (t.stride(0) * 2) % 16 == 0
+
+
+class Pass:
+    """One forward or backward pass over a layer's scaling state (``history``, ``scale``,
+    ``scale_inv``: the state's buffers, or what ``torch.compile`` passes for them): the scale
+    update before it (all-reducing row 0 of the amax history over the recipe's process group
+    first), then the casts of :meth:`cast` and :meth:`weight`.
+
+    A pass scales dynamically (each tensor by this step's amax) under dynamic scaling, and under
+    delayed scaling while one of its slots has no amax recorded yet (the first step)."""
+
+    def __init__(self, state: Float8State, tensors, device: torch.device, slots, use_cache: bool = True):
+        self.state = state
+        self.history, self.scale, self.scale_inv = tensors
+        self.device_id = device_id(device)
+        self.stream = resolve_stream(current_stream_handle(device), self.device_id)
+        self.group = state.recipe.process_group
+        self.use_cache = use_cache and not capturing()  # a graph replay must recast
+        self.dynamic = self._dynamic(slots)
+        self.update(slots, self.dynamic)
+
+    def _dynamic(self, slots) -> bool:
+        return self.state.recipe.scaling == "dynamic" or any(slot not in self.state.measured for slot in slots)
+
+    def update(self, slots, zero_only: bool) -> None:
+        """Fold row 0 into the scales of ``slots`` and clear it (only clear it when ``zero_only``)."""
+        state, history = self.state, self.history
+        if self.group is not None and not zero_only:
+            torch.distributed.all_reduce(history[0], op=torch.distributed.ReduceOp.MAX, group=self.group)
+        kernels.launch(self.stream, self.device_id, "update_scaling", len(state.slots), history.data_ptr(),
+                       np.int64(history.shape[0]), np.int64(history.shape[1]), slot_mask(slots),
+                       np.uint64(state.e5m2_mask), self.scale.data_ptr(), self.scale_inv.data_ptr(),
+                       np.float32(2.0 ** -state.recipe.margin),
+                       np.int32(state.recipe.amax_compute_algo == "most_recent"), np.int32(zero_only))
+
+    def _launch_cast(self, t, aux, slot, op, flags, out, out_t, partials) -> None:
+        name = kernels.cast_transpose_name(_name(t.dtype), _name(self.state.dtype_of(slot)))
+        amax = self.history.data_ptr() + 4 * slot
+        vector = int(_aligned(t)) | (int(aux is not None and _aligned(aux)) << 1)
+        rows, cols = t.shape
+        threads = (cols // kernels.COLUMNS_PER_THREAD) * -(-rows // kernels.ROWS_PER_THREAD)
+        kernels.launch(self.stream, self.device_id, name, max(threads, 1), t.data_ptr(), np.int64(t.stride(0)),
+                       aux.data_ptr() if aux is not None else 0, np.int64(aux.stride(0) if aux is not None else 0),
+                       np.int64(rows), np.int64(cols), np.int32(kernels.OPS[op]), np.int32(flags),
+                       out.data_ptr() if out is not None else 0, out_t.data_ptr() if out_t is not None else 0,
+                       self.scale.data_ptr() + 4 * slot, self.scale_inv.data_ptr() + 4 * slot, amax, amax,
+                       np.float32(2.0 ** -self.state.recipe.margin),
+                       partials.data_ptr() if partials is not None else 0, np.int32(vector))
+
+    def cast(self, t: torch.Tensor, slot: int, *, op: str = "none", aux: torch.Tensor | None = None,
+             rowmajor: bool = True, transposed: bool = True, bias_grad: bool = False, dynamic: bool | None = None,
+             reduce_amax: bool = True) -> Cast:
+        """``op(t)`` in float8 for slot ``slot``: row-major and/or transposed, with its column sums
+        (the bias gradient, in ``t``'s dtype) when ``bias_grad``; its amax recorded in row 0."""
+        rows, cols = t.shape
+        dtype = self.state.dtype_of(slot)
+        out = torch.empty((rows, cols), dtype=dtype, device=t.device) if rowmajor else None
+        out_t = torch.empty((cols, rows), dtype=dtype, device=t.device) if transposed else None
+        partials = None
+        if bias_grad:
+            partials = torch.empty((-(-rows // kernels.ROWS_PER_THREAD), cols), dtype=torch.float32, device=t.device)
+        flags = (kernels.WRITE if rowmajor else 0) | (kernels.WRITE_T if transposed else 0)
+        flags |= kernels.DBIAS if bias_grad else 0
+        if self.dynamic if dynamic is None else dynamic:
+            self._launch_cast(t, aux, slot, op, kernels.AMAX, None, None, None)  # this step's amax first
+            if self.group is not None and reduce_amax:
+                row = self.history[0]
+                torch.distributed.all_reduce(row[slot:slot + 1], op=torch.distributed.ReduceOp.MAX, group=self.group)
+            flags |= kernels.DYNAMIC
+        else:
+            flags |= kernels.AMAX
+        self._launch_cast(t, aux, slot, op, flags, out, out_t, partials)
+        self.state.measured.add(slot)
+        bias = None
+        if bias_grad:
+            bias = torch.empty(cols, dtype=t.dtype, device=t.device)
+            kernels.launch(self.stream, self.device_id, "sum_rows", cols, partials.data_ptr(),
+                           np.int64(partials.shape[0]), np.int64(cols), bias.data_ptr(),
+                           np.int32(FORMAT_CODES[_name(t.dtype)]))
+        return Cast(out, out_t, bias, self.scale_inv[slot:slot + 1])
+
+    def weight(self, w: torch.Tensor, slot: int) -> Cast:
+        """The weight in float8, both layouts; from the state's cache while the weight is unchanged
+        (same storage and version: no optimizer step, no load) and the pass may use it."""
+        key = (w.data_ptr(), w._version, tuple(w.shape), w.dtype, self.scale_inv.data_ptr())
+        cache = self.state.weight_cache
+        cached = cache.get(slot) if self.use_cache else None
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        dynamic = self._dynamic((slot,))
+        self.update((slot,), dynamic)
+        cast = self.cast(w, slot, dynamic=dynamic, reduce_amax=False)  # replicas hold equal weights
+        if self.use_cache:
+            cache[slot] = (key, cast)
+        return cast
+
+
+class Cast:
+    """A tensor cast to float8: ``data`` (row-major), ``transposed``, the bias gradient taken
+    along the way, and ``scale_inv`` (the one-element view the GEMMs dequantise with)."""
+
+    __slots__ = ("data", "transposed", "bias_grad", "scale_inv")
+
+    def __init__(self, data, transposed, bias_grad, scale_inv):
+        self.data, self.transposed, self.bias_grad, self.scale_inv = data, transposed, bias_grad, scale_inv
+
+
+def _gemm(a: Cast, a_matrix, b: Cast, b_matrix, dtype, fast: bool, bias=None):
+    """``a_matrix @ b_matrix`` dequantised with a's and b's scales, in ``dtype``, plus ``bias``."""
+    return matmul(a_matrix, b_matrix, epilog="BIAS" if bias is not None else None,
+                  epilog_inputs={"bias": bias} if bias is not None else None,
+                  quantization_scales={"a": a.scale_inv, "b": b.scale_inv}, options=_options(dtype, fast))
+
+
+def _activate(z: torch.Tensor, activation: str) -> torch.Tensor:
+    if activation == "relu":
+        return torch.relu(z)
+    if activation == "gelu":
+        return torch.nn.functional.gelu(z, approximate="tanh")
+    return z
+
+
+def _saved(transposed: torch.Tensor, scale_inv: torch.Tensor, slot: int) -> Cast:
+    """A forward cast as the backward pass uses it: its transpose, dequantised with the scale
+    the forward pass cast it with (the snapshot ``scale_inv``: a later pass may change the state's)."""
+    return Cast(None, transposed, None, scale_inv[slot:slot + 1])
+
+
+def linear_forward(state: Float8State, tensors, x, weight, bias, activation: str, need_grad: bool,
+                   use_cache: bool = True):
+    """``(y, saved)``: ``y = act(x @ weight.T + bias)`` with float8 operands; ``saved`` the tensors
+    :func:`linear_backward` takes, ``(x8t, w8t, aux, scale_inv)`` (None without gradients)."""
+    slot_x, slot_w = state.slot("input"), state.slot("weight")
+    work = Pass(state, tensors, x.device, (slot_x,), use_cache)
+    x8 = work.cast(x, slot_x, transposed=need_grad)
+    w8 = work.weight(weight, slot_w)
+    z = _gemm(x8, x8.data, w8, w8.data.T, x.dtype, state.recipe.fast_accumulation, bias)
+    y = _activate(z, activation)
+    if not need_grad:
+        return y, None
+    return y, (x8.transposed, w8.transposed, z if activation == "gelu" else y, work.scale_inv.clone())
+
+
+def linear_backward(state: Float8State, tensors, grad, saved, activation: str, needs: tuple):
+    """``(dx, dweight, dbias)`` for the gradient ``grad`` of :func:`linear_forward`'s output."""
+    x8t, w8t, aux, scale_inv = saved
+    need_x, need_weight, need_bias = needs
+    slot_g = state.slot("grad_output")
+    work = Pass(state, tensors, grad.device, (slot_g,))
+    g8 = work.cast(grad, slot_g, op="none" if activation == "none" else "d" + activation,
+                   aux=aux if activation != "none" else None, rowmajor=need_x, transposed=need_weight,
+                   bias_grad=need_bias)
+    w8, x8 = _saved(w8t, scale_inv, state.slot("weight")), _saved(x8t, scale_inv, state.slot("input"))
+    dx = _gemm(g8, g8.data, w8, w8.transposed.T, grad.dtype, False) if need_x else None
+    dweight = _gemm(g8, g8.transposed, x8, x8.transposed.T, grad.dtype, False) if need_weight else None
+    return dx, dweight, g8.bias_grad
+
+
+def mlp_forward(state: Float8State, tensors, x, w1, b1, w2, b2, activation: str, need_grad: bool,
+                use_cache: bool = True):
+    """``(out, saved)``: ``out = act(x @ w1.T + b1) @ w2.T + b2`` with float8 operands; ``saved``
+    ``(x8t, w1_8t, z, h8t, w2_8t, scale_inv)`` for :func:`mlp_backward` (None without gradients)."""
+    slot_x, slot_h = state.slot("input"), state.slot("hidden")
+    work = Pass(state, tensors, x.device, (slot_x, slot_h), use_cache)
+    fast = state.recipe.fast_accumulation
+    x8 = work.cast(x, slot_x, transposed=need_grad)
+    w1_8 = work.weight(w1, state.slot("fc1.weight"))
+    z = _gemm(x8, x8.data, w1_8, w1_8.data.T, x.dtype, fast, b1)
+    h8 = work.cast(z, slot_h, op=activation, transposed=need_grad)
+    w2_8 = work.weight(w2, state.slot("fc2.weight"))
+    out = _gemm(h8, h8.data, w2_8, w2_8.data.T, x.dtype, fast, b2)
+    if not need_grad:
+        return out, None
+    return out, (x8.transposed, w1_8.transposed, z, h8.transposed, w2_8.transposed, work.scale_inv.clone())
+
+
+def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, needs: tuple):
+    """``(dx, dw1, db1, dw2, db2)`` for the gradient ``grad`` of :func:`mlp_forward`'s output."""
+    x8t, w1_8t, z, h8t, w2_8t, scale_inv = saved
+    need_x, need_w1, need_b1, need_w2, need_b2 = needs
+    slot_g, slot_dz = state.slot("grad_output"), state.slot("grad_hidden")
+    x8, h8 = _saved(x8t, scale_inv, state.slot("input")), _saved(h8t, scale_inv, state.slot("hidden"))
+    w1_8, w2_8 = _saved(w1_8t, scale_inv, state.slot("fc1.weight")), _saved(w2_8t, scale_inv, state.slot("fc2.weight"))
+    work = Pass(state, tensors, grad.device, (slot_g, slot_dz))
+    need_dz = need_x or need_w1 or need_b1
+    g8 = work.cast(grad, slot_g, rowmajor=need_dz, transposed=need_w2, bias_grad=need_b2)
+    dw2 = _gemm(g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False) if need_w2 else None
+    dx = dw1 = db1 = None
+    if need_dz:
+        dh = _gemm(g8, g8.data, w2_8, w2_8.transposed.T, grad.dtype, False)
+        dz8 = work.cast(dh, slot_dz, op="d" + activation, aux=z, rowmajor=need_x, transposed=need_w1,
+                        bias_grad=need_b1)
+        dx = _gemm(dz8, dz8.data, w1_8, w1_8.transposed.T, grad.dtype, False) if need_x else None
+        dw1 = _gemm(dz8, dz8.transposed, x8, x8.transposed.T, grad.dtype, False) if need_w1 else None
+        db1 = dz8.bias_grad
+    return dx, dw1, db1, dw2, g8.bias_grad

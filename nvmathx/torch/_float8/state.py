@@ -1,0 +1,102 @@
+"""The scaling state of a float8 layer: :class:`Float8State` (amax history, scales), and the one
+place that updates it before a pass."""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..._core.errors import OptionsError
+from .recipe import Float8Recipe
+
+__all__ = ["Float8State", "LINEAR_SLOTS", "MLP_SLOTS", "slot_mask", "state_by_id"]
+
+# The tensors whose scales a layer keeps, in slot order, and which of them are gradients.
+LINEAR_SLOTS = ("input", "weight", "grad_output")
+MLP_SLOTS = ("input", "fc1.weight", "hidden", "fc2.weight", "grad_output", "grad_hidden")
+_GRADIENTS = ("grad_output", "grad_hidden")
+_KINDS = {"linear": LINEAR_SLOTS, "mlp": MLP_SLOTS}
+_STATES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id -> state, for the custom ops
+
+
+def state_by_id(state_id: int) -> Float8State:
+    """The live state a custom op names by ``id`` (ops take no Python objects)."""
+    return _STATES[state_id]
+
+
+class Float8State(nn.Module):
+    """The float8 scaling state of one :class:`FusedLinear` (``kind="linear"``) or
+    :class:`FusedMLP` (``kind="mlp"``): per tensor slot (:attr:`slots`) its amax history and its
+    scale, as buffers, so they move with the module and are saved in its ``state_dict``.
+
+    Buffers
+    -------
+    amax_history : (recipe.history_rows, len(slots)) float32
+        Row 0 accumulates the amax of the current step; older steps follow. Before each pass its
+        slots' scales are recomputed from the history, which then shifts down one row (delayed
+        scaling; dynamic scaling only clears row 0).
+    scale, scale_inv : (len(slots),) float32
+        The scales the last casts used (``fp8 = x * scale``) and their inverses, which the GEMMs
+        dequantise with.
+
+    The layers create their state themselves (as ``fp8_state``); create one for the functional
+    forms :func:`fused_linear` / :func:`fused_mlp` and pass it with the same recipe on every call.
+    The float8 copies of the weights are cached here, outside the ``state_dict``, and remade when
+    a weight changes (an optimizer step, a load) or its scale does.
+
+    Examples
+    --------
+    >>> from nvmathx.torch import Float8Recipe, Float8State
+    >>> state = Float8State(Float8Recipe(amax_history_len=4), kind="mlp")
+    >>> state.slots[:3], tuple(state.amax_history.shape)
+    (('input', 'fc1.weight', 'hidden'), (4, 6))
+    """
+
+    def __init__(self, recipe: Float8Recipe, kind: str = "linear", device: torch.device | str | int | None = None):
+        super().__init__()
+        if not isinstance(recipe, Float8Recipe):
+            raise OptionsError("recipe", f"expected a Float8Recipe (got {type(recipe).__name__})")
+        if kind not in _KINDS:
+            raise OptionsError("kind", f"expected one of {list(_KINDS)} (got {kind!r})")
+        self.recipe = recipe
+        self.kind = kind
+        self.slots = _KINDS[kind]
+        count = len(self.slots)
+        self.register_buffer("amax_history", torch.zeros((recipe.history_rows, count), dtype=torch.float32,
+                                                         device=device))
+        self.register_buffer("scale", torch.ones(count, dtype=torch.float32, device=device))
+        self.register_buffer("scale_inv", torch.ones(count, dtype=torch.float32, device=device))
+        self.e5m2_mask = sum(1 << i for i, name in enumerate(self.slots)
+                             if name in _GRADIENTS and recipe.backward_dtype_name == "float8_e5m2")
+        self.measured: set = set()  # slots with an amax recorded (a pass with one that has none scales dynamically)
+        self.weight_cache: dict = {}  # slot -> (key, the weight's Cast)
+        _STATES[id(self)] = self
+
+    def slot(self, name: str) -> int:
+        """The index of slot ``name``."""
+        return self.slots.index(name)
+
+    def dtype_of(self, slot: int) -> torch.dtype:
+        """The float8 dtype slot ``slot`` is cast to."""
+        return torch.float8_e5m2 if (self.e5m2_mask >> slot) & 1 else torch.float8_e4m3fn
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        if prefix + "amax_history" in state_dict:
+            self.measured = set(range(len(self.slots)))  # a loaded history scales from the next pass on
+        self.weight_cache.clear()
+
+    def _apply(self, fn, *args, **kwargs):  # .to(), .cuda(), ...: cached float8 weights are stale
+        self.weight_cache.clear()
+        return super()._apply(fn, *args, **kwargs)
+
+    def extra_repr(self) -> str:
+        return f"kind={self.kind!r}, recipe={self.recipe!r}"
+
+
+def slot_mask(slots) -> np.uint64:
+    """The bit mask of slot indices ``slots``."""
+    return np.uint64(sum(1 << slot for slot in slots))

@@ -1,0 +1,203 @@
+"""Float8 training of FusedLinear / FusedMLP through their GPU code path, run on the host: torch CPU
+tensors presented as device tensors, cuBLASLt replaced by its numpy model (tests/linalg), the
+float8 kernels compiled as host C++. Against an independent float64 model of the recipe
+(helpers.float8_reference) computed from the same quantised values."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("ml_dtypes")
+
+from helpers.fake_torch_device import present_torch_as_device  # noqa: E402
+from helpers.float8_reference import Float8Model  # noqa: E402
+from helpers.host_kernels import HostKernels  # noqa: E402
+from helpers.torch_layers import generator, randn  # noqa: E402
+from linalg._fake_cublaslt import install  # noqa: E402
+
+from nvmathx.linalg import plan_cache  # noqa: E402
+from nvmathx.torch import Float8Recipe, Float8State, FusedLinear, FusedMLP, fused_linear, fused_mlp  # noqa: E402
+from nvmathx.torch._float8 import dispatch, gemms, kernels  # noqa: E402
+
+HOST = HostKernels(kernels.KERNEL_SOURCE, kernels.KERNEL_NAMES, "float8")
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    install(monkeypatch)
+    present_torch_as_device(monkeypatch)
+    monkeypatch.setattr(gemms, "device_id", lambda device: 0)
+    monkeypatch.setattr(gemms, "current_stream_handle", lambda device: 7)
+    monkeypatch.setattr(gemms, "capturing", lambda: False)
+    monkeypatch.setattr(kernels, "launch", HOST.launch)
+    monkeypatch.setattr(dispatch, "device_reason", lambda x: None)
+    yield
+    plan_cache.clear()
+
+
+def _error(result, expected):
+    result, expected = result.detach().double(), expected.detach().double()
+    return float((result - expected).norm() / expected.norm())
+
+
+def _mlp(seed, d_model, hidden, recipe, activation="gelu", dtype=torch.bfloat16):
+    torch.manual_seed(seed)
+    block = FusedMLP(d_model, hidden, activation=activation, dtype=dtype, fp8=recipe)
+    with torch.no_grad():  # biases of order one, so that their gradients and sums matter
+        block.fc1.bias.normal_()
+        block.fc2.bias.normal_()
+    return block
+
+
+def _params(block):
+    return [p.detach().clone() for p in (block.fc1.weight, block.fc1.bias, block.fc2.weight, block.fc2.bias)]
+
+
+def _mlp_step(block, x, grad):
+    x = x.detach().clone().requires_grad_(True)
+    block.zero_grad(set_to_none=True)
+    out = block(x)
+    out.backward(grad)
+    return out, x.grad, block.fc1.weight.grad, block.fc1.bias.grad, block.fc2.weight.grad, block.fc2.bias.grad
+
+
+TOLERANCE = 5e-3  # the layer's dtype rounding of each GEMM result, and the rare float8 code that flips with it
+
+
+@pytest.mark.parametrize("activation", ["gelu", "relu"])
+@pytest.mark.parametrize("scaling", ["delayed", "dynamic"])
+def test_mlp_steps_match_the_float8_model(fake_gpu, seed, activation, scaling):
+    """Four training steps (with SGD between them): every output and gradient is the model's, and the
+    scales the state records are the model's (the first step scales dynamically in both recipes)."""
+    recipe = Float8Recipe(scaling=scaling, amax_history_len=3)
+    block = _mlp(seed, 32, 48, recipe, activation)
+    model = Float8Model("mlp", scaling=scaling, history_len=3)
+    gen = generator(seed)
+    for step in range(4):
+        x = randn(gen, (64, 32), torch.bfloat16, scale=1.0 + step)
+        grad = randn(gen, (64, 32), torch.bfloat16, scale=1e-3)
+        w1, b1, w2, b2 = _params(block)
+        results = _mlp_step(block, x, grad)
+        expected = model.mlp(x, w1, b1, w2, b2, activation, grad)
+        for name, result, want in zip(("out", "dx", "dw1", "db1", "dw2", "db2"), results, expected):
+            assert result.dtype == torch.bfloat16 and result.shape == want.shape, name
+            assert _error(result, want) < TOLERANCE, (step, name, _error(result, want))
+        torch.testing.assert_close(block.fp8_state.scale.double(), torch.tensor(model.scales(), dtype=torch.float64),
+                                   rtol=1e-5, atol=0)
+        with torch.no_grad():
+            for p in block.parameters():
+                p -= 0.5 * p.grad
+
+
+def test_delayed_history_holds_each_steps_amax(fake_gpu, seed):
+    """Row 0 holds this step's amaxes (folded in before the next pass), older rows the earlier steps'."""
+    block = _mlp(seed, 16, 32, Float8Recipe(amax_history_len=4))
+    gen = generator(seed)
+    amaxes = []
+    for step in range(3):
+        x = randn(gen, (32, 16), torch.bfloat16, scale=2.0 ** step)
+        _mlp_step(block, x, randn(gen, (32, 16), torch.bfloat16))
+        amaxes.append(float(x.float().abs().max()))
+    history = block.fp8_state.amax_history[:, block.fp8_state.slot("input")]
+    assert history.tolist() == [amaxes[2], amaxes[1], amaxes[0], 0.0]
+    assert float(block.fp8_state.scale[0]) == pytest.approx(448.0 / amaxes[1], rel=1e-6)
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "gelu"])
+def test_linear_step_matches_the_float8_model(fake_gpu, seed, activation):
+    torch.manual_seed(seed)
+    layer = FusedLinear(32, 48, activation=activation, dtype=torch.bfloat16, fp8=Float8Recipe())
+    model = Float8Model("linear")
+    gen = generator(seed)
+    for _ in range(2):
+        x = randn(gen, (16, 32), torch.bfloat16, requires_grad=True)
+        grad = randn(gen, (16, 48), torch.bfloat16, scale=1e-2)
+        w, b = layer.weight.detach().clone(), layer.bias.detach().clone()
+        layer.zero_grad(set_to_none=True)
+        y = layer(x)
+        y.backward(grad)
+        expected = model.linear(x.detach(), w, b, activation or "none", grad)
+        for result, want in zip((y, x.grad, layer.weight.grad, layer.bias.grad), expected):
+            assert _error(result, want) < TOLERANCE
+
+
+def test_state_dict_round_trip_continues_identically(fake_gpu, seed):
+    """A block saved after two steps and loaded into a fresh one computes the next step bit for bit
+    the same; the scaling state is in the state_dict, an nn.Linear checkpoint loads non-strictly."""
+    recipe = Float8Recipe(amax_history_len=5)
+    block = _mlp(seed, 16, 32, recipe)
+    gen = generator(seed)
+    batches = [(randn(gen, (32, 16), torch.bfloat16), randn(gen, (32, 16), torch.bfloat16)) for _ in range(3)]
+    for x, grad in batches[:2]:
+        _mlp_step(block, x, grad)
+    saved = block.state_dict()
+    assert {"fp8_state.amax_history", "fp8_state.scale", "fp8_state.scale_inv"} <= set(saved)
+    twin = _mlp(seed + 1, 16, 32, recipe)
+    twin.load_state_dict(saved)
+    for a, b in zip(_mlp_step(block, *batches[2]), _mlp_step(twin, *batches[2])):
+        assert torch.equal(a, b)
+    plain = torch.nn.Module()
+    plain.fc1, plain.fc2 = torch.nn.Linear(16, 32), torch.nn.Linear(32, 16)
+    with pytest.raises(RuntimeError, match="fp8_state"):
+        twin.load_state_dict(plain.state_dict())
+    report = twin.load_state_dict(plain.state_dict(), strict=False)
+    assert sorted(report.missing_keys) == ["fp8_state.amax_history", "fp8_state.scale", "fp8_state.scale_inv"]
+    report = plain.load_state_dict(saved, strict=False)
+    assert len(report.unexpected_keys) == 3
+
+
+def test_shapes_float8_cannot_take_run_unquantised(fake_gpu, seed, caplog):
+    """24 features: not a multiple of 16, so the layer's unquantised path runs (logged once); the
+    scaling state is untouched."""
+    gen = generator(seed)
+    x, w, b = (randn(gen, s, torch.float32) for s in ((16, 24), (32, 24), (32,)))
+    state = Float8State(Float8Recipe(), "linear")
+    with caplog.at_level("INFO", logger="nvmathx"):
+        y = fused_linear(x, w, b, "relu", fp8=Float8Recipe(), fp8_state=state)
+    assert "multiples of 16" in caplog.text
+    torch.testing.assert_close(y, torch.relu(x @ w.T + b))
+    assert not state.amax_history.any() and bool((state.scale == 1).all())
+
+
+def test_the_weight_cast_is_cached_until_the_weight_changes(fake_gpu, seed, monkeypatch):
+    """Gradient accumulation: the float8 weights are cast once while the weights stay; an in-place
+    update (an optimizer step) recasts them."""
+    block = _mlp(seed, 16, 32, Float8Recipe())
+    gen = generator(seed)
+    casts = []
+    original = gemms.Pass.cast
+
+    def counting(self, t, slot, **kwargs):
+        casts.append(self.state.slots[slot])
+        return original(self, t, slot, **kwargs)
+
+    monkeypatch.setattr(gemms.Pass, "cast", counting)
+    for _ in range(3):
+        block(randn(gen, (16, 16), torch.bfloat16))
+    assert casts.count("fc1.weight") == 1 and casts.count("input") == 3
+    with torch.no_grad():
+        block.fc1.weight.mul_(0.5)
+    block(randn(gen, (16, 16), torch.bfloat16))
+    assert casts.count("fc1.weight") == 2 and casts.count("fc2.weight") == 1
+
+
+def test_double_backward_is_refused(fake_gpu, seed):
+    block = _mlp(seed, 16, 32, Float8Recipe())
+    x = randn(generator(seed), (16, 16), torch.bfloat16, requires_grad=True)
+    (grad,) = torch.autograd.grad(block(x).sum(), x, create_graph=False)
+    assert grad.shape == x.shape
+    with pytest.raises(RuntimeError, match="double backward"):
+        torch.autograd.grad(block(x).sum(), x, create_graph=True)
+
+
+def test_functional_forms_take_a_state_of_their_kind(fake_gpu, seed):
+    gen = generator(seed)
+    x, w1, w2 = randn(gen, (16, 16), torch.bfloat16), randn(gen, (32, 16), torch.bfloat16), randn(gen, (16, 32),
+                                                                                                 torch.bfloat16)
+    recipe = Float8Recipe(scaling="dynamic")
+    out = fused_mlp(x, w1, None, w2, None, fp8=recipe)  # dynamic scaling: no state needed
+    model = Float8Model("mlp", scaling="dynamic")
+    assert _error(out, model.mlp(x, w1, None, w2, None, "gelu", torch.ones(16, 16))[0]) < TOLERANCE
+    with pytest.raises(Exception, match="fp8_state"):
+        fused_mlp(x, w1, None, w2, None, fp8=Float8Recipe())
+    with pytest.raises(Exception, match="kind"):
+        fused_mlp(x, w1, None, w2, None, fp8=recipe, fp8_state=Float8State(recipe, "linear"))
