@@ -13,7 +13,6 @@ from helpers.float8_reference import Float8Model  # noqa: E402
 from helpers.host_kernels import HostKernels  # noqa: E402
 from helpers.torch_layers import generator, randn  # noqa: E402
 from linalg._fake_cublaslt import install  # noqa: E402
-
 from nvmathx.linalg import plan_cache  # noqa: E402
 from nvmathx.torch import Float8Recipe, Float8State, FusedLinear, FusedMLP, fused_linear, fused_mlp  # noqa: E402
 from nvmathx.torch._float8 import dispatch, gemms, kernels  # noqa: E402

@@ -138,7 +138,7 @@ class Pass:
         self._launch_cast(t, aux, slot, op, flags, out, out_t, partials)
         self.state.measured.add(slot)
         bias = None
-        if bias_grad:
+        if partials is not None:
             bias = torch.empty(cols, dtype=t.dtype, device=t.device)
             kernels.launch(self.stream, self.device_id, "sum_rows", cols, partials.data_ptr(),
                            np.int64(partials.shape[0]), np.int64(cols), bias.data_ptr(),
