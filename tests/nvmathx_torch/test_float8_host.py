@@ -200,3 +200,17 @@ def test_functional_forms_take_a_state_of_their_kind(fake_gpu, seed):
         fused_mlp(x, w1, None, w2, None, fp8=Float8Recipe())
     with pytest.raises(Exception, match="kind"):
         fused_mlp(x, w1, None, w2, None, fp8=recipe, fp8_state=Float8State(recipe, "linear"))
+
+
+def test_a_deep_copy_trains_as_the_original(fake_gpu, seed):
+    """copy.deepcopy (as graph and compile helpers do) gives a block with its own state that computes the same."""
+    import copy
+
+    block = _mlp(seed, 16, 32, Float8Recipe())
+    gen = generator(seed)
+    batch = (randn(gen, (32, 16), torch.bfloat16), randn(gen, (32, 16), torch.bfloat16))
+    _mlp_step(block, *batch)
+    twin = copy.deepcopy(block)
+    assert twin.fp8_state is not block.fp8_state
+    for a, b in zip(_mlp_step(block, *batch), _mlp_step(twin, *batch)):
+        assert torch.equal(a, b)

@@ -15,7 +15,7 @@ import torch
 from ..._core.errors import OperandError, OptionsError
 from .ops import EagerFloat8Linear, EagerFloat8MLP
 from .recipe import check_recipe
-from .state import Float8State
+from .state import Float8State, register
 
 __all__ = ["fallback_reason", "linear", "log_fallback", "mlp", "resolve_state", "row_major"]
 
@@ -81,6 +81,7 @@ def resolve_state(recipe, state, kind: str, device: torch.device) -> Float8State
 
 
 def _state_args(state: Float8State) -> tuple:
+    register(state)  # a deep copy or an unpickled layer was never registered by __init__
     return state.amax_history, state.scale, state.scale_inv, id(state)
 
 

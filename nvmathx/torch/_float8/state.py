@@ -12,7 +12,7 @@ from torch import nn
 from ..._core.errors import OptionsError
 from .recipe import Float8Recipe
 
-__all__ = ["Float8State", "LINEAR_SLOTS", "MLP_SLOTS", "slot_mask", "state_by_id"]
+__all__ = ["Float8State", "LINEAR_SLOTS", "MLP_SLOTS", "register", "slot_mask", "state_by_id"]
 
 # The tensors whose scales a layer keeps, in slot order, and which of them are gradients.
 LINEAR_SLOTS = ("input", "weight", "grad_output")
@@ -20,6 +20,11 @@ MLP_SLOTS = ("input", "fc1.weight", "hidden", "fc2.weight", "grad_output", "grad
 _GRADIENTS = ("grad_output", "grad_hidden")
 _KINDS = {"linear": LINEAR_SLOTS, "mlp": MLP_SLOTS}
 _STATES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id -> state, for the custom ops
+
+
+def register(state: Float8State) -> None:
+    """Make ``state`` findable by :func:`state_by_id`."""
+    _STATES[id(state)] = state
 
 
 def state_by_id(state_id: int) -> Float8State:
@@ -73,7 +78,6 @@ class Float8State(nn.Module):
                              if name in _GRADIENTS and recipe.backward_dtype_name == "float8_e5m2")
         self.measured: set = set()  # slots with an amax recorded (a pass with one that has none scales dynamically)
         self.weight_cache: dict = {}  # slot -> (key, the weight's Cast)
-        _STATES[id(self)] = self
 
     def slot(self, name: str) -> int:
         """The index of slot ``name``."""
