@@ -500,7 +500,65 @@ DEVICE_API = [
         device=False),
 ]
 
-CATALOGUE = MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + PLAN_CACHES + DEVICE_API
+
+
+def _torch_float8():
+    """nvmathx.torch's float8 names (the rows skip where torch is missing)."""
+    pytest.importorskip("torch")
+    import nvmathx.torch as nvmathx_torch
+
+    return nvmathx_torch
+
+
+def _recipe(**kwargs):
+    return _torch_float8().Float8Recipe(**kwargs)
+
+
+def _float8_call(function, state_kind=None, recipe=None, **kwargs):
+    """``function`` ("fused_linear" or "fused_mlp") on small CPU tensors with the given fp8 arguments."""
+    import torch
+
+    module = _torch_float8()
+    x, w = torch.ones(16, 16), torch.ones(16, 16)
+    if state_kind is not None:
+        kwargs["fp8_state"] = module.Float8State(recipe or module.Float8Recipe(), state_kind)
+    if function == "fused_linear":
+        return module.fused_linear(x, w, **kwargs)
+    return module.fused_mlp(x, w, None, w, None, **kwargs)
+
+
+TORCH_FLOAT8 = [
+    Row("Float8Recipe scaling 'blockwise'", lambda o: _recipe(scaling="blockwise"), O, "scaling", device=False),
+    Row("Float8Recipe format 'e5m2'", lambda o: _recipe(format="e5m2"), O, "format", device=False),
+    Row("Float8Recipe amax_history_len 0", lambda o: _recipe(amax_history_len=0), O, "amax_history_len",
+        device=False),
+    Row("Float8Recipe amax_history_len 2.0", lambda o: _recipe(amax_history_len=2.0), O, "amax_history_len",
+        device=False),
+    Row("Float8Recipe margin -1", lambda o: _recipe(margin=-1), O, "margin", device=False),
+    Row("Float8Recipe amax_compute_algo 'mean'", lambda o: _recipe(amax_compute_algo="mean"), O,
+        "amax_compute_algo", device=False),
+    Row("Float8Recipe fast_accumulation 1", lambda o: _recipe(fast_accumulation=1), O, "fast_accumulation",
+        device=False),
+    Row("Float8Recipe process_group 'world'", lambda o: _recipe(process_group="world"), O, "process_group",
+        device=False),
+    Row("Float8State kind 'conv'", lambda o: _torch_float8().Float8State(_recipe(), "conv"), O, "kind",
+        device=False),
+    Row("Float8State recipe a dict", lambda o: _torch_float8().Float8State({"scaling": "delayed"}), O, "recipe",
+        device=False),
+    Row("FusedLinear fp8 a string", lambda o: _torch_float8().FusedLinear(16, 16, fp8="e4m3"), O, "fp8",
+        device=False),
+    Row("FusedMLP fp8 True", lambda o: _torch_float8().FusedMLP(16, 32, fp8=True), O, "fp8", device=False),
+    Row("fused_linear delayed scaling without a state", lambda o: _float8_call("fused_linear", fp8=_recipe()), O,
+        "fp8_state", device=False),
+    Row("fused_linear state of kind mlp", lambda o: _float8_call("fused_linear", "mlp", fp8=_recipe()), O,
+        "fp8_state", device=False),
+    Row("fused_mlp state without a recipe", lambda o: _float8_call("fused_mlp", "mlp"), O, "fp8_state",
+        device=False),
+    Row("fused_mlp state of another recipe",
+        lambda o: _float8_call("fused_mlp", "mlp", _recipe(margin=1), fp8=_recipe()), O, "fp8_state", device=False),
+]
+
+CATALOGUE = MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + PLAN_CACHES + DEVICE_API + TORCH_FLOAT8
 
 
 def _rows(space):

@@ -66,7 +66,8 @@ def test_torch_names():
     pytest.importorskip("torch")
     from nvmathx import torch as nvmathx_torch
 
-    assert set(nvmathx_torch.__all__) == {"FusedLinear", "FusedMLP", "fused_linear", "fused_mlp", "set_autotune"}
+    assert set(nvmathx_torch.__all__) == {"Float8Recipe", "Float8State", "FusedLinear", "FusedMLP", "fused_linear",
+                                          "fused_mlp", "set_autotune"}
     for name in nvmathx_torch.__all__:
         assert (getattr(nvmathx_torch, name).__doc__ or "").strip(), name
 

@@ -27,6 +27,10 @@ autotune=True)``) or, for those left at ``autotune=None``, process-wide with :fu
 Measured times are in ``benchmarks/`` (the ``mlp`` and ``matmul`` suites).
 ``torch.autocast`` casts the operands as it does for ``nn.Linear``.
 
+With ``fp8=Float8Recipe(...)`` (:class:`Float8Recipe`, :class:`Float8State`) the GEMMs run in
+float8 on GPUs of compute capability 8.9 or newer: e4m3 activations and weights, e5m2 gradients,
+per-tensor delayed or dynamic scaling, one fused cast / transpose / amax kernel per tensor.
+
 CPU tensors, float64, and any problem cuBLASLt refuses run the same computation as torch ops
 (logged once per reason at DEBUG on the ``nvmathx`` logger); a refusal is remembered per problem
 signature. Importing this module imports torch; ``import nvmathx`` does not.

@@ -60,7 +60,8 @@ class Float8State(nn.Module):
     (('input', 'fc1.weight', 'hidden'), (4, 6))
     """
 
-    def __init__(self, recipe: Float8Recipe, kind: str = "linear", device: torch.device | str | int | None = None):
+    def __init__(self, recipe: Float8Recipe, kind: str = "linear",
+                 device: torch.device | str | int | None = None) -> None:
         super().__init__()
         if not isinstance(recipe, Float8Recipe):
             raise OptionsError("recipe", f"expected a Float8Recipe (got {type(recipe).__name__})")
