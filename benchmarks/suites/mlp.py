@@ -14,16 +14,27 @@ no accumulation kernel runs), ``out = block(x)`` with ``x.requires_grad``, then
   setup, untimed).
 - ``torch.gemm_only``: the block's six GEMMs alone (no bias, no activation, no autograd), the
   floor of any fused version.
+- ``nvmathx.fp8``: ``FusedMLP(..., fp8=Float8Recipe())`` (delayed scaling, e4m3 forward, e5m2
+  gradients, eager: not graphed); the recipe's first (dynamic) step runs during setup.
+- ``nvmathx.graphed`` and ``torch.graphed``: ``nvmathx`` and ``torch``'s blocks through
+  ``torch.cuda.make_graphed_callables`` (forward and backward each one CUDA graph replay).
+- ``torchao.float8`` (where torchao is installed): torch's block converted by
+  ``torchao.float8.convert_to_float8_training`` (tensorwise dynamic scaling) under ``torch.compile``.
 
 Memory, in the case's ``params``: ``peak_bytes[column]`` is ``torch.cuda.max_memory_allocated()``
 over one step (statistics reset before it, after a warm-up step) minus what was allocated when it
 started; ``retained_bytes[column]`` is what a column's step leaves allocated beyond its own
 parameters, inputs and (dropped) gradients. Both count torch's caching allocator only (cuBLASLt
-workspaces of nvmathx come from cuda.core's memory resource). The setups fill these dicts, which
-the runner's record shares with the case.
+workspaces of nvmathx come from cuda.core's memory resource). ``host_us[column]`` is the median
+host time of one step's calls (``time.perf_counter`` around ``step()`` for 20 steps queued without
+synchronising: what the step costs the CPU while the GPU is busy). The setups fill these dicts,
+which the runner's record shares with the case.
 """
 
 from __future__ import annotations
+
+import statistics
+import time
 
 from benchmarks import Case, import_or_skip, tflops
 
@@ -49,8 +60,8 @@ def _inputs(torch, ctx, tokens, d_model, device):
     return x, grad
 
 
-def _training_step(block, x, grad):
-    params = list(block.parameters())
+def _training_step(block, x, grad, params=None):
+    params = list(block.parameters()) if params is None else params
 
     def step():
         for param in params:
@@ -78,7 +89,19 @@ def _record_memory(torch, step, drop_gradients, column, memory):
     memory["retained_bytes"][column] = torch.cuda.memory_allocated() - before
 
 
-def _module_setup(ctx, shape, memory, column, build):
+def _record_host_time(torch, step, column, memory, steps=20):
+    """The median host time of one step's calls, 20 steps queued back to back."""
+    torch.cuda.synchronize()
+    durations = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        durations.append(time.perf_counter() - start)
+    torch.cuda.synchronize()
+    memory["host_us"][column] = round(statistics.median(durations) * 1e6, 1)
+
+
+def _module_setup(ctx, shape, memory, column, build, graphed=False):
     def setup():
         torch = import_or_skip("torch")
         tokens, d_model, hidden = shape
@@ -86,13 +109,17 @@ def _module_setup(ctx, shape, memory, column, build):
         torch.manual_seed(int(ctx.rng.integers(1 << 31)))
         block = build(torch, d_model, hidden, device)
         x, grad = _inputs(torch, ctx, tokens, d_model, device)
-        step, params = _training_step(block, x, grad)
+        params = list(block.parameters())
+        if graphed:  # make_graphed_callables warms up (three iterations) and captures both passes
+            block = torch.cuda.make_graphed_callables(block, (x,))
+        step, _ = _training_step(block, x, grad, params)
 
         def drop_gradients():
             for tensor in [*params, x]:
                 tensor.grad = None
 
         _record_memory(torch, step, drop_gradients, column, memory)
+        _record_host_time(torch, step, column, memory)
         return step
 
     return setup
@@ -128,6 +155,18 @@ def _autotuned_setup(ctx, shape, memory):
     return autotuned_setup
 
 
+def _fp8_block(torch, d_model, hidden, device):
+    from nvmathx.torch import Float8Recipe, FusedMLP
+
+    return FusedMLP(d_model, hidden, activation="gelu", device=device, dtype=torch.bfloat16, fp8=Float8Recipe())
+
+
+def _torchao_block(torch, d_model, hidden, device):
+    float8 = import_or_skip("torchao.float8")
+    block = float8.convert_to_float8_training(_torch_mlp(torch, d_model, hidden, device))  # tensorwise dynamic
+    return torch.compile(block)
+
+
 def _compiled_block(torch, d_model, hidden, device):
     return torch.compile(_torch_mlp(torch, d_model, hidden, device))  # its parameters are the block's
 
@@ -161,13 +200,17 @@ def _case(ctx, tokens, d_model, hidden):
     if ctx.quick:
         tokens, d_model, hidden = tokens // 8, d_model // 8, hidden // 8
     shape = (tokens, d_model, hidden)
-    memory = {"peak_bytes": {}, "retained_bytes": {}}
+    memory = {"peak_bytes": {}, "retained_bytes": {}, "host_us": {}}
     setups = {
         "nvmathx": _module_setup(ctx, shape, memory, "nvmathx", _nvmathx_block),
         "nvmathx.autotuned": _autotuned_setup(ctx, shape, memory),
         "torch": _module_setup(ctx, shape, memory, "torch", _torch_mlp),
         "torch.compile": _module_setup(ctx, shape, memory, "torch.compile", _compiled_block),
         "torch.gemm_only": _gemm_only_setup(ctx, shape, memory),
+        "nvmathx.fp8": _module_setup(ctx, shape, memory, "nvmathx.fp8", _fp8_block),
+        "nvmathx.graphed": _module_setup(ctx, shape, memory, "nvmathx.graphed", _nvmathx_block, graphed=True),
+        "torch.graphed": _module_setup(ctx, shape, memory, "torch.graphed", _torch_mlp, graphed=True),
+        "torchao.float8": _module_setup(ctx, shape, memory, "torchao.float8", _torchao_block),
     }
     params = {"tokens": tokens, "d_model": d_model, "hidden": hidden, "dtype": "bfloat16", "activation": "gelu_tanh",
               **memory}
