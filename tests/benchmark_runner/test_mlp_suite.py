@@ -11,8 +11,8 @@ from benchmarks._cli import main
 from benchmarks._report import validate_result
 from benchmarks.suites import mlp
 
-COLUMNS = {"nvmathx", "nvmathx.autotuned", "torch", "torch.compile", "torch.gemm_only", "nvmathx.fp8", "nvmathx.graphed",
-           "torch.graphed", "torchao.float8"}
+COLUMNS = {"nvmathx", "nvmathx.autotuned", "torch", "torch.compile", "torch.gemm_only", "nvmathx.fp8",
+           "nvmathx.graphed", "torch.graphed", "torchao.float8"}
 
 
 def test_cases_declare_without_importing_torch():
