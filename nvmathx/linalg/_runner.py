@@ -109,6 +109,7 @@ class GpuRunner:
         self.algorithm: MatmulAlgorithm | None = None
         self.scale_buffer: Any = None  # a cuda.core Buffer where float8 scales need one
         self.scale_keys: tuple[str, ...] = ()
+        self.scale_pointers: dict[str, int] = {}  # where each scale's descriptor attribute points
         self.scale_values = np.ones(_SCALE_SLOT_BYTES // 4 * len(_SCALE_SLOTS), np.float32)
         if problem.is_fp8:
             self._point_scales_at_buffer(stream)
@@ -166,8 +167,15 @@ class GpuRunner:
         self.scale_buffer = allocate(_SCALE_SLOT_BYTES * len(_SCALE_SLOTS), stream, plan.device_id,
                                      plan.options.memory_resource)
         for key in self.scale_keys:
-            plan.set_pointer(_SCALE_ATTRIBUTES[key], self._slot_address(key))
+            self._point_scale(key, self._slot_address(key))
         self._upload_scales(stream)
+
+    def _point_scale(self, key: str, pointer: int) -> None:
+        """Set scale ``key``'s descriptor pointer, unless it already points there (a C call saved
+        on every execution whose scales stay where they were)."""
+        if self.scale_pointers.get(key) != pointer:
+            self.plan.set_pointer(_SCALE_ATTRIBUTES[key], pointer)
+            self.scale_pointers[key] = pointer
 
     def _slot_address(self, key: str) -> int:
         return int(self.scale_buffer.handle) + _SCALE_SLOT_BYTES * _SCALE_SLOTS[key]
@@ -194,13 +202,13 @@ class GpuRunner:
                 continue
             operand, value = scale_operand(scales.get(key, 1.0), f"quantization_scales[{key!r}]", plan.device_id)
             if operand is not None:
-                plan.set_pointer(_SCALE_ATTRIBUTES[key], operand.ptr)
+                self._point_scale(key, operand.ptr)
                 self.kept[f"scale_{key}"] = operand
                 continue
             index = _slot_index(key)
             changed = changed or self.scale_values[index] != np.float32(value)
             self.scale_values[index] = value
-            plan.set_pointer(_SCALE_ATTRIBUTES[key], self._slot_address(key))
+            self._point_scale(key, self._slot_address(key))
         if changed:
             upload_stream = stream if stream is not None else self.stream
             if upload_stream is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
 __all__ = ["Operand", "c_strides", "f_strides", "may_overlap", "span_bytes"]
 
@@ -99,7 +99,7 @@ class Operand:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def is_c_contiguous(self) -> bool:
         return _dense_matches(self.shape, self.strides, c_strides(self.shape))
