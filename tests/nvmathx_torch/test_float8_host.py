@@ -214,3 +214,22 @@ def test_a_deep_copy_trains_as_the_original(fake_gpu, seed):
     assert twin.fp8_state is not block.fp8_state
     for a, b in zip(_mlp_step(block, *batch), _mlp_step(twin, *batch)):
         assert torch.equal(a, b)
+
+
+def test_amaxes_are_max_reduced_over_the_process_group(seed):
+    """Two gloo ranks with different batches: after the first (dynamic) step every rank holds the
+    largest amax of each tensor, and from the second step on every rank scales alike."""
+    from helpers.distributed import run_world
+    from helpers.float8_world import rank_input
+
+    results = run_world(2, "helpers.float8_world:train_two_steps", seed=seed, timeout=240)
+    first = [r[0] for r in results]
+    assert first[0]["row0"] == first[1]["row0"]
+    largest_input = max(float(rank_input(seed, rank).float().abs().max()) for rank in range(2))
+    assert first[0]["row0"][0] == largest_input
+    assert first[0]["scale"] == first[1]["scale"]
+    assert results[0][1]["scale"] == results[1][1]["scale"]
+    # The backward pass's reduction (before its scale update) covers the forward tensors' amaxes too;
+    # the gradients' amaxes of this step stay local until the next pass reduces them.
+    assert results[0][1]["row0"][:4] == results[1][1]["row0"][:4]
+    assert results[0][1]["row0"][4:] != results[1][1]["row0"][4:]
