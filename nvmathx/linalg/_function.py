@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from .._core.errors import UnsupportedOperandError
 from .._core.execution import ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
@@ -83,10 +85,28 @@ def _extra_key(epilog_inputs, scales) -> tuple:
         inputs.append((name, signature, _alignment(ptr)))
         pointers[name] = ptr
     if isinstance(scales, dict):
-        kinds: tuple = tuple(sorted((k, "array" if hasattr(v, "shape") else "number") for k, v in scales.items()))
+        kinds: list = []
+        for k, v in sorted(scales.items(), key=lambda item: str(item[0])):
+            device_scale = _device_scale(k, v)
+            if device_scale is not None:  # its signature keys the plan; its address is set per call
+                kinds.append((k, "array", device_scale[0]))
+                pointers[f"scale:{k}"] = device_scale[1]
+            else:
+                kinds.append((k, "number"))
+        scale_key: tuple = tuple(kinds)
     else:
-        kinds = ("not a dict", type(scales).__name__)  # planning raises the typed error
-    return (tuple(inputs), kinds), pointers
+        scale_key = ("not a dict", type(scales).__name__)  # planning raises the typed error
+    return (tuple(inputs), scale_key), pointers
+
+
+def _device_scale(name, value) -> tuple | None:
+    """(signature, address) of a float8 scale held in device memory; None for numbers and host arrays,
+    whose values are read on each call."""
+    if not hasattr(value, "shape") or isinstance(value, (np.ndarray, np.generic)):
+        return None
+    key = operand_keys.get(type(value)) or key_function(value, f"quantization_scales[{name!r}]")
+    signature, ptr, device_id = key(value)
+    return (signature, ptr) if device_id >= 0 else None
 
 
 def _normalized(options, preferences, execution, device_id):
@@ -171,7 +191,9 @@ def _plan(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, prefe
         runner, streams, views_copied = mm._detach()
     finally:
         mm.free()
-    by_pointer = bool(epilog_inputs) and not scales and not views_copied and not inputs_copied
+    # Epilog inputs and float8 scales that are device arrays as they are are set by address per call.
+    scales_by_pointer = not scales or all(_device_scale(k, v) is not None for k, v in scales.items())
+    by_pointer = bool(epilog_inputs or scales) and scales_by_pointer and not views_copied and not inputs_copied
     rebind = (bool(epilog_inputs or scales) or views_copied) and not by_pointer
     return _CachedMatmul(runner, streams, alpha=alpha, beta=beta, has_c=c is not None, rebind=rebind,
                          by_pointer=by_pointer)

@@ -139,6 +139,10 @@ class GpuRunner:
         epilog = problem.epilog
         if epilog is not None and epilog.aux_input:
             self._set_pointer(_D.EPILOGUE_AUX_POINTER, pointers[epilog.aux_input])
+        for key in self.scale_keys:  # float8 scales given as device arrays (``"scale:a"``, ...)
+            pointer = pointers.get("scale:" + key)
+            if pointer is not None:
+                self._point_scale(key, pointer)
 
     def _set_pointer(self, attribute, ptr: int) -> None:
         self.plan.set_pointer(attribute, ptr)

@@ -110,6 +110,26 @@ def test_float8_scales_amax_and_layout(rng, fake):
     assert getattr(info.value, "argument", None) == "b"
 
 
+def test_float8_device_scales_are_read_where_each_call_points(rng, fake):
+    """A cached plan whose scales are device arrays takes each call's arrays by address: other
+    arrays (another value, another address) give their scaled product; a host array is read by value."""
+    a, b_rows = random(rng, (32, 48), "float8_e4m3fn"), random(rng, (16, 48), "float8_e4m3fn")
+    options = {"result_type": "float32"}
+    da, db = to_device(a), to_device(b_rows).__class__(*_transposed(to_device(b_rows)))
+    launches = fake[0].launches
+    held = []  # every call's scales stay allocated, so each call's are at other addresses
+    for a_scale, b_scale in ((0.5, 2.0), (4.0, 0.25), (1.5, 3.0)):
+        scales = {"a": to_device(np.array([a_scale], np.float32)), "b": to_device(np.array([b_scale], np.float32))}
+        held.append(scales)
+        gpu = matmul(da, db, quantization_scales=scales, options=options)
+        cpu = matmul(a, b_rows.T, quantization_scales={"a": a_scale, "b": b_scale}, options=options, execution="cpu")
+        _check(gpu, cpu, "float32")
+    host = matmul(da, db, quantization_scales={"a": np.array([2.0], np.float32), "b": 0.5}, options=options)
+    _check(host, matmul(a, b_rows.T, quantization_scales={"a": 2.0, "b": 0.5}, options=options, execution="cpu"),
+           "float32")
+    assert fake[0].launches == launches + 4
+
+
 def _transposed(device_array):
     """Constructor arguments of the transposed view of a 2-D DeviceArray."""
     d = device_array
