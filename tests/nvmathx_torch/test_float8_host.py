@@ -233,3 +233,25 @@ def test_amaxes_are_max_reduced_over_the_process_group(seed):
     # the gradients' amaxes of this step stay local until the next pass reduces them.
     assert results[0][1]["row0"][:4] == results[1][1]["row0"][:4]
     assert results[0][1]["row0"][4:] != results[1][1]["row0"][4:]
+
+
+def test_compile_fullgraph_of_a_float8_block_on_cpu_runs_unquantised(seed):
+    """CPU tensors: the recipe does not apply, and torch.compile(fullgraph=True) traces the fallback
+    (its log line is skipped while compiling) to the unquantised block's results."""
+    torch.manual_seed(seed)
+    block = FusedMLP(16, 32, fp8=Float8Recipe())
+    plain = FusedMLP(16, 32)
+    plain.load_state_dict(block.state_dict(), strict=False)
+    x = randn(generator(seed), (8, 16))
+    torch.testing.assert_close(torch.compile(block, fullgraph=True)(x), plain(x))
+
+
+def test_copies_and_pickles_find_their_own_state(seed):
+    import copy
+    import pickle
+
+    from nvmathx.torch._float8.state import state_by_id
+
+    block = FusedMLP(16, 32, fp8=Float8Recipe())
+    for twin in (copy.deepcopy(block), pickle.loads(pickle.dumps(block))):
+        assert state_by_id(id(twin.fp8_state)) is twin.fp8_state is not block.fp8_state

@@ -15,7 +15,7 @@ import torch
 from ..._core.errors import OperandError, OptionsError
 from .ops import EagerFloat8Linear, EagerFloat8MLP
 from .recipe import check_recipe
-from .state import Float8State, register
+from .state import Float8State
 
 __all__ = ["fallback_reason", "linear", "log_fallback", "mlp", "resolve_state", "row_major"]
 
@@ -54,7 +54,7 @@ def fallback_reason(x: torch.Tensor, *weights: torch.Tensor) -> str | None:
 
 
 def log_fallback(reason: str) -> None:
-    if reason not in _logged:
+    if reason not in _logged and not torch.compiler.is_compiling():  # dynamo would break the graph here
         _logged.add(reason)
         _logger.info("nvmathx.torch: float8 recipe not applied for %s; running unquantised", reason)
 
@@ -81,7 +81,6 @@ def resolve_state(recipe, state, kind: str, device: torch.device) -> Float8State
 
 
 def _state_args(state: Float8State) -> tuple:
-    register(state)  # a deep copy or an unpickled layer was never registered by __init__
     return state.amax_history, state.scale, state.scale_inv, id(state)
 
 

@@ -79,6 +79,7 @@ class Float8State(nn.Module):
                              if name in _GRADIENTS and recipe.backward_dtype_name == "float8_e5m2")
         self.measured: set = set()  # slots with an amax recorded (a pass with one that has none scales dynamically)
         self.weight_cache: dict = {}  # slot -> (key, the weight's Cast)
+        register(self)
 
     def slot(self, name: str) -> int:
         """The index of slot ``name``."""
@@ -87,6 +88,11 @@ class Float8State(nn.Module):
     def dtype_of(self, slot: int) -> torch.dtype:
         """The float8 dtype slot ``slot`` is cast to."""
         return torch.float8_e5m2 if (self.e5m2_mask >> slot) & 1 else torch.float8_e4m3fn
+
+    def __setstate__(self, state) -> None:  # copy.deepcopy and unpickling: a new state to register
+        super().__setstate__(state)
+        self.weight_cache = {}
+        register(self)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
