@@ -144,16 +144,18 @@ def test_state_dict_round_trip_continues_identically(fake_gpu, seed):
     assert len(report.unexpected_keys) == 3
 
 
-def test_shapes_float8_cannot_take_run_unquantised(fake_gpu, seed, caplog):
-    """24 features: not a multiple of 16, so the layer's unquantised path runs (logged once); the
-    scaling state is untouched."""
+@pytest.mark.parametrize("dtype, features, reason", [(torch.bfloat16, 24, "multiples of 16"),
+                                                     (torch.float32, 32, "float16 or bfloat16")])
+def test_problems_float8_cannot_take_run_unquantised(fake_gpu, seed, caplog, dtype, features, reason):
+    """24 features (not a multiple of 16), or float32 operands: the layer's unquantised path runs
+    (logged once, with the reason); the scaling state is untouched."""
     gen = generator(seed)
-    x, w, b = (randn(gen, s, torch.float32) for s in ((16, 24), (32, 24), (32,)))
+    x, w, b = (randn(gen, s, dtype) for s in ((16, features), (32, features), (32,)))
     state = Float8State(Float8Recipe(), "linear")
     with caplog.at_level("INFO", logger="nvmathx"):
         y = fused_linear(x, w, b, "relu", fp8=Float8Recipe(), fp8_state=state)
-    assert "multiples of 16" in caplog.text
-    torch.testing.assert_close(y, torch.relu(x @ w.T + b))
+    assert reason in caplog.text
+    torch.testing.assert_close(y, torch.relu(torch.nn.functional.linear(x, w, b)))
     assert not state.amax_history.any() and bool((state.scale == 1).all())
 
 

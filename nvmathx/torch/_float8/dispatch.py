@@ -1,6 +1,7 @@
 """Whether a call with a float8 recipe runs in float8, the state it runs with, and its op call.
 
-Float8 needs CUDA tensors of float16, bfloat16 or float32 on a GPU of compute capability 8.9 or
+Float8 needs CUDA tensors of float16 or bfloat16 (the dtype the GEMMs write and the bias is in;
+float32 layers get there under ``torch.autocast``) on a GPU of compute capability 8.9 or
 newer (Ada, Hopper and later) and every GEMM dimension (tokens and features) a non-zero multiple
 of 16; anything else runs the layer's unquantised path, as without a recipe, leaving the scaling
 state untouched, and the reason is logged once at INFO on the ``nvmathx`` logger.
@@ -19,7 +20,7 @@ from .state import Float8State
 
 __all__ = ["fallback_reason", "linear", "log_fallback", "mlp", "resolve_state", "row_major"]
 
-_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_DTYPES = (torch.float16, torch.bfloat16)
 _logger = logging.getLogger("nvmathx")
 _logged: set = set()
 _capabilities: dict = {}
@@ -46,7 +47,7 @@ def device_reason(x: torch.Tensor) -> str | None:
 def fallback_reason(x: torch.Tensor, *weights: torch.Tensor) -> str | None:
     """Why a float8 call on ``x`` (tokens x features) and ``weights`` runs unquantised, or None."""
     if x.dtype not in _DTYPES:
-        return f"dtype {x.dtype}"
+        return f"dtype {x.dtype} (float8 layers run in float16 or bfloat16, e.g. under torch.autocast)"
     dimensions = (x.shape[0], *(d for w in weights for d in w.shape))
     if any(d == 0 or d % 16 for d in dimensions):
         return f"GEMM dimensions {dimensions} (float8 GEMMs need non-zero multiples of 16)"
