@@ -257,3 +257,12 @@ def test_copies_and_pickles_find_their_own_state(seed):
     block = FusedMLP(16, 32, fp8=Float8Recipe())
     for twin in (copy.deepcopy(block), pickle.loads(pickle.dumps(block))):
         assert state_by_id(id(twin.fp8_state)) is twin.fp8_state is not block.fp8_state
+
+
+def test_the_scaling_state_stays_float32_when_the_layer_changes_dtype():
+    block = FusedMLP(16, 32, fp8=Float8Recipe(amax_history_len=3)).to(torch.bfloat16)
+    assert block.fc1.weight.dtype == torch.bfloat16
+    state = block.fp8_state
+    assert {state.amax_history.dtype, state.scale.dtype, state.scale_inv.dtype} == {torch.float32}
+    assert tuple(state.amax_history.shape) == (3, 6)
+    assert "fp8_state.amax_history" in block.half().state_dict()

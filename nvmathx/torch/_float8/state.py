@@ -100,9 +100,16 @@ class Float8State(nn.Module):
             self.measured = set(range(len(self.slots)))  # a loaded history scales from the next pass on
         self.weight_cache.clear()
 
-    def _apply(self, fn, *args, **kwargs):  # .to(), .cuda(), ...: cached float8 weights are stale
+    def _apply(self, fn, *args, **kwargs):
+        """``.to()``, ``.cuda()``, ``.bfloat16()``, ...: the buffers move but stay float32 (the kernels
+        write float32), and cached float8 weights are stale."""
         self.weight_cache.clear()
-        return super()._apply(fn, *args, **kwargs)
+        result = super()._apply(fn, *args, **kwargs)
+        for name in ("amax_history", "scale", "scale_inv"):
+            buffer = getattr(self, name)
+            if buffer.dtype != torch.float32:
+                setattr(self, name, buffer.float())
+        return result
 
     def extra_repr(self) -> str:
         return f"kind={self.kind!r}, recipe={self.recipe!r}"
