@@ -118,7 +118,8 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         operands, backward with e5m2 gradients (``format="hybrid"``), results in x's dtype.
         Problems float8 cannot take (not CUDA, a GPU older than compute capability 8.9, a GEMM
         dimension that is not a multiple of 16, float32 or float64 operands outside
-        ``torch.autocast``) run unquantised, logged once at INFO.
+        ``torch.autocast``) run unquantised, logged once at INFO. ``autotune`` applies to the
+        unquantised GEMMs only: float8 GEMMs take cuBLASLt's first heuristic pick.
     fp8_state : Float8State or None
         The scaling state (``kind="linear"``, made for the same recipe, on x's device), passed on
         every call: its amax history and scales are updated in place. May be None for dynamic
