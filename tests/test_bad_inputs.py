@@ -516,9 +516,9 @@ def _recipe(**kwargs):
 
 def _float8_call(function, state_kind=None, recipe=None, **kwargs):
     """``function`` ("fused_linear" or "fused_mlp") on small CPU tensors with the given fp8 arguments."""
+    module = _torch_float8()  # skips without torch
     import torch
 
-    module = _torch_float8()
     x, w = torch.ones(16, 16), torch.ones(16, 16)
     if state_kind is not None:
         kwargs["fp8_state"] = module.Float8State(recipe or module.Float8Recipe(), state_kind)
