@@ -68,8 +68,12 @@ def test_steps_match_the_float8_model_and_the_bf16_layer(seed, activation, scali
             assert got.dtype == torch.bfloat16 and got.is_cuda, index
             assert relative_error(got, want) < TOLERANCE_MODEL, (step, index, relative_error(got, want))
             assert relative_error(got, loose) < TOLERANCE_BF16, (step, index, relative_error(got, loose))
-        torch.testing.assert_close(block.fp8_state.scale.double().cpu(),
-                                   torch.tensor(model.scales(), dtype=torch.float64), rtol=1e-5, atol=0)
+        # Scales from the operands' amaxes are the model's; those of the hidden activation and its
+        # gradient follow GEMM results, which the GPU accumulates in float32 (the model in float64).
+        state, scales = block.fp8_state, model.scales()
+        for name in state.slots:
+            rtol = 2e-2 if name in ("hidden", "grad_hidden") else 1e-6
+            assert float(state.scale[state.slot(name)]) == pytest.approx(scales[state.slot(name)], rel=rtol), name
         with torch.no_grad():
             for p, q in zip(block.parameters(), bf16.parameters()):
                 p -= 0.1 * p.grad
