@@ -119,7 +119,7 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         Problems float8 cannot take (not CUDA, a GPU older than compute capability 8.9, a GEMM
         dimension that is not a multiple of 16, float32 or float64 operands outside
         ``torch.autocast``) run unquantised, logged once at INFO. ``autotune`` applies to the
-        unquantised GEMMs only: float8 GEMMs take cuBLASLt's first heuristic pick.
+        float8 GEMMs as to the others.
     fp8_state : Float8State or None
         The scaling state (``kind="linear"``, made for the same recipe, on x's device), passed on
         every call: its amax history and scales are updated in place. May be None for dynamic
@@ -182,7 +182,7 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         reason = float8.fallback_reason(x2, weight)
         if reason is None:
             y = float8.linear(float8.row_major(x2), weight, bias, op_activation, state,
-                              _grad_needed(x2, weight, bias), direct)
+                              _grad_needed(x2, weight, bias), direct, autotune)
             return y.view(x.shape[:-1] + (weight.shape[0],))
         float8.log_fallback(reason)
     elif fp8_state is not None:
@@ -276,7 +276,7 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
         reason = float8.fallback_reason(x2, w1, w2)
         if reason is None:
             out = float8.mlp(float8.row_major(x2), w1, b1, w2, b2, op_activation, state,
-                             _grad_needed(x2, w1, b1, w2, b2), direct)
+                             _grad_needed(x2, w1, b1, w2, b2), direct, autotune)
             return out.view(x.shape[:-1] + (w2.shape[0],))
         float8.log_fallback(reason)
     elif fp8_state is not None:

@@ -23,7 +23,7 @@ from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME
 from ..linalg import MatmulPlanPreferences, matmul
 
 __all__ = ["backward_epilog", "check_autotune", "forward", "forward_epilog", "grad_activation", "grad_input",
-           "grad_weight", "set_autotune"]
+           "grad_weight", "preferences_for", "set_autotune"]
 
 _AUX_NAMES = {"relu": RELU_AUX_NAME, "gelu": GELU_AUX_NAME}
 _AUTOTUNED = MatmulPlanPreferences(autotune=True)
@@ -59,7 +59,8 @@ def check_autotune(autotune) -> bool | None:
     return autotune
 
 
-def _preferences_for(autotune: bool | None):
+def preferences_for(autotune: bool | None):
+    """The plan preferences of a GEMM for the layers' ``autotune`` (None: :func:`set_autotune`'s default)."""
     if autotune is None:
         return _preferences
     return _AUTOTUNED if autotune else None
@@ -90,7 +91,7 @@ def forward(x, weight, bias, activation: str, keep_aux: bool, autotune: bool | N
     """``(act(x @ weight.T + bias), aux or None)`` in one GEMM (formats of :mod:`._reference`)."""
     epilog = forward_epilog(activation, bias is not None, keep_aux)
     result = matmul(x, weight.T, epilog=epilog, epilog_inputs=None if bias is None else {"bias": bias},
-                    preferences=_preferences_for(autotune))
+                    preferences=preferences_for(autotune))
     if not keep_aux:
         return result, None
     y, outputs = result
@@ -116,12 +117,12 @@ def _whole_buffer(aux):
 
 def grad_input(grad, weight, autotune: bool | None = None):
     """``grad @ weight``."""
-    return matmul(grad, weight, preferences=_preferences_for(autotune))
+    return matmul(grad, weight, preferences=preferences_for(autotune))
 
 
 def grad_weight(grad, x, bias_grad: bool, autotune: bool | None = None):
     """``(grad.T @ x, grad.sum(0) or None)``: BGRADA sums cuBLASLt's transposed A in the GEMM."""
-    preferences = _preferences_for(autotune)
+    preferences = preferences_for(autotune)
     if not bias_grad:
         return matmul(grad.T, x, preferences=preferences), None
     weight_grad, outputs = matmul(grad.T, x, epilog="BGRADA", preferences=preferences)
@@ -134,7 +135,7 @@ def grad_activation(grad, weight, aux, activation: str, bias_grad: bool, autotun
     if activation == "gelu" and aux.shape[1] != n:
         aux = aux[:, :n]
     result = matmul(grad, weight, epilog=backward_epilog(activation, bias_grad),
-                    epilog_inputs={_AUX_NAMES[activation]: aux}, preferences=_preferences_for(autotune))
+                    epilog_inputs={_AUX_NAMES[activation]: aux}, preferences=preferences_for(autotune))
     if not bias_grad:
         return result, None
     dz, outputs = result

@@ -266,3 +266,21 @@ def test_the_scaling_state_stays_float32_when_the_layer_changes_dtype():
     assert {state.amax_history.dtype, state.scale.dtype, state.scale_inv.dtype} == {torch.float32}
     assert tuple(state.amax_history.shape) == (3, 6)
     assert "fp8_state.amax_history" in block.half().state_dict()
+
+
+@pytest.mark.parametrize("autotune", [None, True])
+def test_autotune_reaches_the_float8_gemms(fake_gpu, seed, monkeypatch, autotune):
+    """The block's autotune setting is each of its six float8 GEMMs' plan preferences."""
+    seen = []
+    real = gemms.matmul
+
+    def recording(*args, preferences=None, **kwargs):
+        seen.append(preferences)
+        return real(*args, **kwargs)  # planned without autotuning: the fake device has no clock
+
+    monkeypatch.setattr(gemms, "matmul", recording)
+    torch.manual_seed(seed)
+    block = FusedMLP(16, 32, dtype=torch.bfloat16, fp8=Float8Recipe(), autotune=autotune)
+    _mlp_step(block, *(randn(generator(seed), (16, 16), torch.bfloat16) for _ in range(2)))
+    assert len(seen) == 6
+    assert all((p is not None and p.autotune) if autotune else p is None for p in seen)

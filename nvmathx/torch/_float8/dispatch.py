@@ -85,20 +85,20 @@ def _state_args(state: Float8State) -> tuple:
     return state.amax_history, state.scale, state.scale_inv, id(state)
 
 
-def linear(x2, weight, bias, activation: str, state: Float8State, need_grad: bool, direct: bool):
+def linear(x2, weight, bias, activation: str, state: Float8State, need_grad: bool, direct: bool, autotune):
     """``act(x2 @ weight.T + bias)`` through the float8 op (eager Function or compiled op)."""
     args = (x2, weight.contiguous(), bias, activation, *_state_args(state), need_grad)
     if direct:
-        return EagerFloat8Linear.apply(*args, True)[0]
-    return torch.ops.nvmathx.float8_linear.default(*args, False)[0]
+        return EagerFloat8Linear.apply(*args, True, autotune)[0]
+    return torch.ops.nvmathx.float8_linear.default(*args, False, autotune)[0]
 
 
-def mlp(x2, w1, b1, w2, b2, activation: str, state: Float8State, need_grad: bool, direct: bool):
+def mlp(x2, w1, b1, w2, b2, activation: str, state: Float8State, need_grad: bool, direct: bool, autotune):
     """``act(x2 @ w1.T + b1) @ w2.T + b2`` through the float8 op."""
     args = (x2, w1.contiguous(), b1, w2.contiguous(), b2, activation, *_state_args(state), need_grad)
     if direct:
-        return EagerFloat8MLP.apply(*args, True)[0]
-    return torch.ops.nvmathx.float8_mlp.default(*args, False)[0]
+        return EagerFloat8MLP.apply(*args, True, autotune)[0]
+    return torch.ops.nvmathx.float8_mlp.default(*args, False, autotune)[0]
 
 
 def row_major(x2: torch.Tensor) -> torch.Tensor:

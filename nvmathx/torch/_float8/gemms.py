@@ -28,6 +28,7 @@ import torch
 from ..._codegen.float_formats import FORMAT_CODES
 from ..._core.streams import resolve_stream
 from ...linalg import MatmulOptions, matmul
+from .._fused import preferences_for
 from . import kernels
 from .state import Float8State, slot_mask
 
@@ -171,11 +172,12 @@ class Cast:
         self.data, self.transposed, self.bias_grad, self.scale_inv = data, transposed, bias_grad, scale_inv
 
 
-def _gemm(a: Cast, a_matrix, b: Cast, b_matrix, dtype, fast: bool, bias=None):
+def _gemm(a: Cast, a_matrix, b: Cast, b_matrix, dtype, fast: bool, preferences, bias=None):
     """``a_matrix @ b_matrix`` dequantised with a's and b's scales, in ``dtype``, plus ``bias``."""
     return matmul(a_matrix, b_matrix, epilog="BIAS" if bias is not None else None,
                   epilog_inputs={"bias": bias} if bias is not None else None,
-                  quantization_scales={"a": a.scale_inv, "b": b.scale_inv}, options=_options(dtype, fast))
+                  quantization_scales={"a": a.scale_inv, "b": b.scale_inv}, options=_options(dtype, fast),
+                  preferences=preferences)
 
 
 def _activate(z: torch.Tensor, activation: str) -> torch.Tensor:
@@ -193,22 +195,25 @@ def _saved(transposed: torch.Tensor, scale_inv: torch.Tensor, slot: int) -> Cast
 
 
 def linear_forward(state: Float8State, tensors, x, weight, bias, activation: str, need_grad: bool,
-                   use_cache: bool = True):
+                   use_cache: bool = True, autotune: bool | None = None):
     """``(y, saved)``: ``y = act(x @ weight.T + bias)`` with float8 operands; ``saved`` the tensors
     :func:`linear_backward` takes, ``(x8t, w8t, aux, scale_inv)`` (None without gradients)."""
+    preferences = preferences_for(autotune)
     slot_x, slot_w = state.slot("input"), state.slot("weight")
     work = Pass(state, tensors, x.device, (slot_x,), use_cache)
     x8 = work.cast(x, slot_x, transposed=need_grad)
     w8 = work.weight(weight, slot_w)
-    z = _gemm(x8, x8.data, w8, w8.data.T, x.dtype, state.recipe.fast_accumulation, bias)
+    z = _gemm(x8, x8.data, w8, w8.data.T, x.dtype, state.recipe.fast_accumulation, preferences, bias)
     y = _activate(z, activation)
     if not need_grad:
         return y, None
     return y, (x8.transposed, w8.transposed, z if activation == "gelu" else y, work.scale_inv.clone())
 
 
-def linear_backward(state: Float8State, tensors, grad, saved, activation: str, needs: tuple):
+def linear_backward(state: Float8State, tensors, grad, saved, activation: str, needs: tuple,
+                    autotune: bool | None = None):
     """``(dx, dweight, dbias)`` for the gradient ``grad`` of :func:`linear_forward`'s output."""
+    preferences = preferences_for(autotune)
     x8t, w8t, aux, scale_inv = saved
     need_x, need_weight, need_bias = needs
     slot_g = state.slot("grad_output")
@@ -217,31 +222,34 @@ def linear_backward(state: Float8State, tensors, grad, saved, activation: str, n
                    aux=aux if activation != "none" else None, rowmajor=need_x, transposed=need_weight,
                    bias_grad=need_bias)
     w8, x8 = _saved(w8t, scale_inv, state.slot("weight")), _saved(x8t, scale_inv, state.slot("input"))
-    dx = _gemm(g8, g8.data, w8, w8.transposed.T, grad.dtype, False) if need_x else None
-    dweight = _gemm(g8, g8.transposed, x8, x8.transposed.T, grad.dtype, False) if need_weight else None
+    dx = _gemm(g8, g8.data, w8, w8.transposed.T, grad.dtype, False, preferences) if need_x else None
+    dweight = _gemm(g8, g8.transposed, x8, x8.transposed.T, grad.dtype, False, preferences) if need_weight else None
     return dx, dweight, g8.bias_grad
 
 
 def mlp_forward(state: Float8State, tensors, x, w1, b1, w2, b2, activation: str, need_grad: bool,
-                use_cache: bool = True):
+                use_cache: bool = True, autotune: bool | None = None):
     """``(out, saved)``: ``out = act(x @ w1.T + b1) @ w2.T + b2`` with float8 operands; ``saved``
     ``(x8t, w1_8t, z, h8t, w2_8t, scale_inv)`` for :func:`mlp_backward` (None without gradients)."""
+    preferences = preferences_for(autotune)
     slot_x, slot_h = state.slot("input"), state.slot("hidden")
     work = Pass(state, tensors, x.device, (slot_x, slot_h), use_cache)
     fast = state.recipe.fast_accumulation
     x8 = work.cast(x, slot_x, transposed=need_grad)
     w1_8 = work.weight(w1, state.slot("fc1.weight"))
-    z = _gemm(x8, x8.data, w1_8, w1_8.data.T, x.dtype, fast, b1)
+    z = _gemm(x8, x8.data, w1_8, w1_8.data.T, x.dtype, fast, preferences, b1)
     h8 = work.cast(z, slot_h, op=activation, transposed=need_grad)
     w2_8 = work.weight(w2, state.slot("fc2.weight"))
-    out = _gemm(h8, h8.data, w2_8, w2_8.data.T, x.dtype, fast, b2)
+    out = _gemm(h8, h8.data, w2_8, w2_8.data.T, x.dtype, fast, preferences, b2)
     if not need_grad:
         return out, None
     return out, (x8.transposed, w1_8.transposed, z, h8.transposed, w2_8.transposed, work.scale_inv.clone())
 
 
-def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, needs: tuple):
+def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, needs: tuple,
+                 autotune: bool | None = None):
     """``(dx, dw1, db1, dw2, db2)`` for the gradient ``grad`` of :func:`mlp_forward`'s output."""
+    preferences = preferences_for(autotune)
     x8t, w1_8t, z, h8t, w2_8t, scale_inv = saved
     need_x, need_w1, need_b1, need_w2, need_b2 = needs
     slot_g, slot_dz = state.slot("grad_output"), state.slot("grad_hidden")
@@ -250,13 +258,13 @@ def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, need
     work = Pass(state, tensors, grad.device, (slot_g, slot_dz))
     need_dz = need_x or need_w1 or need_b1
     g8 = work.cast(grad, slot_g, rowmajor=need_dz, transposed=need_w2, bias_grad=need_b2)
-    dw2 = _gemm(g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False) if need_w2 else None
+    dw2 = _gemm(g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences) if need_w2 else None
     dx = dw1 = db1 = None
     if need_dz:
-        dh = _gemm(g8, g8.data, w2_8, w2_8.transposed.T, grad.dtype, False)
+        dh = _gemm(g8, g8.data, w2_8, w2_8.transposed.T, grad.dtype, False, preferences)
         dz8 = work.cast(dh, slot_dz, op="d" + activation, aux=z, rowmajor=need_x, transposed=need_w1,
                         bias_grad=need_b1)
-        dx = _gemm(dz8, dz8.data, w1_8, w1_8.transposed.T, grad.dtype, False) if need_x else None
-        dw1 = _gemm(dz8, dz8.transposed, x8, x8.transposed.T, grad.dtype, False) if need_w1 else None
+        dx = _gemm(dz8, dz8.data, w1_8, w1_8.transposed.T, grad.dtype, False, preferences) if need_x else None
+        dw1 = _gemm(dz8, dz8.transposed, x8, x8.transposed.T, grad.dtype, False, preferences) if need_w1 else None
         db1 = dz8.bias_grad
     return dx, dw1, db1, dw2, g8.bias_grad

@@ -46,11 +46,11 @@ def _or_empty(t: Tensor | None, like: Tensor) -> Tensor:
 
 
 def _float8_linear(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str, amax_history: Tensor,
-                   scale: Tensor, scale_inv: Tensor, state_id: int, need_grad: bool,
-                   use_cache: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+                   scale: Tensor, scale_inv: Tensor, state_id: int, need_grad: bool, use_cache: bool,
+                   autotune: bool | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     state = state_by_id(state_id)
     y, saved = gemms.linear_forward(state, (amax_history, scale, scale_inv), x, weight, bias, activation, need_grad,
-                                    use_cache)
+                                    use_cache, autotune)
     if saved is None:
         return y, _empty(x), _empty(x), _empty(x), _empty(scale_inv)
     x8t, w8t, aux, saved_scale_inv = saved
@@ -62,7 +62,8 @@ float8_linear = torch.library.custom_op("nvmathx::float8_linear", _float8_linear
 
 
 @float8_linear.register_fake
-def _float8_linear_fake(x, weight, bias, activation, amax_history, scale, scale_inv, state_id, need_grad, use_cache):
+def _float8_linear_fake(x, weight, bias, activation, amax_history, scale, scale_inv, state_id, need_grad, use_cache,
+                        autotune=None):
     m, n, k = x.shape[0], weight.shape[0], x.shape[1]
     if not need_grad:
         return x.new_empty((m, n)), _empty(x), _empty(x), _empty(x), _empty(scale_inv)
@@ -74,10 +75,11 @@ def _float8_linear_fake(x, weight, bias, activation, amax_history, scale, scale_
 
 def _float8_linear_backward(grad: Tensor, x8t: Tensor, w8t: Tensor, aux: Tensor, saved_scale_inv: Tensor,
                             activation: str, amax_history: Tensor, scale: Tensor, scale_inv: Tensor, state_id: int,
-                            need_x: bool, need_weight: bool, need_bias: bool) -> list[Tensor]:
+                            need_x: bool, need_weight: bool, need_bias: bool,
+                            autotune: bool | None = None) -> list[Tensor]:
     state = state_by_id(state_id)
     grads = gemms.linear_backward(state, (amax_history, scale, scale_inv), grad, (x8t, w8t, aux, saved_scale_inv),
-                                  activation, (need_x, need_weight, need_bias))
+                                  activation, (need_x, need_weight, need_bias), autotune)
     return [_or_empty(g, grad) for g in grads]
 
 
@@ -87,16 +89,17 @@ float8_linear_backward = torch.library.custom_op("nvmathx::float8_linear_backwar
 
 @float8_linear_backward.register_fake
 def _float8_linear_backward_fake(grad, x8t, w8t, aux, saved_scale_inv, activation, amax_history, scale, scale_inv,
-                                 state_id, need_x, need_weight, need_bias):
+                                 state_id, need_x, need_weight, need_bias, autotune=None):
     m, n, k = grad.shape[0], grad.shape[1], x8t.shape[0]
     return [grad.new_empty((m, k)) if need_x else _empty(grad), grad.new_empty((n, k)) if need_weight else _empty(grad),
             grad.new_empty((n,)) if need_bias else _empty(grad)]
 
 
 def _setup_linear(ctx, inputs, output):
-    _, _, _, activation, amax_history, scale, scale_inv, state_id, *_ = inputs
+    _, _, _, activation, amax_history, scale, scale_inv, state_id, _, _, *autotune = inputs
     y, x8t, w8t, aux, saved_scale_inv = output
     ctx.activation, ctx.state_id, ctx.state_tensors = activation, state_id, (amax_history, scale, scale_inv)
+    ctx.autotune = (autotune or [None])[0]  # left out of inputs when defaulted
     ctx.mark_non_differentiable(x8t, w8t, aux, saved_scale_inv)
     ctx.set_materialize_grads(False)
     ctx.save_for_backward(x8t, w8t, y if activation == "relu" else aux, saved_scale_inv)
@@ -109,7 +112,8 @@ def _backward_linear(ctx, grad, *_unused):
     grad = grad.contiguous()
     needs = tuple(ctx.needs_input_grad[:3])
     backward = _float8_linear_backward if eager(grad) else float8_linear_backward
-    grads = backward(grad, x8t, w8t, aux, saved_scale_inv, ctx.activation, *ctx.state_tensors, ctx.state_id, *needs)
+    grads = backward(grad, x8t, w8t, aux, saved_scale_inv, ctx.activation, *ctx.state_tensors, ctx.state_id, *needs,
+                     ctx.autotune)
     return *(g if need else None for g, need in zip(grads, needs)), *(None,) * (len(ctx.needs_input_grad) - 3)
 
 
@@ -118,10 +122,11 @@ def _backward_linear(ctx, grad, *_unused):
 
 def _float8_mlp(x: Tensor, w1: Tensor, b1: Tensor | None, w2: Tensor, b2: Tensor | None, activation: str,
                 amax_history: Tensor, scale: Tensor, scale_inv: Tensor, state_id: int, need_grad: bool,
-                use_cache: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+                use_cache: bool, autotune: bool | None = None
+                ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     state = state_by_id(state_id)
     out, saved = gemms.mlp_forward(state, (amax_history, scale, scale_inv), x, w1, b1, w2, b2, activation, need_grad,
-                                   use_cache)
+                                   use_cache, autotune)
     if saved is None:
         return out, _empty(x), _empty(x), _empty(x), _empty(x), _empty(x), _empty(scale_inv)
     return (out, *saved)
@@ -131,7 +136,8 @@ float8_mlp = torch.library.custom_op("nvmathx::float8_mlp", _float8_mlp, mutates
 
 
 @float8_mlp.register_fake
-def _float8_mlp_fake(x, w1, b1, w2, b2, activation, amax_history, scale, scale_inv, state_id, need_grad, use_cache):
+def _float8_mlp_fake(x, w1, b1, w2, b2, activation, amax_history, scale, scale_inv, state_id, need_grad, use_cache,
+                     autotune=None):
     m, d_model, hidden, d_out = x.shape[0], x.shape[1], w1.shape[0], w2.shape[0]
     out = x.new_empty((m, d_out))
     if not need_grad:
@@ -145,11 +151,11 @@ def _float8_mlp_fake(x, w1, b1, w2, b2, activation, amax_history, scale, scale_i
 def _float8_mlp_backward(grad: Tensor, x8t: Tensor, w1_8t: Tensor, z: Tensor, h8t: Tensor, w2_8t: Tensor,
                          saved_scale_inv: Tensor, activation: str, amax_history: Tensor, scale: Tensor,
                          scale_inv: Tensor, state_id: int, need_x: bool, need_w1: bool, need_b1: bool, need_w2: bool,
-                         need_b2: bool) -> list[Tensor]:
+                         need_b2: bool, autotune: bool | None = None) -> list[Tensor]:
     state = state_by_id(state_id)
     grads = gemms.mlp_backward(state, (amax_history, scale, scale_inv), grad,
                                (x8t, w1_8t, z, h8t, w2_8t, saved_scale_inv), activation,
-                               (need_x, need_w1, need_b1, need_w2, need_b2))
+                               (need_x, need_w1, need_b1, need_w2, need_b2), autotune)
     return [_or_empty(g, grad) for g in grads]
 
 
@@ -159,7 +165,7 @@ float8_mlp_backward = torch.library.custom_op("nvmathx::float8_mlp_backward", _f
 
 @float8_mlp_backward.register_fake
 def _float8_mlp_backward_fake(grad, x8t, w1_8t, z, h8t, w2_8t, saved_scale_inv, activation, amax_history, scale,
-                              scale_inv, state_id, need_x, need_w1, need_b1, need_w2, need_b2):
+                              scale_inv, state_id, need_x, need_w1, need_b1, need_w2, need_b2, autotune=None):
     m, d_out, d_model, hidden = grad.shape[0], grad.shape[1], x8t.shape[0], z.shape[1]
     shapes = ((m, d_model), (hidden, d_model), (hidden,), (d_out, hidden), (d_out,))
     needs = (need_x, need_w1, need_b1, need_w2, need_b2)
@@ -169,6 +175,7 @@ def _float8_mlp_backward_fake(grad, x8t, w1_8t, z, h8t, w2_8t, saved_scale_inv, 
 def _setup_mlp(ctx, inputs, output):
     activation, amax_history, scale, scale_inv, state_id = inputs[5:10]
     ctx.activation, ctx.state_id, ctx.state_tensors = activation, state_id, (amax_history, scale, scale_inv)
+    ctx.autotune = inputs[12] if len(inputs) > 12 else None  # left out of inputs when defaulted
     ctx.mark_non_differentiable(*output[1:])
     ctx.set_materialize_grads(False)
     ctx.save_for_backward(*output[1:])
@@ -179,7 +186,8 @@ def _backward_mlp(ctx, grad, *_unused):
         return (None,) * len(ctx.needs_input_grad)
     needs = tuple(ctx.needs_input_grad[:5])
     backward = _float8_mlp_backward if eager(grad) else float8_mlp_backward
-    grads = backward(grad.contiguous(), *ctx.saved_tensors, ctx.activation, *ctx.state_tensors, ctx.state_id, *needs)
+    grads = backward(grad.contiguous(), *ctx.saved_tensors, ctx.activation, *ctx.state_tensors, ctx.state_id, *needs,
+                     ctx.autotune)
     return *(g if need else None for g, need in zip(grads, needs)), *(None,) * (len(ctx.needs_input_grad) - 5)
 
 
