@@ -183,8 +183,10 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         if reason is None:
             y = float8.linear(float8.row_major(x2), weight, bias, op_activation, state,
                               _grad_needed(x2, weight, bias), direct, autotune)
-            return y.view(x.shape[:-1] + (weight.shape[0],))
-        float8.log_fallback(reason)
+            if y is not None:
+                return y.view(x.shape[:-1] + (weight.shape[0],))
+        else:
+            float8.log_fallback(reason)
     elif fp8_state is not None:
         raise OptionsError("fp8_state", "given without an fp8 recipe")
     if op_activation == "gelu" and _grad_needed(x2, weight, bias):
@@ -277,8 +279,10 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
         if reason is None:
             out = float8.mlp(float8.row_major(x2), w1, b1, w2, b2, op_activation, state,
                              _grad_needed(x2, w1, b1, w2, b2), direct, autotune)
-            return out.view(x.shape[:-1] + (w2.shape[0],))
-        float8.log_fallback(reason)
+            if out is not None:
+                return out.view(x.shape[:-1] + (w2.shape[0],))
+        else:
+            float8.log_fallback(reason)
     elif fp8_state is not None:
         raise OptionsError("fp8_state", "given without an fp8 recipe")
     if _grad_needed(x2, w1, b1, w2, b2):

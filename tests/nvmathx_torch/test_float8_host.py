@@ -284,3 +284,33 @@ def test_autotune_reaches_the_float8_gemms(fake_gpu, seed, monkeypatch, autotune
     _mlp_step(block, *(randn(generator(seed), (16, 16), torch.bfloat16) for _ in range(2)))
     assert len(seen) == 6
     assert all((p is not None and p.autotune) if autotune else p is None for p in seen)
+
+
+def test_a_problem_cublaslt_refuses_runs_unquantised_from_then_on(fake_gpu, seed, monkeypatch, caplog):
+    """cuBLASLt's NOT_SUPPORTED for a float8 GEMM: the call runs unquantised (logged once, the
+    problem remembered, so the next call does not try again); other errors propagate."""
+    from nvmathx._core.errors import CudaLibraryError
+
+    attempts = []
+
+    def refusing(*args, **kwargs):
+        attempts.append(1)
+        raise CudaLibraryError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmul")
+
+    monkeypatch.setattr(gemms, "matmul", refusing)
+    monkeypatch.setattr(dispatch, "refused", set())
+    gen = generator(seed)
+    x, w, b = (randn(gen, s, torch.bfloat16) for s in ((16, 32), (16, 32), (16,)))
+    state = Float8State(Float8Recipe(), "linear")
+    with caplog.at_level("INFO", logger="nvmathx"):
+        for _ in range(2):
+            y = fused_linear(x, w, b, fp8=Float8Recipe(), fp8_state=state)
+            torch.testing.assert_close(y, torch.nn.functional.linear(x, w, b))
+    assert len(attempts) == 1 and "refused" in caplog.text
+
+    def failing(*args, **kwargs):
+        raise CudaLibraryError(13, "CUBLAS_STATUS_EXECUTION_FAILED", "cublasLtMatmul")
+
+    monkeypatch.setattr(gemms, "matmul", failing)
+    with pytest.raises(CudaLibraryError, match="EXECUTION_FAILED"):
+        fused_linear(x[:, :16], w[:, :16], b, fp8=Float8Recipe(), fp8_state=state)

@@ -13,16 +13,18 @@ import logging
 
 import torch
 
-from ..._core.errors import OperandError, OptionsError
+from ..._core.errors import NvmathxError, OperandError, OptionsError
+from .._dispatch import _is_refusal
 from .ops import EagerFloat8Linear, EagerFloat8MLP
 from .recipe import check_recipe
 from .state import Float8State
 
-__all__ = ["fallback_reason", "linear", "log_fallback", "mlp", "resolve_state", "row_major"]
+__all__ = ["fallback_reason", "linear", "log_fallback", "mlp", "refused", "resolve_state", "row_major"]
 
 _DTYPES = (torch.float16, torch.bfloat16)
 _logger = logging.getLogger("nvmathx")
 _logged: set = set()
+refused: set = set()  # signatures of the float8 problems cuBLASLt refused
 _capabilities: dict = {}
 
 
@@ -85,19 +87,40 @@ def _state_args(state: Float8State) -> tuple:
     return state.amax_history, state.scale, state.scale_inv, id(state)
 
 
+def _run_forward(kind: str, call, tensors: tuple, direct: bool):
+    """``call()``'s output, or None when cuBLASLt refuses the float8 problem (remembered by shape,
+    dtype and device, logged once): the caller then runs the unquantised layer. A refusal can only
+    be caught in eager mode; compiled graphs raise it."""
+    signature = (kind, *((tuple(t.shape), t.dtype, t.device) for t in tensors if t is not None))
+    if refused and signature in refused:
+        return None
+    try:
+        return call()
+    except NvmathxError as error:
+        if not direct or not _is_refusal(error):
+            raise
+        refused.add(signature)
+        log_fallback(f"{kind} {[tuple(t.shape) for t in tensors if t is not None]} {tensors[0].dtype} "
+                     f"(cuBLASLt refused it: {type(error).__name__}: {error})")
+        return None
+
+
 def linear(x2, weight, bias, activation: str, state: Float8State, need_grad: bool, direct: bool, autotune):
-    """``act(x2 @ weight.T + bias)`` through the float8 op (eager Function or compiled op)."""
+    """``act(x2 @ weight.T + bias)`` through the float8 op (eager Function or compiled op), or None
+    when cuBLASLt refuses the problem."""
     args = (x2, weight.contiguous(), bias, activation, *_state_args(state), need_grad)
     if direct:
-        return EagerFloat8Linear.apply(*args, True, autotune)[0]
+        return _run_forward("linear", lambda: EagerFloat8Linear.apply(*args, True, autotune)[0], (x2, weight, bias),
+                            direct)
     return torch.ops.nvmathx.float8_linear.default(*args, False, autotune)[0]
 
 
 def mlp(x2, w1, b1, w2, b2, activation: str, state: Float8State, need_grad: bool, direct: bool, autotune):
-    """``act(x2 @ w1.T + b1) @ w2.T + b2`` through the float8 op."""
+    """``act(x2 @ w1.T + b1) @ w2.T + b2`` through the float8 op, or None when cuBLASLt refuses it."""
     args = (x2, w1.contiguous(), b1, w2.contiguous(), b2, activation, *_state_args(state), need_grad)
     if direct:
-        return EagerFloat8MLP.apply(*args, True, autotune)[0]
+        return _run_forward("mlp", lambda: EagerFloat8MLP.apply(*args, True, autotune)[0], (x2, w1, b1, w2, b2),
+                            direct)
     return torch.ops.nvmathx.float8_mlp.default(*args, False, autotune)[0]
 
 
