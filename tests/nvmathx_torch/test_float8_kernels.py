@@ -45,7 +45,8 @@ def _float_bits(value) -> np.uint32:
     return np.array([value], np.float32).view(np.uint32)[0]
 
 
-def _run_cast(in_array, aux_array, rows, cols, op, flags, out_dtype, scale, amax_in=None, margin=0, vector=0):
+def _run_cast(in_array, aux_array, rows, cols, op, flags, out_dtype, scale, amax_in=None, margin=0, vector=0,
+              tiles=4):
     """Launch cast_transpose on host arrays; returns (out, out_t, scale, scale_inv, amax, partials)."""
     out = np.full((rows, cols), 0xAB, np.uint8)
     out_t = np.full((cols, rows), 0xCD, np.uint8)
@@ -53,7 +54,7 @@ def _run_cast(in_array, aux_array, rows, cols, op, flags, out_dtype, scale, amax
     scale_inv = np.array([-1.0], np.float32)
     amax = np.zeros(1, np.uint32)
     amax_read = np.array([_float_bits(amax_in if amax_in is not None else 0.0)], np.uint32)
-    parts = -(-rows // kernels.ROWS_PER_THREAD)
+    parts = -(-rows // (kernels.TILE_ROWS * tiles))
     partials = np.full((parts, cols), np.nan, np.float32)
     in_dtype = {np.dtype(v): k for k, v in NUMPY_INPUT.items()}[in_array.dtype]
     HOST.launch(None, 0, kernels.cast_transpose_name(in_dtype, out_dtype), 1,
@@ -62,7 +63,8 @@ def _run_cast(in_array, aux_array, rows, cols, op, flags, out_dtype, scale, amax
                 np.int64(aux_array.strides[0] // aux_array.itemsize if aux_array is not None else 0),
                 np.int64(rows), np.int64(cols), np.int32(kernels.OPS[op]), np.int32(flags), out.ctypes.data,
                 out_t.ctypes.data, scale_buffer.ctypes.data, scale_inv.ctypes.data, amax.ctypes.data,
-                amax_read.ctypes.data, np.float32(2.0 ** -margin), partials.ctypes.data, np.int32(vector))
+                amax_read.ctypes.data, np.float32(2.0 ** -margin), partials.ctypes.data, np.int32(vector),
+                np.int32(tiles))
     return out, out_t, scale_buffer[0], scale_inv[0], amax.view(np.float32)[0], partials
 
 
@@ -74,7 +76,8 @@ def _matrix(rng, rows, cols, dtype, ld_extra=0, spread=3.0):
 @pytest.mark.parametrize("in_dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("out_dtype", ["float8_e4m3fn", "float8_e5m2"])
 @pytest.mark.parametrize("op", ["none", "relu", "drelu"])
-def test_cast_transpose_is_exact_for_the_exact_ops(rng, in_dtype, out_dtype, op):
+@pytest.mark.parametrize("tiles", [1, 2, 4])
+def test_cast_transpose_is_exact_for_the_exact_ops(rng, in_dtype, out_dtype, op, tiles):
     """Every byte of the cast and of its transpose equals ml_dtypes' saturated cast of ``op(x) * scale``."""
     rows, cols = 16 * int(rng.integers(1, 9)), 8 * int(rng.integers(1, 12))
     ld_extra = int(rng.integers(0, 3)) * 8
@@ -83,7 +86,7 @@ def test_cast_transpose_is_exact_for_the_exact_ops(rng, in_dtype, out_dtype, op)
     scale = float(rng.uniform(0.5, 200.0))
     vector = int(in_dtype != "float32") * (1 | (2 if aux is not None else 0))
     flags = kernels.WRITE | kernels.WRITE_T | kernels.AMAX
-    out, out_t, *_, amax, _ = _run_cast(x, aux, rows, cols, op, flags, out_dtype, scale, vector=vector)
+    out, out_t, *_, amax, _ = _run_cast(x, aux, rows, cols, op, flags, out_dtype, scale, vector=vector, tiles=tiles)
     values = _apply(op, x.astype(np.float64), None if aux is None else aux.astype(np.float64)).astype(np.float32)
     expected = _quantise(values, scale, out_dtype)
     np.testing.assert_array_equal(out, expected)
@@ -109,18 +112,22 @@ def test_cast_transpose_of_gelu_and_its_gradient(rng, out_dtype, op):
     np.testing.assert_allclose(amax, np.abs(values).max(), rtol=1e-5)
 
 
-def test_cast_transpose_bias_gradient_partials_sum_to_the_column_sums(rng):
-    """DBIAS partial sums (one row per 64 input rows), then sum_rows into bfloat16: the column sums of op(x)."""
-    rows, cols = 160, 24  # 160 rows: two full blocks of 64 and a partial one
+@pytest.mark.parametrize("tiles", [1, 2, 4])
+def test_cast_transpose_bias_gradient_partials_sum_to_the_column_sums(rng, tiles):
+    """DBIAS partial sums (one row per 16 * tiles input rows), then sum_rows into bfloat16: the column
+    sums of op(x)."""
+    rows, cols = 160, 24  # 160 rows: with 4 tiles, two full blocks of 64 and a partial one
     grad, z = _matrix(rng, rows, cols, "bfloat16"), _matrix(rng, rows, cols, "bfloat16")
-    *_, partials = _run_cast(grad, z, rows, cols, "dgelu", kernels.DBIAS, "float8_e5m2", 1.0, vector=3)
+    *_, partials = _run_cast(grad, z, rows, cols, "dgelu", kernels.DBIAS, "float8_e5m2", 1.0, vector=3, tiles=tiles)
     values = _apply("dgelu", grad.astype(np.float64), z.astype(np.float64))
-    assert partials.shape == (3, cols)
-    for part in range(3):
-        block = values[part * 64:(part + 1) * 64]
+    height = 16 * tiles
+    parts = -(-rows // height)
+    assert partials.shape == (parts, cols)
+    for part in range(parts):
+        block = values[part * height:(part + 1) * height]
         np.testing.assert_allclose(partials[part], block.sum(0), rtol=1e-4, atol=1e-4)
     result = np.zeros(cols, ml_dtypes.bfloat16)
-    HOST.launch(None, 0, "sum_rows", cols, partials.ctypes.data, np.int64(3), np.int64(cols), result.ctypes.data,
+    HOST.launch(None, 0, "sum_rows", cols, partials.ctypes.data, np.int64(parts), np.int64(cols), result.ctypes.data,
                 np.int32(1))
     np.testing.assert_allclose(result.astype(np.float64), values.sum(0), rtol=1e-2, atol=1e-2)
 
@@ -216,3 +223,12 @@ def test_the_kernels_compile_for_hopper():
             raise
         pytest.skip(f"NVRTC is not available: {error}")
     assert code.code_type == "cubin"
+
+
+def test_tiles_per_thread_keep_enough_threads_in_flight():
+    for rows, cols in ((16384, 4096), (8192, 1024), (256, 128), (16, 8), (32768, 768)):
+        tiles = kernels.tiles_for(rows, cols)
+        threads = cols // 8 * -(-rows // (16 * tiles))
+        assert tiles in (1, 2, 4)
+        assert tiles == 1 or threads >= kernels.ENOUGH_THREADS  # more rows per thread only while threads remain
+        assert tiles == 4 or cols // 8 * -(-rows // (16 * tiles * 2)) < kernels.ENOUGH_THREADS

@@ -105,14 +105,15 @@ class Pass:
         amax = self.history.data_ptr() + 4 * slot
         vector = int(_aligned(t)) | (int(aux is not None and _aligned(aux)) << 1)
         rows, cols = t.shape
-        threads = (cols // kernels.COLUMNS_PER_THREAD) * -(-rows // kernels.ROWS_PER_THREAD)
+        tiles = kernels.tiles_for(rows, cols)
+        threads = (cols // kernels.COLUMNS_PER_THREAD) * -(-rows // (kernels.TILE_ROWS * tiles))
         kernels.launch(self.stream, self.device_id, name, max(threads, 1), t.data_ptr(), np.int64(t.stride(0)),
                        aux.data_ptr() if aux is not None else 0, np.int64(aux.stride(0) if aux is not None else 0),
                        np.int64(rows), np.int64(cols), np.int32(kernels.OPS[op]), np.int32(flags),
                        out.data_ptr() if out is not None else 0, out_t.data_ptr() if out_t is not None else 0,
                        self.scale.data_ptr() + 4 * slot, self.scale_inv.data_ptr() + 4 * slot, amax, amax,
                        np.float32(2.0 ** -self.state.recipe.margin),
-                       partials.data_ptr() if partials is not None else 0, np.int32(vector))
+                       partials.data_ptr() if partials is not None else 0, np.int32(vector), np.int32(tiles))
 
     def cast(self, t: torch.Tensor, slot: int, *, op: str = "none", aux: torch.Tensor | None = None,
              rowmajor: bool = True, transposed: bool = True, bias_grad: bool = False, dynamic: bool | None = None,
@@ -125,7 +126,8 @@ class Pass:
         out_t = torch.empty((cols, rows), dtype=dtype, device=t.device) if transposed else None
         partials = None
         if bias_grad:
-            partials = torch.empty((-(-rows // kernels.ROWS_PER_THREAD), cols), dtype=torch.float32, device=t.device)
+            parts = -(-rows // (kernels.TILE_ROWS * kernels.tiles_for(rows, cols)))
+            partials = torch.empty((parts, cols), dtype=torch.float32, device=t.device)
         flags = (kernels.WRITE if rowmajor else 0) | (kernels.WRITE_T if transposed else 0)
         flags |= kernels.DBIAS if bias_grad else 0
         if self.dynamic if dynamic is None else dynamic:

@@ -13,14 +13,14 @@ and, according to ``flags``:
   K-major copy that Hopper's float8 GEMMs need for the gradient GEMMs;
 - ``AMAX``: max-accumulates ``|v|`` into ``amax`` (float32 bits as unsigned int: the order of
   non-negative floats, NaN above every number);
-- ``DBIAS``: writes per-thread column sums of ``v`` to ``dbias_partial`` (one row per 64 input
-  rows), which ``sum_rows`` then adds up in a fixed order (deterministic, no atomics);
+- ``DBIAS``: writes per-thread column sums of ``v`` to ``dbias_partial`` (one row per ``16 *
+  tiles`` input rows), which ``sum_rows`` then adds up in a fixed order (deterministic, no atomics);
 - ``DYNAMIC``: takes the scale from the amax already in ``amax_in`` (this step's, from an earlier
   ``AMAX`` pass) instead of ``scale``, and records it in ``scale`` and ``scale_inv``.
 
-A thread takes eight neighbouring columns of 64 rows in four tiles of 16: eight 16-byte reads per
-row tile (when the input is 16-byte aligned), an 8-byte store per row and a 16-byte store per
-transposed column; neighbouring threads take neighbouring columns, so the warp's reads and
+A thread takes eight neighbouring columns of ``16 * tiles`` rows (:func:`tiles_for`), a tile of 16
+rows at a time: a 16-byte read per row (when the input is 16-byte aligned), an 8-byte store per row
+and a 16-byte store per transposed column; neighbouring threads take neighbouring columns, so the warp's reads and
 row-major stores are contiguous. ``rows`` must be a multiple of 16 and ``cols`` of 8 (float8
 GEMMs need multiples of 16 anyway).
 
@@ -38,18 +38,33 @@ from ..._codegen.float_formats import FLOAT_FORMATS_SOURCE, FORMAT_CODES
 from ..._codegen.launch import KernelSet
 from ..._codegen.launch import launch as launch_kernel
 
-__all__ = ["AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SOURCE", "OPS", "ROWS_PER_THREAD", "WRITE", "WRITE_T",
-           "cast_transpose_name", "launch"]
+__all__ = ["AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SOURCE", "OPS", "TILE_ROWS", "WRITE", "WRITE_T",
+           "cast_transpose_name", "launch", "tiles_for"]
 
 WRITE, WRITE_T, AMAX, DBIAS, DYNAMIC = (1 << bit for bit in range(5))
 OPS = {"none": 0, "relu": 1, "gelu": 2, "drelu": 3, "dgelu": 4}
-ROWS_PER_THREAD = 64  # four tiles of 16 rows: one row of dbias partial sums per 64 input rows
+TILE_ROWS = 16  # a thread's rows per tile; it takes `tiles` tiles down its eight columns
 COLUMNS_PER_THREAD = 8
+ENOUGH_THREADS = 1 << 17  # about what an H100/H200 needs in flight (16-byte loads) to stream memory
+
+
+def tiles_for(rows: int, cols: int) -> int:
+    """Tiles of 16 rows per thread: 4 (fewer bias-gradient partial rows, one per 64 input rows)
+    while that leaves enough threads, else 2, else 1 (small tensors: more threads in flight).
+
+    >>> tiles_for(16384, 4096), tiles_for(8192, 4096), tiles_for(256, 128)
+    (4, 2, 1)
+    """
+    threads_per_tile_row = cols // COLUMNS_PER_THREAD * -(-rows // TILE_ROWS)
+    for tiles in (4, 2):
+        if threads_per_tile_row // tiles >= ENOUGH_THREADS:
+            return tiles
+    return 1
 
 KERNEL_SOURCE = FLOAT_FORMATS_SOURCE + r"""
 enum { WRITE = 1, WRITE_T = 2, AMAX = 4, DBIAS = 8, DYNAMIC = 16 };
 enum { OP_NONE = 0, OP_RELU = 1, OP_GELU = 2, OP_DRELU = 3, OP_DGELU = 4 };
-enum { TILE_ROWS = 16, TILES = 4, COLS = 8 };
+enum { TILE_ROWS = 16, COLS = 8 };
 
 __device__ inline float largest_finite(int out) { return out == E4M3 ? 448.0f : 57344.0f; }
 
@@ -121,7 +136,7 @@ template <int IN, int OUT>
 __global__ void cast_transpose(const void* in, i64 in_ld, const void* aux, i64 aux_ld, i64 rows, i64 cols, int op,
                                int flags, unsigned char* out, unsigned char* out_t, float* scale, float* scale_inv,
                                unsigned int* amax, const unsigned int* amax_in, float margin_factor,
-                               float* dbias_partial, int vector) {
+                               float* dbias_partial, int vector, int tiles) {
     const float fp8_max = largest_finite(OUT);
     float s;
     if (flags & DYNAMIC) {
@@ -133,7 +148,7 @@ __global__ void cast_transpose(const void* in, i64 in_ld, const void* aux, i64 a
     } else {
         s = *scale;
     }
-    const i64 groups = cols / COLS, row_blocks = (rows + TILE_ROWS * TILES - 1) / (TILE_ROWS * TILES);
+    const i64 groups = cols / COLS, row_blocks = (rows + TILE_ROWS * tiles - 1) / (TILE_ROWS * tiles);
     const i64 count = groups * row_blocks, step = (i64)gridDim.x * blockDim.x;
     const bool vector_in = vector & 1, vector_aux = (vector >> 1) & 1;
     unsigned int largest = 0u;
@@ -141,13 +156,14 @@ __global__ void cast_transpose(const void* in, i64 in_ld, const void* aux, i64 a
         const i64 col = (t % groups) * COLS, row_block = t / groups;
         float sums[COLS];
         for (int j = 0; j < COLS; ++j) sums[j] = 0.0f;
-        for (int tile = 0; tile < TILES; ++tile) {
-            const i64 first = (row_block * TILES + tile) * TILE_ROWS;
+        for (int tile = 0; tile < tiles; ++tile) {
+            const i64 first = (row_block * tiles + tile) * TILE_ROWS;
             if (first >= rows) break;
             unsigned int columns[COLS][TILE_ROWS / 4];  // the tile's bytes by column, 4 rows a word
             for (int j = 0; j < COLS; ++j)
                 for (int w = 0; w < TILE_ROWS / 4; ++w) columns[j][w] = 0u;
-            for (int r = 0; r < TILE_ROWS; ++r) {
+#pragma unroll
+            for (int r = 0; r < TILE_ROWS; ++r) {  // unrolled: the tile's sixteen loads are issued together
                 const i64 row = first + r;
                 float v[COLS], a[COLS];
                 for (int j = 0; j < COLS; ++j) a[j] = 0.0f;
