@@ -133,8 +133,9 @@ __device__ inline unsigned int warp_max(unsigned int value) {
 }
 
 template <int IN, int OUT>
-__global__ void cast_transpose(const void* in, i64 in_ld, const void* aux, i64 aux_ld, i64 rows, i64 cols, int op,
-                               int flags, unsigned char* out, unsigned char* out_t, float* scale, float* scale_inv,
+__global__ void cast_transpose(const void* __restrict__ in, i64 in_ld, const void* __restrict__ aux, i64 aux_ld,
+                               i64 rows, i64 cols, int op, int flags, unsigned char* __restrict__ out,
+                               unsigned char* __restrict__ out_t, float* scale, float* scale_inv,
                                unsigned int* amax, const unsigned int* amax_in, float margin_factor,
                                float* dbias_partial, int vector, int tiles) {
     const float fp8_max = largest_finite(OUT);
@@ -163,7 +164,7 @@ __global__ void cast_transpose(const void* in, i64 in_ld, const void* aux, i64 a
             for (int j = 0; j < COLS; ++j)
                 for (int w = 0; w < TILE_ROWS / 4; ++w) columns[j][w] = 0u;
 #pragma unroll
-            for (int r = 0; r < TILE_ROWS; ++r) {  // unrolled: the tile's sixteen loads are issued together
+            for (int r = 0; r < TILE_ROWS; ++r) {  // unrolled, and no aliasing: the tile's loads issue together
                 const i64 row = first + r;
                 float v[COLS], a[COLS];
                 for (int j = 0; j < COLS; ++j) a[j] = 0.0f;
