@@ -214,15 +214,28 @@ def test_update_scaling_follows_delayed_scaling(rng, most_recent, zero_only):
         assert scale[4] == np.finfo(np.float32).max
 
 
-def test_the_kernels_compile_for_hopper():
-    """NVRTC compiles every instance for sm_90 (the float8 conversions through PTX; no GPU needed)."""
+def test_the_kernels_compile_for_hopper_without_local_memory():
+    """NVRTC compiles every instance for sm_90 (the float8 conversions through PTX; no GPU needed),
+    and ptxas keeps every kernel in registers: no stack frame, no spills (a tile's bytes by column
+    are indexed with constants only after unrolling)."""
+    import io
+
     try:
-        code = kernels.KERNELS.compile("sm_90")
+        from cuda.core import Program, ProgramOptions
+
+        program = Program(kernels.KERNEL_SOURCE, "c++",
+                          ProgramOptions(arch="sm_90", std="c++17", ptxas_options=["-v"]))
+        log = io.StringIO()
+        code = program.compile("cubin", name_expressions=kernels.KERNEL_NAMES, logs=log)
     except (ImportError, RuntimeError) as error:
         if "nvrtc" not in str(error).lower() and not isinstance(error, ImportError):
             raise
         pytest.skip(f"NVRTC is not available: {error}")
     assert code.code_type == "cubin"
+    report = log.getvalue()
+    frames = [line for line in report.splitlines() if "stack frame" in line]
+    assert len(frames) == len(kernels.KERNEL_NAMES), report
+    assert all("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in line for line in frames), report
 
 
 def test_tiles_per_thread_keep_enough_threads_in_flight():
