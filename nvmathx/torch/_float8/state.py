@@ -50,7 +50,8 @@ class Float8State(nn.Module):
     The layers create their state themselves (as ``fp8_state``); create one for the functional
     forms :func:`fused_linear` / :func:`fused_mlp` and pass it with the same recipe on every call.
     The float8 copies of the weights are cached here, outside the ``state_dict``, and remade when
-    a weight changes (an optimizer step, a load) or its scale does.
+    a weight changes (an optimizer step, a load) or the state moves (``.to()``); under CUDA graph
+    capture and in compiled graphs they are remade on every call.
 
     Examples
     --------
