@@ -45,7 +45,9 @@ class Float8Recipe:
         The scale is ``fp8_max / amax / 2**margin`` (default 0).
     process_group : torch.distributed.ProcessGroup or None
         When given, each amax is max-reduced over it before a scale is computed from it (the
-        data-parallel group, as TransformerEngine does), so every rank uses the same scales.
+        data-parallel group, as TransformerEngine does), so every rank uses the same scales. Under
+        ``DistributedDataParallel`` pass ``broadcast_buffers=False``: DDP's broadcast of rank 0's
+        buffers before each forward would replace the other ranks' amaxes before they are reduced.
     fast_accumulation : bool
         Forward GEMMs accumulate in cuBLASLt's fast float8 mode (default True, as
         TransformerEngine); the gradient GEMMs never do.
