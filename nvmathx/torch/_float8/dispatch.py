@@ -28,6 +28,7 @@ refused: set = set()  # signatures of the float8 problems cuBLASLt refused
 _capabilities: dict = {}
 
 
+@torch.compiler.assume_constant_result  # a fact of the machine: traced as a constant, no graph break
 def _capability(device: torch.device) -> tuple:
     index = device.index if device.index is not None else torch.cuda.current_device()
     capability = _capabilities.get(index)
