@@ -314,3 +314,16 @@ def test_a_problem_cublaslt_refuses_runs_unquantised_from_then_on(fake_gpu, seed
     monkeypatch.setattr(gemms, "matmul", failing)
     with pytest.raises(CudaLibraryError, match="EXECUTION_FAILED"):
         fused_linear(x[:, :16], w[:, :16], b, fp8=Float8Recipe(), fp8_state=state)
+
+
+def test_bias_gradient_of_many_tokens(fake_gpu, seed):
+    """800 tokens: 50 rows of partial sums, added in two launches of sum_rows; the bias gradient is the model's."""
+    torch.manual_seed(seed)
+    layer = FusedLinear(16, 32, activation="relu", dtype=torch.bfloat16, fp8=Float8Recipe())
+    gen = generator(seed)
+    x = randn(gen, (800, 16), torch.bfloat16, requires_grad=True)
+    grad = randn(gen, (800, 32), torch.bfloat16)
+    w, b = layer.weight.detach().clone(), layer.bias.detach().clone()
+    layer(x).backward(grad)
+    *_, db = Float8Model("linear").linear(x.detach(), w, b, "relu", grad)
+    assert _error(layer.bias.grad, db) < TOLERANCE

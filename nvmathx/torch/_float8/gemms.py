@@ -140,13 +140,24 @@ class Pass:
             flags |= kernels.AMAX
         self._launch_cast(t, aux, slot, op, flags, out, out_t, partials)
         self.state.measured.add(slot)
-        bias = None
-        if partials is not None:
-            bias = torch.empty(cols, dtype=t.dtype, device=t.device)
-            kernels.launch(self.stream, self.device_id, "sum_rows", cols, partials.data_ptr(),
-                           np.int64(partials.shape[0]), np.int64(cols), bias.data_ptr(),
-                           np.int32(FORMAT_CODES[_name(t.dtype)]))
+        bias = self._column_sums(partials, t.dtype) if partials is not None else None
         return Cast(out, out_t, bias, self.scale_inv[slot:slot + 1])
+
+    def _column_sums(self, partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The column sums of the bias-gradient partial sums, in ``dtype``: 32 rows per thread per
+        launch until one launch covers what is left (two launches up to 32768 partial rows)."""
+        parts, cols = partials.shape
+        result = torch.empty(cols, dtype=dtype, device=partials.device)
+        chunk = kernels.SUM_CHUNK
+        while True:
+            chunks = -(-parts // chunk)
+            sums = torch.empty((chunks, cols), dtype=torch.float32, device=partials.device) if chunks > 1 else None
+            kernels.launch(self.stream, self.device_id, "sum_rows", chunks * cols, partials.data_ptr(),
+                           np.int64(parts), np.int64(cols), np.int64(chunk), sums.data_ptr() if sums is not None else 0,
+                           result.data_ptr(), np.int32(FORMAT_CODES[_name(dtype)]))
+            if sums is None:
+                return result
+            partials, parts = sums, chunks
 
     def weight(self, w: torch.Tensor, slot: int) -> Cast:
         """The weight in float8, both layouts; from the state's cache while the weight is unchanged

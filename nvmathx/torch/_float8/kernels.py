@@ -14,7 +14,8 @@ and, according to ``flags``:
 - ``AMAX``: max-accumulates ``|v|`` into ``amax`` (float32 bits as unsigned int: the order of
   non-negative floats, NaN above every number);
 - ``DBIAS``: writes per-thread column sums of ``v`` to ``dbias_partial`` (one row per ``16 *
-  tiles`` input rows), which ``sum_rows`` then adds up in a fixed order (deterministic, no atomics);
+  tiles`` input rows), which ``sum_rows`` then adds up, 32 rows a thread and launch, in a fixed
+  order (deterministic, no atomics);
 - ``DYNAMIC``: takes the scale from the amax already in ``amax_in`` (this step's, from an earlier
   ``AMAX`` pass) instead of ``scale``, and records it in ``scale`` and ``scale_inv``.
 
@@ -46,6 +47,7 @@ OPS = {"none": 0, "relu": 1, "gelu": 2, "drelu": 3, "dgelu": 4}
 TILE_ROWS = 16  # a thread's rows per tile; it takes `tiles` tiles down its eight columns
 COLUMNS_PER_THREAD = 8
 ENOUGH_THREADS = 1 << 17  # about what an H100/H200 needs in flight (16-byte loads) to stream memory
+SUM_CHUNK = 32  # rows of partial sums a thread of sum_rows adds: parts / 32 threads per column a launch
 
 
 def tiles_for(rows: int, cols: int) -> int:
@@ -210,13 +212,22 @@ __global__ void cast_transpose(const void* __restrict__ in, i64 in_ld, const voi
     }
 }
 
-// result[c] = sum over p of partial[p * cols + c], stored in format OUT (the bias gradient).
-__global__ void sum_rows(const float* partial, i64 parts, i64 cols, void* result, int result_code) {
-    const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 c = (i64)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += step) {
+// Column sums of `parts` rows of partial sums, `chunk` rows at a time: thread (k, c) adds rows
+// [k * chunk, (k + 1) * chunk) of column c into sums[k * cols + c] or, when one chunk covers every
+// row, into result[c] in format result_code (the bias gradient). A fixed order: deterministic.
+__global__ void sum_rows(const float* __restrict__ partial, i64 parts, i64 cols, i64 chunk, float* __restrict__ sums,
+                         void* result, int result_code) {
+    const i64 chunks = (parts + chunk - 1) / chunk, count = chunks * cols, step = (i64)gridDim.x * blockDim.x;
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < count; t += step) {
+        const i64 c = t % cols, k = t / cols;
+        const i64 last = (k + 1) * chunk < parts ? (k + 1) * chunk : parts;
         float sum = 0.0f;
-        for (i64 p = 0; p < parts; ++p) sum += partial[p * cols + c];
-        store<float>(result, result_code, c, sum);
+#pragma unroll 4
+        for (i64 p = k * chunk; p < last; ++p) sum += partial[p * cols + c];
+        if (chunks == 1)
+            store<float>(result, result_code, c, sum);
+        else
+            sums[k * cols + c] = sum;
     }
 }
 
