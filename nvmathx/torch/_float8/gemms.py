@@ -94,7 +94,8 @@ class Pass:
         state, history = self.state, self.history
         if self.group is not None and not zero_only:
             torch.distributed.all_reduce(history[0], op=torch.distributed.ReduceOp.MAX, group=self.group)
-        kernels.launch(self.stream, self.device_id, "update_scaling", len(state.slots), history.data_ptr(),
+        kernels.launch(self.stream, self.device_id, "update_scaling", len(state.slots) * kernels.WARP,
+                       history.data_ptr(),
                        np.int64(history.shape[0]), np.int64(history.shape[1]), slot_mask(slots),
                        np.uint64(state.e5m2_mask), self.scale.data_ptr(), self.scale_inv.data_ptr(),
                        np.float32(2.0 ** -state.recipe.margin),

@@ -25,12 +25,14 @@ and a 16-byte store per transposed column; neighbouring threads take neighbourin
 row-major stores are contiguous. ``rows`` must be a multiple of 16 and ``cols`` of 8 (float8
 GEMMs need multiples of 16 anyway).
 
-``update_scaling`` applies delayed scaling to the slots in ``mask`` of a layer's state (one thread
-per slot): from the amax history (``history_len x slots``, row 0 the latest step's accumulator)
-it takes the largest value (or row 0's, ``most_recent``), sets ``scale = fp8_max / amax /
-2**margin`` (kept as it was when that amax is 0, infinite or NaN; the largest float when the
-quotient overflows), then shifts the history down one row and zeroes row 0. With ``zero_only``
-it only zeroes row 0 (dynamic scaling's accumulators, before a step).
+``update_scaling`` applies delayed scaling to the slots in ``mask`` of a layer's state, one warp
+per slot (:data:`WARP` threads of the launch each): from the amax history (``history_len x
+slots``, row 0 the latest step's accumulator) it takes the largest value (or row 0's,
+``most_recent``), sets ``scale = fp8_max / amax / 2**margin`` (kept as it was when that amax is 0,
+infinite or NaN; the largest float when the quotient overflows), then shifts the history down one
+row and zeroes row 0. With ``zero_only`` it only zeroes row 0 (dynamic scaling's accumulators,
+before a step). The lanes share the history's rows, so a history of 1024 steps costs each lane 32
+reads, not one thread 1024 dependent ones.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ OPS = {"none": 0, "relu": 1, "gelu": 2, "drelu": 3, "dgelu": 4}
 TILE_ROWS = 16  # a thread's rows per tile; it takes `tiles` tiles down its eight columns
 COLUMNS_PER_THREAD = 8
 ENOUGH_THREADS = 1 << 17  # about what an H100/H200 needs in flight (16-byte loads) to stream memory
+WARP = 32  # threads of update_scaling per slot (the lanes of one warp)
 SUM_CHUNK = 32  # rows of partial sums a thread of sum_rows adds: parts / 32 threads per column a launch
 
 
@@ -123,6 +126,14 @@ __device__ inline float apply_op(int op, float v, float aux) {
     default: return v;
     }
 }
+
+#ifdef __CUDA_ARCH__
+enum { WARP = 32 };
+__device__ inline void sync_warp() { __syncwarp(); }
+#else
+enum { WARP = 1 };  // on the host a launch is one thread: a warp of one lane
+inline void sync_warp() {}
+#endif
 
 __device__ inline unsigned int warp_max(unsigned int value) {
 #ifdef __CUDA_ARCH__
@@ -231,26 +242,43 @@ __global__ void sum_rows(const float* __restrict__ partial, i64 parts, i64 cols,
     }
 }
 
+// One warp per slot (a "warp" of one thread when compiled for the host): the lanes take the
+// history's rows in blocks, reduce their maxima with shuffles, and roll the history down one row in
+// parallel (each lane reads the row above its block before any lane writes).
 __global__ void update_scaling(float* history, i64 history_len, i64 slots, unsigned long long mask,
                                unsigned long long e5m2_mask, float* scale, float* scale_inv, float margin_factor,
                                int most_recent, int zero_only) {
-    const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 slot = (i64)blockIdx.x * blockDim.x + threadIdx.x; slot < slots; slot += step) {
-        if (!((mask >> slot) & 1ull)) continue;
+    const i64 step = (i64)gridDim.x * blockDim.x, count = slots * WARP;
+    const i64 rows_per_lane = (history_len + WARP - 1) / WARP;
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < count; t += step) {
+        const i64 slot = t / WARP, lane = t % WARP;
+        if (!((mask >> slot) & 1ull)) continue;  // the whole warp: one slot per warp
+        const i64 first = lane * rows_per_lane;
+        const i64 last = first + rows_per_lane < history_len ? first + rows_per_lane : history_len;
         if (!zero_only) {
-            unsigned int largest = float_bits(history[slot]);
-            if (!most_recent)
-                for (i64 k = 1; k < history_len; ++k) {
+            unsigned int largest = 0u;
+            if (most_recent) {
+                if (lane == 0) largest = float_bits(history[slot]);
+            } else {
+                for (i64 k = first; k < last; ++k) {
                     const unsigned int bits = float_bits(history[k * slots + slot]);
                     largest = bits > largest ? bits : largest;
                 }
-            const float fp8_max = ((e5m2_mask >> slot) & 1ull) ? 57344.0f : 448.0f;
-            const float s = scale_for(bits_float(largest), fp8_max, margin_factor, scale[slot]);
-            scale[slot] = s;
-            scale_inv[slot] = 1.0f / s;
-            for (i64 k = history_len - 1; k > 0; --k) history[k * slots + slot] = history[(k - 1) * slots + slot];
+            }
+            largest = warp_max(largest);
+            if (lane == 0) {
+                const float fp8_max = ((e5m2_mask >> slot) & 1ull) ? 57344.0f : 448.0f;
+                const float s = scale_for(bits_float(largest), fp8_max, margin_factor, scale[slot]);
+                scale[slot] = s;
+                scale_inv[slot] = 1.0f / s;
+            }
+            const float above = first > 0 && first < history_len ? history[(first - 1) * slots + slot] : 0.0f;
+            sync_warp();
+            for (i64 k = last - 1; k > first; --k) history[k * slots + slot] = history[(k - 1) * slots + slot];
+            if (first > 0 && first < history_len) history[first * slots + slot] = above;
+            sync_warp();
         }
-        history[slot] = 0.0f;
+        if (lane == 0) history[slot] = 0.0f;
     }
 }
 """
