@@ -270,3 +270,19 @@ def test_compile_reduce_overhead_equals_eager(seed, fp8):
                                                                   compiled_block.fc2.weight, compiled_block.fc2.bias)]
         for a, b in zip(got, expected):
             torch.testing.assert_close(a, b, rtol=1e-2, atol=1e-3)
+
+
+def test_a_long_history_rolls_across_the_lanes(seed):
+    """The default 1024-step history: 40 steps cross the first lane's block of 32 rows; every row
+    holds its step's amax, newest first, and the rest stay zero."""
+    torch.manual_seed(seed)
+    layer = FusedLinear(16, 16, device=DEVICE, dtype=torch.bfloat16, fp8=Float8Recipe())
+    gen = generator(seed)
+    amaxes = []
+    for step in range(40):
+        x = randn(gen, (16, 16), torch.bfloat16, DEVICE, scale=1.0 + step / 8)
+        layer(x).sum().backward()
+        amaxes.append(float(x.float().abs().max()))
+    column = layer.fp8_state.amax_history[:, layer.fp8_state.slot("input")].tolist()
+    assert column[:40] == amaxes[::-1] and not any(column[40:])
+    assert float(layer.fp8_state.scale[0]) == pytest.approx(448.0 / max(amaxes[:39]), rel=1e-6)
