@@ -40,6 +40,11 @@ def train_two_steps(seed: int) -> dict:
             block(x).backward(grad)
             state = block.fp8_state
             results[step] = {"row0": state.amax_history[0].tolist(), "scale": state.scale.tolist()}
+        # Two micro-batches forward, then one backward through both: the second forward's amax
+        # reduction must not invalidate the first's saved state (a version-counter error).
+        outputs = [block(rank_input(seed + 200 + k, rank)) for k in range(2)]
+        (outputs[0].float().sum() + outputs[1].float().sum()).backward()
+        results["micro_batches"] = bool(block.fc1.weight.grad.isfinite().all())
         from nvmathx.linalg import plan_cache
 
         plan_cache.clear()

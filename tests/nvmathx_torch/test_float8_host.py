@@ -235,6 +235,7 @@ def test_amaxes_are_max_reduced_over_the_process_group(seed):
     # the gradients' amaxes of this step stay local until the next pass reduces them.
     assert results[0][1]["row0"][:4] == results[1][1]["row0"][:4]
     assert results[0][1]["row0"][4:] != results[1][1]["row0"][4:]
+    assert all(r["micro_batches"] for r in results)
 
 
 def test_compile_fullgraph_of_a_float8_block_on_cpu_runs_unquantised(seed):

@@ -93,13 +93,17 @@ class Pass:
         """Fold row 0 into the scales of ``slots`` and clear it (only clear it when ``zero_only``)."""
         state, history = self.state, self.history
         if self.group is not None and not zero_only:
-            torch.distributed.all_reduce(history[0], op=torch.distributed.ReduceOp.MAX, group=self.group)
+            self._reduce_amaxes(history[0])
         kernels.launch(self.stream, self.device_id, "update_scaling", len(state.slots) * kernels.WARP,
                        history.data_ptr(),
                        np.int64(history.shape[0]), np.int64(history.shape[1]), slot_mask(slots),
                        np.uint64(state.e5m2_mask), self.scale.data_ptr(), self.scale_inv.data_ptr(),
                        np.float32(2.0 ** -state.recipe.margin),
                        np.int32(state.recipe.amax_compute_algo == "most_recent"), np.int32(zero_only))
+
+    def _reduce_amaxes(self, amaxes: torch.Tensor) -> None:
+        """Max-reduce ``amaxes`` (a view of the history) over the recipe's process group, in place."""
+        torch.distributed.all_reduce(amaxes, op=torch.distributed.ReduceOp.MAX, group=self.group)
 
     def _launch_cast(self, t, aux, slot, op, flags, out, out_t, partials) -> None:
         name = kernels.cast_transpose_name(_name(t.dtype), _name(self.state.dtype_of(slot)))
@@ -134,8 +138,7 @@ class Pass:
         if self.dynamic if dynamic is None else dynamic:
             self._launch_cast(t, aux, slot, op, kernels.AMAX, None, None, None)  # this step's amax first
             if self.group is not None and reduce_amax:
-                row = self.history[0]
-                torch.distributed.all_reduce(row[slot:slot + 1], op=torch.distributed.ReduceOp.MAX, group=self.group)
+                self._reduce_amaxes(self.history[0, slot:slot + 1])
             flags |= kernels.DYNAMIC
         else:
             flags |= kernels.AMAX

@@ -98,21 +98,24 @@ def _float8_linear_backward_fake(grad, x8t, w8t, aux, saved_scale_inv, activatio
 def _setup_linear(ctx, inputs, output):
     _, _, _, activation, amax_history, scale, scale_inv, state_id, _, _, *autotune = inputs
     y, x8t, w8t, aux, saved_scale_inv = output
-    ctx.activation, ctx.state_id, ctx.state_tensors = activation, state_id, (amax_history, scale, scale_inv)
+    ctx.activation, ctx.state_id = activation, state_id
     ctx.autotune = (autotune or [None])[0]  # left out of inputs when defaulted
     ctx.mark_non_differentiable(x8t, w8t, aux, saved_scale_inv)
     ctx.set_materialize_grads(False)
-    ctx.save_for_backward(x8t, w8t, y if activation == "relu" else aux, saved_scale_inv)
+    # The state's buffers too (the kernels write them without a version bump, so autograd's check of
+    # saved tensors holds): torch.compile traces saved tensors, not tensors kept on ctx.
+    ctx.save_for_backward(x8t, w8t, y if activation == "relu" else aux, saved_scale_inv, amax_history, scale,
+                          scale_inv)
 
 
 def _backward_linear(ctx, grad, *_unused):
     if grad is None:
         return (None,) * len(ctx.needs_input_grad)
-    x8t, w8t, aux, saved_scale_inv = ctx.saved_tensors
+    x8t, w8t, aux, saved_scale_inv, *state_tensors = ctx.saved_tensors
     grad = grad.contiguous()
     needs = tuple(ctx.needs_input_grad[:3])
     backward = _float8_linear_backward if eager(grad) else float8_linear_backward
-    grads = backward(grad, x8t, w8t, aux, saved_scale_inv, ctx.activation, *ctx.state_tensors, ctx.state_id, *needs,
+    grads = backward(grad, x8t, w8t, aux, saved_scale_inv, ctx.activation, *state_tensors, ctx.state_id, *needs,
                      ctx.autotune)
     return *(g if need else None for g, need in zip(grads, needs)), *(None,) * (len(ctx.needs_input_grad) - 3)
 
@@ -174,11 +177,11 @@ def _float8_mlp_backward_fake(grad, x8t, w1_8t, z, h8t, w2_8t, saved_scale_inv, 
 
 def _setup_mlp(ctx, inputs, output):
     activation, amax_history, scale, scale_inv, state_id = inputs[5:10]
-    ctx.activation, ctx.state_id, ctx.state_tensors = activation, state_id, (amax_history, scale, scale_inv)
+    ctx.activation, ctx.state_id = activation, state_id
     ctx.autotune = inputs[12] if len(inputs) > 12 else None  # left out of inputs when defaulted
     ctx.mark_non_differentiable(*output[1:])
     ctx.set_materialize_grads(False)
-    ctx.save_for_backward(*output[1:])
+    ctx.save_for_backward(*output[1:], amax_history, scale, scale_inv)  # as _setup_linear says
 
 
 def _backward_mlp(ctx, grad, *_unused):
@@ -186,7 +189,8 @@ def _backward_mlp(ctx, grad, *_unused):
         return (None,) * len(ctx.needs_input_grad)
     needs = tuple(ctx.needs_input_grad[:5])
     backward = _float8_mlp_backward if eager(grad) else float8_mlp_backward
-    grads = backward(grad.contiguous(), *ctx.saved_tensors, ctx.activation, *ctx.state_tensors, ctx.state_id, *needs,
+    saved = ctx.saved_tensors
+    grads = backward(grad.contiguous(), *saved[:6], ctx.activation, *saved[6:], ctx.state_id, *needs,
                      ctx.autotune)
     return *(g if need else None for g, need in zip(grads, needs)), *(None,) * (len(ctx.needs_input_grad) - 5)
 
