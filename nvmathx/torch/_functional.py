@@ -92,6 +92,22 @@ def _grad_needed(*tensors) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
+def _float8(recipe, state, kind: str, x2, weights: tuple, run):
+    """``run(state, rows)`` (the float8 op on the row-major matrix) for a call with a float8
+    ``recipe``, or None when the call runs unquantised: no recipe, a problem float8 cannot take
+    (logged once), or one cuBLASLt refused."""
+    if recipe is None:
+        if state is not None:
+            raise OptionsError("fp8_state", "given without an fp8 recipe")
+        return None
+    state = float8.resolve_state(recipe, state, kind, x2.device)
+    reason = float8.fallback_reason(x2, *weights)
+    if reason is not None:
+        float8.log_fallback(reason)
+        return None
+    return run(state, float8.row_major(x2))
+
+
 def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
                  activation: str | None = None, *, autotune: bool | None = None, fp8: Float8Recipe | None = None,
                  fp8_state: Float8State | None = None) -> torch.Tensor:
@@ -177,18 +193,10 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     _check_features(x, weight, "weight")
     x2 = _as_rows(x)
     direct = eager(x2)
-    if fp8 is not None:
-        state = float8.resolve_state(fp8, fp8_state, "linear", x.device)
-        reason = float8.fallback_reason(x2, weight)
-        if reason is None:
-            y = float8.linear(float8.row_major(x2), weight, bias, op_activation, state,
-                              _grad_needed(x2, weight, bias), direct, autotune)
-            if y is not None:
-                return y.view(x.shape[:-1] + (weight.shape[0],))
-        else:
-            float8.log_fallback(reason)
-    elif fp8_state is not None:
-        raise OptionsError("fp8_state", "given without an fp8 recipe")
+    y = _float8(fp8, fp8_state, "linear", x2, (weight,), lambda state, rows: float8.linear(
+        rows, weight, bias, op_activation, state, _grad_needed(x2, weight, bias), direct, autotune))
+    if y is not None:
+        return y.view(x.shape[:-1] + (weight.shape[0],))
     if op_activation == "gelu" and _grad_needed(x2, weight, bias):
         if direct:
             y = EagerLinearAux.apply(x2, weight, bias, op_activation, autotune)[0]
@@ -273,18 +281,10 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
                            f"expected {w1.shape[0]} columns, the hidden features of w1 (got shape {tuple(w2.shape)})")
     x2 = _as_rows(x)
     direct = eager(x2)
-    if fp8 is not None:
-        state = float8.resolve_state(fp8, fp8_state, "mlp", x.device)
-        reason = float8.fallback_reason(x2, w1, w2)
-        if reason is None:
-            out = float8.mlp(float8.row_major(x2), w1, b1, w2, b2, op_activation, state,
-                             _grad_needed(x2, w1, b1, w2, b2), direct, autotune)
-            if out is not None:
-                return out.view(x.shape[:-1] + (w2.shape[0],))
-        else:
-            float8.log_fallback(reason)
-    elif fp8_state is not None:
-        raise OptionsError("fp8_state", "given without an fp8 recipe")
+    out = _float8(fp8, fp8_state, "mlp", x2, (w1, w2), lambda state, rows: float8.mlp(
+        rows, w1, b1, w2, b2, op_activation, state, _grad_needed(x2, w1, b1, w2, b2), direct, autotune))
+    if out is not None:
+        return out.view(x.shape[:-1] + (w2.shape[0],))
     if _grad_needed(x2, w1, b1, w2, b2):
         mlp = EagerMLP.apply if direct else torch.ops.nvmathx.mlp.default
         out = mlp(x2, w1, b1, w2, b2, op_activation, autotune)[0]
