@@ -328,3 +328,21 @@ def test_bias_gradient_of_many_tokens(fake_gpu, seed):
     layer(x).backward(grad)
     *_, db = Float8Model("linear").linear(x.detach(), w, b, "relu", grad)
     assert _error(layer.bias.grad, db) < TOLERANCE
+
+
+def test_a_loaded_history_decides_which_slots_scale_from_it(fake_gpu, seed):
+    """After a load, slots whose loaded history has an amax scale from it (delayed); slots without
+    one (a state saved before training) scale by their own amax first, as a fresh state does."""
+    block = _mlp(seed, 16, 32, Float8Recipe(amax_history_len=4))
+    fresh = {name: t.clone() for name, t in block.state_dict().items()}  # before any step: an empty history
+    gen = generator(seed)
+    batch = (randn(gen, (32, 16), torch.bfloat16), randn(gen, (32, 16), torch.bfloat16))
+    _mlp_step(block, *batch)
+    block.load_state_dict(fresh)
+    assert block.fp8_state.measured == set()
+    trained = _mlp(seed, 16, 32, Float8Recipe(amax_history_len=4))
+    with torch.no_grad():
+        trained(batch[0])  # forward only: the forward slots have an amax, the gradients none
+    block.load_state_dict(trained.state_dict())
+    state = block.fp8_state
+    assert state.measured == {state.slot(name) for name in ("input", "fc1.weight", "hidden", "fc2.weight")}

@@ -97,8 +97,12 @@ class Float8State(nn.Module):
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        if prefix + "amax_history" in state_dict:
-            self.measured = set(range(len(self.slots)))  # a loaded history scales from the next pass on
+        history = state_dict.get(prefix + "amax_history")
+        if history is not None and tuple(history.shape) == tuple(self.amax_history.shape):
+            # Slots with a loaded amax scale from it on the next pass; the others start dynamically
+            # (one read of the loaded tensor: loads are not on a hot path).
+            seen = (history != 0).any(0).tolist()
+            self.measured = {slot for slot, any_amax in enumerate(seen) if any_amax}
         self.weight_cache.clear()
 
     def _apply(self, fn, *args, **kwargs):
