@@ -346,3 +346,51 @@ def test_a_loaded_history_decides_which_slots_scale_from_it(fake_gpu, seed):
     block.load_state_dict(trained.state_dict())
     state = block.fp8_state
     assert state.measured == {state.slot(name) for name in ("input", "fc1.weight", "hidden", "fc2.weight")}
+
+
+@pytest.mark.parametrize("kind", ["linear", "mlp"])
+def test_layers_without_bias(fake_gpu, seed, kind):
+    """bias=False: no bias epilog, no bias gradient; outputs and gradients still the model's."""
+    torch.manual_seed(seed)
+    gen = generator(seed)
+    x = randn(gen, (32, 16), torch.bfloat16, requires_grad=True)
+    if kind == "linear":
+        layer = FusedLinear(16, 32, bias=False, activation="gelu", dtype=torch.bfloat16, fp8=Float8Recipe())
+        grad = randn(gen, (32, 32), torch.bfloat16, scale=1e-2)
+        w = layer.weight.detach().clone()
+        y = layer(x)
+        y.backward(grad)
+        expected = Float8Model("linear").linear(x.detach(), w, None, "gelu", grad)
+        results = (y, x.grad, layer.weight.grad)
+    else:
+        layer = FusedMLP(16, 32, bias=False, dtype=torch.bfloat16, fp8=Float8Recipe())
+        grad = randn(gen, (32, 16), torch.bfloat16, scale=1e-2)
+        w1, w2 = layer.fc1.weight.detach().clone(), layer.fc2.weight.detach().clone()
+        y = layer(x)
+        y.backward(grad)
+        out, dx, dw1, _, dw2, _ = Float8Model("mlp").mlp(x.detach(), w1, None, w2, None, "gelu", grad)
+        expected = (out, dx, dw1, dw2)
+        results = (y, x.grad, layer.fc1.weight.grad, layer.fc2.weight.grad)
+    for result, want in zip(results, expected):
+        assert _error(result, want) < TOLERANCE
+
+
+def test_inference_keeps_nothing_for_a_backward_pass(fake_gpu, seed, monkeypatch):
+    """Under torch.no_grad the forward casts no transposed copies (nothing is saved) and computes the
+    model's output."""
+    block = _mlp(seed, 16, 32, Float8Recipe())
+    transposed = []
+    original = gemms.Pass.cast
+
+    def recording(self, t, slot, **kwargs):
+        transposed.append((self.state.slots[slot], kwargs.get("transposed", True)))
+        return original(self, t, slot, **kwargs)
+
+    monkeypatch.setattr(gemms.Pass, "cast", recording)
+    x = randn(generator(seed), (32, 16), torch.bfloat16)
+    w1, b1, w2, b2 = _params(block)
+    with torch.no_grad():
+        out = block(x)
+    expected = Float8Model("mlp").mlp(x, w1, b1, w2, b2, "gelu", torch.zeros_like(x))[0]
+    assert _error(out, expected) < TOLERANCE and not out.requires_grad
+    assert dict(transposed) == {"input": False, "hidden": False, "fc1.weight": True, "fc2.weight": True}
