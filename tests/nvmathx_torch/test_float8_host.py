@@ -394,3 +394,17 @@ def test_inference_keeps_nothing_for_a_backward_pass(fake_gpu, seed, monkeypatch
     expected = Float8Model("mlp").mlp(x, w1, b1, w2, b2, "gelu", torch.zeros_like(x))[0]
     assert _error(out, expected) < TOLERANCE and not out.requires_grad
     assert dict(transposed) == {"input": False, "hidden": False, "fc1.weight": True, "fc2.weight": True}
+
+
+def test_float32_layers_run_in_float8_under_autocast(fake_gpu, seed):
+    """float32 parameters under torch.autocast(bfloat16): the operands are cast as for nn.Linear and
+    the GEMMs run in float8 (the state records amaxes); gradients reach the float32 parameters."""
+    torch.manual_seed(seed)
+    block = FusedMLP(16, 32, fp8=Float8Recipe())
+    x = randn(generator(seed), (32, 16))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = block(x)
+    out.float().sum().backward()
+    assert out.dtype == torch.bfloat16
+    assert block.fp8_state.measured == set(range(6)) and bool(block.fp8_state.amax_history[0].all())
+    assert block.fc1.weight.grad.dtype == torch.float32 and bool(block.fc1.weight.grad.isfinite().all())
