@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 __all__ = [
     "ACTIVATIONS",
+    "activate",
     "activation_backward",
     "aux_width",
     "forward",
@@ -77,6 +78,15 @@ def activation_backward(grad: torch.Tensor, aux: torch.Tensor, activation: str) 
     return torch.where(unpack_positive(aux, n), grad, 0)
 
 
+def activate(z, activation: str):
+    """``act(z)`` for "none", "relu" or "gelu" (tanh)."""
+    if activation == "relu":
+        return torch.relu(z)
+    if activation == "gelu":
+        return F.gelu(z, approximate="tanh")
+    return z
+
+
 def _pre_activation(x, weight, bias):
     if bias is None:
         return x @ weight.T
@@ -88,7 +98,7 @@ def forward(x, weight, bias, activation: str, keep_aux: bool):
     z = _pre_activation(x, weight, bias)
     if activation == "none":
         return z, None
-    y = torch.relu(z) if activation == "relu" else F.gelu(z, approximate="tanh")
+    y = activate(z, activation)
     if not keep_aux:
         return y, None
     if activation == "relu":

@@ -29,6 +29,7 @@ from ..._codegen.float_formats import FORMAT_CODES
 from ..._core.streams import resolve_stream
 from ...linalg import MatmulOptions, matmul
 from .._fused import preferences_for
+from .._reference import activate
 from . import kernels
 from .state import Float8State, slot_mask
 
@@ -105,12 +106,11 @@ class Pass:
         """Max-reduce ``amaxes`` (a view of the history) over the recipe's process group, in place."""
         torch.distributed.all_reduce(amaxes, op=torch.distributed.ReduceOp.MAX, group=self.group)
 
-    def _launch_cast(self, t, aux, slot, op, flags, out, out_t, partials) -> None:
+    def _launch_cast(self, t, aux, slot, op, flags, out, out_t, partials, tiles: int) -> None:
         name = kernels.cast_transpose_name(_name(t.dtype), _name(self.state.dtype_of(slot)))
         amax = self.history.data_ptr() + 4 * slot
         vector = int(_aligned(t)) | (int(aux is not None and _aligned(aux)) << 1)
         rows, cols = t.shape
-        tiles = kernels.tiles_for(rows, cols)
         threads = (cols // kernels.COLUMNS_PER_THREAD) * -(-rows // (kernels.TILE_ROWS * tiles))
         kernels.launch(self.stream, self.device_id, name, max(threads, 1), t.data_ptr(), np.int64(t.stride(0)),
                        aux.data_ptr() if aux is not None else 0, np.int64(aux.stride(0) if aux is not None else 0),
@@ -129,20 +129,21 @@ class Pass:
         dtype = self.state.dtype_of(slot)
         out = torch.empty((rows, cols), dtype=dtype, device=t.device) if rowmajor else None
         out_t = torch.empty((cols, rows), dtype=dtype, device=t.device) if transposed else None
+        tiles = kernels.tiles_for(rows, cols)
         partials = None
         if bias_grad:
-            parts = -(-rows // (kernels.TILE_ROWS * kernels.tiles_for(rows, cols)))
+            parts = -(-rows // (kernels.TILE_ROWS * tiles))
             partials = torch.empty((parts, cols), dtype=torch.float32, device=t.device)
         flags = (kernels.WRITE if rowmajor else 0) | (kernels.WRITE_T if transposed else 0)
         flags |= kernels.DBIAS if bias_grad else 0
         if self.dynamic if dynamic is None else dynamic:
-            self._launch_cast(t, aux, slot, op, kernels.AMAX, None, None, None)  # this step's amax first
+            self._launch_cast(t, aux, slot, op, kernels.AMAX, None, None, None, tiles)  # this step's amax first
             if self.group is not None and reduce_amax:
                 self._reduce_amaxes(self.history[0, slot:slot + 1])
             flags |= kernels.DYNAMIC
         else:
             flags |= kernels.AMAX
-        self._launch_cast(t, aux, slot, op, flags, out, out_t, partials)
+        self._launch_cast(t, aux, slot, op, flags, out, out_t, partials, tiles)
         self.state.measured.add(slot)
         bias = self._column_sums(partials, t.dtype) if partials is not None else None
         return Cast(out, out_t, bias, self.scale_inv[slot:slot + 1])
@@ -197,14 +198,6 @@ def _gemm(a: Cast, a_matrix, b: Cast, b_matrix, dtype, fast: bool, preferences, 
                   preferences=preferences)
 
 
-def _activate(z: torch.Tensor, activation: str) -> torch.Tensor:
-    if activation == "relu":
-        return torch.relu(z)
-    if activation == "gelu":
-        return torch.nn.functional.gelu(z, approximate="tanh")
-    return z
-
-
 def _saved(transposed: torch.Tensor, scale_inv: torch.Tensor, slot: int) -> Cast:
     """A forward cast as the backward pass uses it: its transpose, dequantised with the scale
     the forward pass cast it with (the snapshot ``scale_inv``: a later pass may change the state's)."""
@@ -221,7 +214,7 @@ def linear_forward(state: Float8State, tensors, x, weight, bias, activation: str
     x8 = work.cast(x, slot_x, transposed=need_grad)
     w8 = work.weight(weight, slot_w)
     z = _gemm(x8, x8.data, w8, w8.data.T, x.dtype, state.recipe.fast_accumulation, preferences, bias)
-    y = _activate(z, activation)
+    y = activate(z, activation)
     if not need_grad:
         return y, None
     return y, (x8.transposed, w8.transposed, z if activation == "gelu" else y, work.scale_inv.clone())
