@@ -167,6 +167,17 @@ class FftApi(enum.IntEnum):
     SMEM = 1  # data in shared memory
 
 
+class FftComplexLayout(enum.IntEnum):
+    NATURAL = 0  # N/2 + 1 complex values
+    PACKED = 1  # N/2 complex values, the Nyquist value's real part in element 0's imaginary part
+    FULL = 2  # N complex values
+
+
+class FftRealMode(enum.IntEnum):
+    NORMAL = 0  # the real side as N reals
+    FOLDED = 1  # the real side as N/2 complex values (pairs of reals): an N/2-point transform
+
+
 class FftType(enum.IntEnum):
     C2C = 0
     R2C = 1

@@ -33,9 +33,9 @@ import numpy as np
 
 from . import cache, nvrtc
 
-__all__ = ["FORMAT", "FusedKernel", "kernel_source", "fused_kernel"]
+__all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel"]
 
-FORMAT = 3  # bump when the generated source changes meaning
+FORMAT = 4  # bump when the generated source changes meaning
 
 _C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", "float64": "double"}
 
@@ -48,31 +48,74 @@ extern "C" __global__ void __launch_bounds__({threads}) {symbol}(
 {{
     extern __shared__ __align__(16) unsigned char shared_bytes[];
     {element} thread_data[{storage}];
-    // a real side is held in the registers as consecutive reals (cuFFTDx's R2C/C2R register layout)
-    {input}* const loaded = reinterpret_cast<{input}*>(thread_data);
-    const {output}* const results = reinterpret_cast<const {output}*>(thread_data);
     const long long row = (long long)blockIdx.x * {ffts_per_block} + threadIdx.y;
     // the last block of a ragged batch still takes part in the transform (it synchronises the block)
     const bool active = row < rows;
+    // offsets count elements from in / out, as cuFFT's callbacks see them
+    auto load_element = [&](long long offset) -> {input} {{ return {load}; }};
+    auto store_element = [&](long long offset, {output} value) {{ {store}; }};
+{load_loop}
+    {fft}(thread_data, reinterpret_cast<{element}*>(shared_bytes));
+    if (!active) return;
+{store_loop}
+}}
+"""
+
+# Register position p of a thread is element threadIdx.x + i * stride of its row; a real side is
+# held either as reals (normal mode: consecutive reals in the registers) or as pairs of reals
+# (folded mode: register i holds elements 2p and 2p + 1).
+_LOAD_ELEMENTS = """\
+    {input}* const loaded = reinterpret_cast<{input}*>(thread_data);
 #pragma unroll
     for (unsigned i = 0; i < {input_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
-        const long long offset = row * in_row_stride + position * in_element_stride;
-        loaded[i] = active && position < {input_length}u ? {load} : {input}{{}};
-    }}
-    {fft}(thread_data, reinterpret_cast<{element}*>(shared_bytes));
-    if (!active) return;
+        loaded[i] = active && position < {input_length}u
+            ? load_element(row * in_row_stride + position * in_element_stride) : {input}{{}};
+    }}"""
+
+_LOAD_PAIRS = """\
+    // a pair of adjacent reals in one vector load where the row allows it (no callback, unit stride,
+    // the pair aligned as the complex type is)
+    const bool vector_loads = {vector_loads} && in_element_stride == 1 && ((row * in_row_stride) & 1) == 0
+        && (reinterpret_cast<unsigned long long>(in) & (sizeof({element}) - 1)) == 0;
+#pragma unroll
+    for (unsigned i = 0; i < {input_count}u; ++i) {{
+        const unsigned position = threadIdx.x + i * {stride}u;
+        const long long offset = row * in_row_stride + 2ll * position * in_element_stride;
+        if (!(active && position < {input_length}u))
+            thread_data[i] = {element}{{}};
+        else if (vector_loads)
+            thread_data[i] = reinterpret_cast<const {element}*>(in)[offset / 2];
+        else
+            thread_data[i] = {element}{{load_element(offset), load_element(offset + in_element_stride)}};
+    }}"""
+
+_STORE_ELEMENTS = """\
+    const {output}* const results = reinterpret_cast<const {output}*>(thread_data);
+#pragma unroll
+    for (unsigned i = 0; i < {output_count}u; ++i) {{
+        const unsigned position = threadIdx.x + i * {stride}u;
+        if (position < {output_length}u)
+            store_element(row * out_row_stride + position * out_element_stride, {scaled});
+    }}"""
+
+_STORE_PAIRS = """\
+    const bool vector_stores = {vector_stores} && out_element_stride == 1 && ((row * out_row_stride) & 1) == 0
+        && (reinterpret_cast<unsigned long long>(out) & (sizeof({element}) - 1)) == 0;
 #pragma unroll
     for (unsigned i = 0; i < {output_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
         if (position < {output_length}u) {{
-            const {output} value = results[i];
-            const long long offset = row * out_row_stride + position * out_element_stride;
-            {store};
+            const long long offset = row * out_row_stride + 2ll * position * out_element_stride;
+            const {element} value{{thread_data[i].x * scale, thread_data[i].y * scale}};
+            if (vector_stores) {{
+                reinterpret_cast<{element}*>(out)[offset / 2] = value;
+            }} else {{
+                store_element(offset, value.x);
+                store_element(offset + out_element_stride, value.y);
+            }}
         }}
-    }}
-}}
-"""
+    }}"""
 
 _LOAD_DECLARATION = 'extern "C" __device__ {input} {name}(void*, unsigned long long, void*, void*);'
 _STORE_DECLARATION = 'extern "C" __device__ void {name}(void*, unsigned long long, {output}, void*, void*);'
@@ -80,27 +123,35 @@ _STORE_DECLARATION = 'extern "C" __device__ void {name}(void*, unsigned long lon
 
 def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, output: str, input_length: int,
                   output_length: int, stride: int, input_count: int, output_count: int, storage: int,
-                  ffts_per_block: int, threads: int, load: str | None = None, store: str | None = None) -> str:
+                  ffts_per_block: int, threads: int, input_pairs: bool = False, output_pairs: bool = False,
+                  load: str | None = None, store: str | None = None) -> str:
     """The CUDA C++ of one fused kernel: registers of ``element`` (``"complex64"``/``"complex128"``),
-    ``input_length`` elements of ``input`` read per row (``input_count`` per thread), ``output_length``
-    of ``output`` written; the load callback ``load`` and store callback ``store`` (symbols) where given."""
+    ``input_length`` register positions read per row (``input_count`` per thread) from elements of
+    ``input``, ``output_length`` positions written as ``output``; ``input_pairs`` / ``output_pairs``
+    when a real side is folded (two reals per position); the load callback ``load`` and store
+    callback ``store`` (symbols) where given."""
     c_element, c_input, c_output = _C_TYPES[element], _C_TYPES[input], _C_TYPES[output]
-    c_real = c_element[:-1]
     declarations = []
     load_expression = "in[offset]"
     if load is not None:
         declarations.append(_LOAD_DECLARATION.format(input=c_input, name=load))
         load_expression = f"{load}(const_cast<{c_input}*>(in), (unsigned long long)offset, load_info, nullptr)"
-    scaled = f"{c_output}{{value.x * scale, value.y * scale}}" if output.startswith("complex") else "value * scale"
-    store_statement = f"out[offset] = {scaled}"
+    store_statement = "out[offset] = value"
     if store is not None:
         declarations.append(_STORE_DECLARATION.format(output=c_output, name=store))
-        store_statement = f"{store}(out, (unsigned long long)offset, {scaled}, store_info, nullptr)"
+        store_statement = f"{store}(out, (unsigned long long)offset, value, store_info, nullptr)"
+    scaled = f"{c_output}{{results[i].x * scale, results[i].y * scale}}" if output.startswith("complex") \
+        else "results[i] * scale"
+    fields = dict(element=c_element, input=c_input, output=c_output, input_length=input_length,
+                  output_length=output_length, stride=stride, input_count=input_count, output_count=output_count,
+                  scaled=scaled, vector_loads="false" if load is not None else "true",
+                  vector_stores="false" if store is not None else "true")
+    load_loop = (_LOAD_PAIRS if input_pairs else _LOAD_ELEMENTS).format(**fields)
+    store_loop = (_STORE_PAIRS if output_pairs else _STORE_ELEMENTS).format(**fields)
     return _SOURCE.format(symbol=symbol, fft=fft_symbol, element=c_element, input=c_input, output=c_output,
-                          real=c_real, input_length=input_length, output_length=output_length, stride=stride,
-                          input_count=input_count, output_count=output_count, storage=storage,
-                          ffts_per_block=ffts_per_block, threads=threads, declarations="\n".join(declarations),
-                          load=load_expression, store=store_statement)
+                          real=c_element[:-1], storage=storage, ffts_per_block=ffts_per_block, threads=threads,
+                          declarations="\n".join(declarations), load=load_expression, store=store_statement,
+                          load_loop=load_loop, store_loop=store_loop)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,19 +165,36 @@ class FusedKernel:
     shared_memory_size: int
 
 
+def kernel_parameters(fft, load: str | None = None, store: str | None = None) -> dict:
+    """The :func:`kernel_source` keywords of the Block :class:`nvmathx.device_api.FFT` ``fft`` (c2c,
+    r2c or c2r, either real mode), calling the callback symbols ``load`` and ``store`` where given."""
+    element = np.dtype(fft.value_type).name
+    real = np.dtype(fft.precision).name
+    folded = fft.real_mode == "folded"
+
+    def count(length, per_thread):
+        # every register the layout defines, and at least the positions the length needs (a
+        # folded complex side has one position more than its elements per thread say)
+        return max(per_thread, -(-length // fft.stride))
+
+    return {"element": element, "input": real if fft.fft_type == "r2c" else element,
+            "output": real if fft.fft_type == "c2r" else element, "input_length": fft.input_length,
+            "output_length": fft.output_length, "stride": fft.stride,
+            "input_count": count(fft.input_length, fft.input_elements_per_thread),
+            "output_count": count(fft.output_length, fft.output_elements_per_thread),
+            "storage": fft.storage_size, "ffts_per_block": fft.ffts_per_block,
+            "threads": fft.block_dim[0] * fft.block_dim[1] * fft.block_dim[2],
+            "input_pairs": folded and fft.fft_type == "r2c", "output_pairs": folded and fft.fft_type == "c2r",
+            "load": load, "store": store}
+
+
 def fused_kernel(fft, prolog=None, epilog=None) -> FusedKernel:
     """The fused kernel of the Block :class:`nvmathx.device_api.FFT` ``fft`` (c2c, r2c or c2r), calling the
     :class:`~nvmathx.fft.CompiledCallback` ``prolog`` on each load and ``epilog`` on each store where
     given: compiled and linked once, then read from the disk cache."""
     fft_code = fft.code("registers")
-    threads = fft.block_dim[0] * fft.block_dim[1] * fft.block_dim[2]
-    element, input_, output = (np.dtype(kind).name for kind in (fft.value_type, fft.input_type, fft.output_type))
-    parameters = {"element": element, "input": input_, "output": output, "input_length": fft.input_length,
-                  "output_length": fft.output_length, "stride": fft.stride,
-                  "input_count": fft.input_elements_per_thread, "output_count": fft.output_elements_per_thread,
-                  "storage": fft.storage_size, "ffts_per_block": fft.ffts_per_block, "threads": threads,
-                  "load": prolog.symbol if prolog is not None else None,
-                  "store": epilog.symbol if epilog is not None else None}
+    parameters = kernel_parameters(fft, prolog.symbol if prolog is not None else None,
+                                   epilog.symbol if epilog is not None else None)
     callbacks = [callback for callback in (prolog, epilog) if callback is not None]
     key = {"kind": "fused-fft-kernel", "format": FORMAT, **parameters, "fft": fft_code.symbol,
            "callbacks": [callback.key for callback in callbacks], "target": fft.target.name,

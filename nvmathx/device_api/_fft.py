@@ -31,6 +31,7 @@ _PRECISIONS = {np.dtype(np.float32): mathdx.Precision.F32, np.dtype(np.float64):
 _FFT_TYPES = {"c2c": mathdx.FftType.C2C, "r2c": mathdx.FftType.R2C, "c2r": mathdx.FftType.C2R}
 _DIRECTIONS = {"forward": mathdx.FftDirection.FORWARD, "inverse": mathdx.FftDirection.INVERSE}
 _EXECUTIONS = {"block": "Block", "thread": "Thread"}
+_REAL_MODES = {"normal": mathdx.FftRealMode.NORMAL, "folded": mathdx.FftRealMode.FOLDED}
 _VALUE_TYPES: dict[Any, np.dtype] = {
     mathdx.ValueType.R_32F: np.dtype(np.float32),
     mathdx.ValueType.C_32F: np.dtype(np.complex64),
@@ -118,6 +119,13 @@ class FFT:
         tuned pairs.
     sm : tuple, int, str or None
         Target architecture, e.g. ``(9, 0)``; ``None`` means the current device.
+    real_mode : {"normal", "folded"}
+        How r2c and c2r hold the real side (c2c takes only ``"normal"``). ``"normal"``: as reals, one per
+        position. ``"folded"``: as complex values each holding two consecutive reals
+        (``x[2p] + 1j * x[2p + 1]`` at position ``p``, ``input_length`` or ``output_length`` being
+        ``size // 2``); cuFFTDx then computes a transform of half the size, with half the threads
+        and shared memory. Even sizes only. In both modes the complex side holds ``size // 2 + 1``
+        values (cuFFTDx's natural layout).
 
     Raises
     ------
@@ -174,7 +182,8 @@ class FFT:
 
     def __init__(self, size: int, precision: DTypeLike, fft_type: str = "c2c", direction: str | None = None,
                  execution: str = "Block", elements_per_thread: int | str = "suggested",
-                 ffts_per_block: int | str = "suggested", sm: str | int | tuple[int, int] | None = None) -> None:
+                 ffts_per_block: int | str = "suggested", sm: str | int | tuple[int, int] | None = None,
+                 real_mode: str = "normal") -> None:
         if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 2:
             raise OptionsError("size", f"expected an int >= 2 (got {size!r})")
         self.size = int(size)
@@ -182,11 +191,22 @@ class FFT:
         self.fft_type = _choice(fft_type, "fft_type", _FFT_TYPES)
         self.direction = normalize_direction(direction, self.fft_type)
         self.execution = _EXECUTIONS[_choice(execution, "execution", _EXECUTIONS)]
+        self.real_mode = _choice(real_mode, "real_mode", _REAL_MODES)
         self.target: Target = resolve_target(sm)
         ept = _knob(elements_per_thread, "elements_per_thread")
         fpb = _knob(ffts_per_block, "ffts_per_block")
         self._base = self._base_operators()
         self._check_supported(self._base, "size", self._size_message())
+        if self.real_mode == "folded" and self.fft_type == "c2c":
+            raise OptionsError("real_mode", "a c2c FFT has no real side to fold (real_mode applies to r2c and c2r)")
+        if self.real_mode == "folded" and self.size % 2:  # libmathdx describes odd folded sizes as even ones
+            raise OptionsError("real_mode", f"folding pairs reals: an odd size ({self.size}) takes real_mode='normal'")
+        if self.real_mode == "folded":
+            self._base += (("REAL_FFT_OPTIONS", (int(mathdx.FftComplexLayout.NATURAL),
+                                                 int(mathdx.FftRealMode.FOLDED))),)
+            self._check_supported(self._base, "real_mode",
+                                  f"cuFFTDx has no folded {self.size}-point {self.fft_type} in "
+                                  f"{self.precision.name} with {self.execution} execution; use real_mode='normal'")
         if self.execution == "Thread":
             self._operators = self._thread_operators(ept, fpb)
         else:
@@ -392,5 +412,6 @@ class FFT:
         return (
             f"FFT(size={self.size}, precision={self.precision.name}, fft_type={self.fft_type!r}, "
             f"direction={self.direction!r}, execution={self.execution!r}"
-            f"{knobs if self.execution == 'Block' else ''}, sm={self.target.name!r})"
+            f"{knobs if self.execution == 'Block' else ''}, sm={self.target.name!r}"
+            f"{', real_mode=' + repr(self.real_mode) if self.real_mode != 'normal' else ''})"
         )

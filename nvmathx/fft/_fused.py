@@ -25,20 +25,25 @@ _DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without
 
 
 def _descriptor(rows: FusedRows, direction: str | None, sm):
-    """cuFFTDx's block FFT for ``rows`` (``direction`` for C2C): its suggested knobs, or one transform
+    """cuFFTDx's block FFT for ``rows`` (``direction`` for C2C): folded for R2C/C2R of even length
+    where cuFFTDx has it (a transform of half the length), with its suggested knobs, or one transform
     per block when those need more shared memory than the architecture allows a block. Refusals name
     ``options.engine``."""
     from nvmathx.device_api import FFT
 
     limit = max_shared_memory_per_block(Target(*sm))
-    for ffts_per_block in ("suggested", 1):
-        try:
-            fft = FFT(rows.size, np.dtype(rows.precision), fft_type=rows.fft_type.lower(), direction=direction,
-                      execution="Block", ffts_per_block=ffts_per_block, sm=sm)
-        except OptionsError as error:
-            raise OptionsError("options.engine", f"the fused engine cannot run this transform: {error}") from None
-        if fft.shared_memory_size <= limit:
-            return fft
+    real_modes = ("folded", "normal") if rows.fft_type != "C2C" and rows.size % 2 == 0 else ("normal",)
+    for real_mode in real_modes:
+        for ffts_per_block in ("suggested", 1):
+            try:
+                fft = FFT(rows.size, np.dtype(rows.precision), fft_type=rows.fft_type.lower(), direction=direction,
+                          execution="Block", ffts_per_block=ffts_per_block, sm=sm, real_mode=real_mode)
+            except OptionsError as error:
+                if error.argument == "real_mode":
+                    break  # the normal mode may still have it
+                raise OptionsError("options.engine", f"the fused engine cannot run this transform: {error}") from None
+            if fft.shared_memory_size <= limit:
+                return fft
     raise OptionsError("options.engine", f"the fused engine cannot run this transform: a length of {rows.size} "
                                          f"needs {fft.shared_memory_size} bytes of shared memory per block "
                                          f"(at most {limit} on sm_{sm[0]}{sm[1]})")

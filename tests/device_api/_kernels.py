@@ -121,6 +121,64 @@ def block_c2r(fft):
     return kernel
 
 
+def _positions(fft, length, per_thread):
+    """Register slots a thread walks for ``length`` positions: a folded complex side has one more
+    position than its elements per thread say (thread 0 holds element size // 2)."""
+    return max(per_thread, -(-length // fft.stride))
+
+
+def block_r2c_folded(fft):
+    """Rows of real ``x`` into rows of ``y`` with ``real_mode="folded"``: register ``i`` holds reals
+    ``2p`` and ``2p + 1`` of position ``p = threadIdx.x + i * stride``."""
+    loads = _positions(fft, fft.input_length, fft.input_elements_per_thread)
+    stores = _positions(fft, fft.output_length, fft.output_elements_per_thread)
+
+    def kernel(x, y):
+        regs = cuda.local.array(fft.storage_size, dtype=fft.value_type, alignment=fft.alignment)
+        shared = cuda.shared.array(0, dtype=fft.value_type, alignment=16)
+        row = cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y
+        active = row < x.shape[0]
+        for i in range(loads):
+            index = cuda.threadIdx.x + i * fft.stride
+            if active and index < fft.input_length:
+                regs[i] = complex(x[row, 2 * index], x[row, 2 * index + 1])
+            else:
+                regs[i] = 0
+        fft.execute(regs, shared)
+        for i in range(stores):
+            index = cuda.threadIdx.x + i * fft.stride
+            if active and index < fft.output_length:
+                y[row, index] = regs[i]
+
+    return kernel
+
+
+def block_c2r_folded(fft):
+    """Rows of the half spectrum ``x`` into real rows of ``y`` with ``real_mode="folded"``."""
+    loads = _positions(fft, fft.input_length, fft.input_elements_per_thread)
+    stores = _positions(fft, fft.output_length, fft.output_elements_per_thread)
+
+    def kernel(x, y):
+        regs = cuda.local.array(fft.storage_size, dtype=fft.value_type, alignment=fft.alignment)
+        shared = cuda.shared.array(0, dtype=fft.value_type, alignment=16)
+        row = cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y
+        active = row < x.shape[0]
+        for i in range(loads):
+            index = cuda.threadIdx.x + i * fft.stride
+            if active and index < fft.input_length:
+                regs[i] = x[row, index]
+            else:
+                regs[i] = 0
+        fft.execute(regs, shared)
+        for i in range(stores):
+            index = cuda.threadIdx.x + i * fft.stride
+            if active and index < fft.output_length:
+                y[row, 2 * index] = regs[i].real
+                y[row, 2 * index + 1] = regs[i].imag
+
+    return kernel
+
+
 def thread_c2c(fft):
     def kernel(x, y):
         regs = cuda.local.array(fft.storage_size, dtype=fft.value_type, alignment=fft.alignment)

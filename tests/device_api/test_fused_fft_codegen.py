@@ -21,58 +21,39 @@ _C2C_1000 = dict(input_length=1000, output_length=1000, stride=125, input_count=
                  ffts_per_block=2, threads=250)
 
 
+# What the kernel computes is checked by running its source on the host (test_fused_fft_host.py);
+# here: what only the GPU build sees.
 @pytest.mark.parametrize("element, c_element, c_real", [("complex64", "float2", "float"),
                                                         ("complex128", "double2", "double")])
-def test_source_loads_transforms_scales_and_stores_a_row(element, c_element, c_real):
+def test_source_declares_the_cufftdx_function_and_the_launch_bounds(element, c_element, c_real):
     source = fused_fft.kernel_source("kernel", "cufftdx_f", element=element, input=element, output=element,
                                      **_C2C_1000)
     assert f'extern "C" __device__ void cufftdx_f({c_element}* thread_data, {c_element}* shared);' in source
     assert f"__launch_bounds__(250) kernel(\n    const {c_element}* in, {c_element}* out," in source
     assert f"{c_real} scale, void* load_info, void* store_info)" in source
-    assert "const unsigned position = threadIdx.x + i * 125u;" in source
-    assert "const long long offset = row * in_row_stride + position * in_element_stride;" in source
-    assert f"position < 1000u ? in[offset] : {c_element}{{}}" in source  # a short row reads zeros
-    assert f"out[offset] = {c_element}{{value.x * scale, value.y * scale}}" in source
-    assert source.index("cufftdx_f(thread_data") < source.index("if (!active) return;")  # every row transforms
-
-
-def test_source_of_real_transforms_uses_the_real_register_layout():
-    r2c = fused_fft.kernel_source("kernel", "f", element="complex64", input="float32", output="complex64",
-                                  input_length=1024, output_length=513, stride=32, input_count=32, output_count=32,
-                                  storage=32, ffts_per_block=2, threads=64)
-    assert "const float* in, float2* out" in r2c
-    assert "float* const loaded = reinterpret_cast<float*>(thread_data);" in r2c
-    assert "loaded[i] = active && position < 1024u ? in[offset] : float{};" in r2c
-    assert "if (position < 513u)" in r2c and "out[offset] = float2{value.x * scale, value.y * scale}" in r2c
-    c2r = fused_fft.kernel_source("kernel", "f", element="complex128", input="complex128", output="float64",
-                                  input_length=513, output_length=1024, stride=32, input_count=32, output_count=32,
-                                  storage=32, ffts_per_block=2, threads=64, store="user_store")
-    assert "const double2* in, double* out" in c2r
-    assert "const double* const results = reinterpret_cast<const double*>(thread_data);" in c2r
-    assert 'extern "C" __device__ void user_store(void*, unsigned long long, double, void*, void*);' in c2r
-    assert "user_store(out, (unsigned long long)offset, value * scale, store_info, nullptr)" in c2r
+    # every thread of a block reaches the transform, which synchronises the block
+    assert source.index("cufftdx_f(thread_data") < source.index("if (!active) return;")
 
 
 @pytest.mark.parametrize("fft_type", ["r2c", "c2r"])
-def test_real_kernels_link(fft_type):
+@pytest.mark.parametrize("real_mode", ["normal", "folded"])
+def test_real_kernels_link(fft_type, real_mode):
     from nvmathx.device_api import FFT
 
-    fft = FFT(512, np.float32, fft_type=fft_type, sm=(9, 0))
+    fft = FFT(512, np.float32, fft_type=fft_type, sm=(9, 0), real_mode=real_mode)
     kernel = fused_fft.fused_kernel(fft)
     assert kernel.cubin[:4] == b"\x7fELF" and kernel.symbol.encode() in kernel.cubin
 
 
-def test_source_calls_callbacks_with_cuffts_signature():
-    source = fused_fft.kernel_source("kernel", "cufftdx_f", element="complex64", input="complex64",
-                                     output="complex64", input_length=64, output_length=64, stride=16, input_count=4,
-                                     output_count=4, storage=4, ffts_per_block=2, threads=32, load="user_load",
-                                     store="user_store")
-    assert 'extern "C" __device__ float2 user_load(void*, unsigned long long, void*, void*);' in source
-    assert 'extern "C" __device__ void user_store(void*, unsigned long long, float2, void*, void*);' in source
-    assert "user_load(const_cast<float2*>(in), (unsigned long long)offset, load_info, nullptr)" in source
-    assert ("user_store(out, (unsigned long long)offset, float2{value.x * scale, value.y * scale}, store_info, "
-            "nullptr)") in source
-    assert "in[offset]" not in source and "out[offset] =" not in source
+def test_folded_parameters_count_the_extra_complex_position():
+    from nvmathx.device_api import FFT
+
+    fft = FFT(4096, np.float32, fft_type="r2c", sm=(9, 0), real_mode="folded")
+    parameters = fused_fft.kernel_parameters(fft)
+    assert (parameters["input"], parameters["output"], parameters["input_pairs"]) == ("float32", "complex64", True)
+    # 2049 outputs over 128 threads: thread 0 holds the last one in register 16
+    assert (fft.stride, fft.output_length, fft.output_elements_per_thread) == (128, 2049, 16)
+    assert parameters["output_count"] == 17 <= fft.storage_size
 
 
 def test_kernel_links_the_users_callbacks():
@@ -97,6 +78,12 @@ def test_kernel_links_the_users_callbacks():
     assert with_callbacks.symbol != plain.symbol  # the callbacks are part of the cache key
     assert with_callbacks.cubin[:4] == b"\x7fELF"
     assert prolog.symbol.encode() not in with_callbacks.cubin  # inlined by link-time optimization
+    # a folded real side calls the callback once per real
+    from nvmathx.device_api import FFT
+
+    real_prolog = nfft.compile_prolog(doubled, element_dtype="float32", target="sm_90", compiler=compiler)
+    folded = FFT(1024, np.float32, fft_type="r2c", sm=(9, 0), real_mode="folded")
+    assert fused_fft.fused_kernel(folded, prolog=real_prolog, epilog=epilog).cubin[:4] == b"\x7fELF"
 
 
 def test_kernel_links_with_cufftdx_and_is_cached():
@@ -114,3 +101,28 @@ def test_each_transform_has_its_own_kernel():
     inverse = fused_fft.fused_kernel(_fft(direction="inverse"))
     double = fused_fft.fused_kernel(_fft(precision=np.float64))
     assert len({forward.symbol, inverse.symbol, double.symbol}) == 3
+
+
+@pytest.mark.parametrize("size, precision, fft_type", [(4096, np.float32, "c2c"), (4096, np.float32, "r2c"),
+                                                       (4096, np.float32, "c2r"), (1024, np.float32, "c2c"),
+                                                       (16384, np.float64, "r2c"), (32768, np.float32, "r2c")])
+def test_the_benchmarked_kernels_stay_in_registers(size, precision, fft_type):
+    # what the fused engine builds for these transforms links for sm_90 without a stack frame
+    # (16384-point float64 C2C, at 1024 threads of at most 64 registers, is the one that spills)
+    from cuda.core import Linker, LinkerOptions, ObjectCode
+
+    from nvmathx._codegen import nvrtc
+    from nvmathx._fftcore.engine import FusedRows
+    from nvmathx.fft._fused import _descriptor
+
+    rows = FusedRows(fft_type.upper(), size, 64, np.dtype(precision).name, 0, 1, 0, 1)
+    fft = _descriptor(rows, "forward" if fft_type == "c2c" else None, (9, 0))
+    code = fft.code("registers")
+    parameters = fused_fft.kernel_parameters(fft)
+    kernel = nvrtc.cached_ltoir({"test": "registers", **parameters, "fft": code.symbol}, "kernel",
+                                fused_fft.kernel_source("kernel", code.symbol, **parameters), "sm_90")
+    linker = Linker(ObjectCode.from_ltoir(kernel.code, name="kernel"), ObjectCode.from_ltoir(code.code, name="fft"),
+                    options=LinkerOptions(arch="sm_90", link_time_optimization=True, ptxas_options=["-v"]))
+    linker.link("cubin")
+    report = linker.get_info_log()
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in report, report

@@ -44,6 +44,14 @@ def test_real_transforms_compile(compiler):
     assert _calls(compiler, _kernels.block_r2c(r2c), (_f32(compiler), _c64(compiler))) == [r2c.code().symbol]
 
 
+def test_folded_real_transforms_compile(compiler):
+    r2c = FFT(64, np.float32, fft_type="r2c", sm=H100, real_mode="folded")
+    c2r = FFT(64, np.float32, fft_type="c2r", sm=H100, real_mode="folded")
+    assert r2c.code().symbol != FFT(64, np.float32, fft_type="r2c", sm=H100).code().symbol
+    assert _calls(compiler, _kernels.block_r2c_folded(r2c), (_f32(compiler), _c64(compiler))) == [r2c.code().symbol]
+    assert _calls(compiler, _kernels.block_c2r_folded(c2r), (_c64(compiler), _f32(compiler))) == [c2r.code().symbol]
+
+
 def test_shared_memory_form_calls_its_own_symbol(compiler, block_fft):
     calls = _calls(compiler, _kernels.block_c2c_shared(block_fft), (_c64(compiler), _c64(compiler)))
     assert calls == [block_fft.code("shared").symbol]

@@ -106,7 +106,13 @@ def test_fused_descriptor_fits_the_blocks_shared_memory_or_is_refused():
     assert fits.size == 1000 and fits.shared_memory_size <= 48 * 1024
     large = _descriptor(FusedRows(C2C, 8192, 10, "float32", 8192, 1, 8192, 1), "forward", (9, 0))
     assert 48 * 1024 < large.shared_memory_size <= 227 * 1024  # launched after opting in
+    # even real lengths fold two reals into each complex value: a transform of half the length
     real = _descriptor(FusedRows(R2C, 4096, 10, "float32", 4096, 1, 2049, 1), None, (9, 0))
-    assert (real.fft_type, real.input_length, real.output_length) == ("r2c", 4096, 2049)
+    assert (real.fft_type, real.real_mode, real.input_length, real.output_length) == ("r2c", "folded", 2048, 2049)
+    odd = _descriptor(FusedRows(C2R, 15, 10, "float64", 8, 1, 15, 1), None, (9, 0))
+    assert (odd.fft_type, odd.real_mode, odd.input_length, odd.output_length) == ("c2r", "normal", 8, 15)
+    # cuFFTDx folds most even lengths, not all of them
+    unfolded = _descriptor(FusedRows(R2C, 100, 10, "float64", 100, 1, 51, 1), None, (9, 0))
+    assert (unfolded.real_mode, unfolded.input_length) == ("normal", 100)
     with pytest.raises(OptionsError, match="options.engine.*no cuFFTDx implementation on sm_75"):
         _descriptor(FusedRows(C2C, 32768, 10, "float32", 32768, 1, 32768, 1), "forward", (7, 5))

@@ -18,7 +18,7 @@ import tempfile
 import numpy as np
 import pytest
 
-__all__ = ["HostKernels"]
+__all__ = ["HostKernels", "build_library"]
 
 _PRELUDE = r"""
 #include <math.h>
@@ -74,23 +74,7 @@ class HostKernels:
 
     @functools.cached_property
     def library(self):
-        compiler = shutil.which("g++") or shutil.which("clang++")
-        if compiler is None:
-            pytest.skip(f"running the {self.tag} kernels on the host needs a C++ compiler (g++ or clang++)")
-        source = self._full_source()
-        digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-        path = os.path.join(tempfile.gettempdir(), f"nvmathx-{self.tag}-host-kernels-{digest}.so")
-        if not os.path.exists(path):
-            with tempfile.TemporaryDirectory() as folder:
-                source_path, built = os.path.join(folder, "kernels.cpp"), os.path.join(folder, "kernels.so")
-                with open(source_path, "w") as file:
-                    file.write(source)
-                flags = ["-std=c++17", "-O1", "-shared", "-fPIC"]
-                built_ok = subprocess.run([compiler, *flags, source_path, "-o", built], capture_output=True,
-                                          text=True)
-                assert built_ok.returncode == 0, f"the kernels do not compile as host C++:\n{built_ok.stderr}"
-                os.replace(built, path)  # atomic: another process may build the same file meanwhile
-        return ctypes.CDLL(path)
+        return build_library(self._full_source(), f"{self.tag}-host-kernels")
 
     @functools.lru_cache(maxsize=None)
     def _signature(self, index: int) -> tuple:
@@ -118,3 +102,22 @@ class HostKernels:
 
 
 _CTYPES = {("i", 4): ctypes.c_int32, ("i", 8): ctypes.c_int64, ("f", 4): ctypes.c_float, ("f", 8): ctypes.c_double}
+
+
+def build_library(source: str, name: str, flags: tuple = ("-std=c++17",)):
+    """``source`` compiled as a host shared library (kept in the temporary folder by its digest)."""
+    compiler = shutil.which("g++") or shutil.which("clang++")
+    if compiler is None:
+        pytest.skip(f"running {name} on the host needs a C++ compiler (g++ or clang++)")
+    digest = hashlib.sha256((source + " ".join(flags)).encode()).hexdigest()[:16]
+    path = os.path.join(tempfile.gettempdir(), f"nvmathx-{name}-{digest}.so")
+    if not os.path.exists(path):
+        with tempfile.TemporaryDirectory() as folder:
+            source_path, built = os.path.join(folder, "kernels.cpp"), os.path.join(folder, "kernels.so")
+            with open(source_path, "w") as file:
+                file.write(source)
+            result = subprocess.run([compiler, *flags, "-O1", "-shared", "-fPIC", source_path, "-o", built],
+                                    capture_output=True, text=True)
+            assert result.returncode == 0, f"{name} does not compile as host C++:\n{result.stderr}"
+            os.replace(built, path)  # atomic: another process may build the same file meanwhile
+    return ctypes.CDLL(path)
