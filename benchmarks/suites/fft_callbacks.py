@@ -2,9 +2,11 @@
 its own.
 
 - ``windowed_rfft_16384x4096_f32``: an rfft of windowed rows, the window applied by a load callback
-  (nvmathx) against ``torch.fft.rfft(x * window)``; ``nvmathx_plain_rfft`` is the unwindowed rfft, the
-  floor the fused one can reach; ``nvmathx_fused_engine``: the same callback called by the fused
-  engine's kernel (``FFTOptions(engine="fused")``).
+  (nvmathx: the default engine, which runs callbacks in the fused kernel where the transform fits
+  it) against ``torch.fft.rfft(x * window)``; ``nvmathx_cufft_callback``: the same callback linked
+  into cuFFT's plan (``FFTOptions(engine="cufft")``); ``nvmathx_plain_rfft`` is the unwindowed rfft
+  (cuFFT), the floor the fused one can reach; ``nvmathx_fused_engine``: the callback called by an
+  ``FFTOptions(engine="fused")`` plan passed to the function.
 - ``c2c_16384x4096_ortho_fused`` and ``c2c_16384x4096_backward``: ``norm="ortho"`` through the built-in
   scale store callback, and the unscaled transform, timed together (``nvmathx_backward`` column) and
   as a case of its own; ``nvmathx_fused_engine``: the same call served by an
@@ -54,6 +56,15 @@ def _windowed_case(ctx, rows) -> Case:
         x, _ = operands()
         return lambda: nvmathx.fft.rfft(x)
 
+    def nvmathx_cufft_callback():  # the same callback, linked into cuFFT's plan
+        import nvmathx.fft
+
+        x, window = operands()
+        prolog = nvmathx.fft.compile_prolog(windowed, element_dtype="float32", user_info_dtype="float32")
+        plan = nvmathx.fft.FFT(x, axes=[-1], options={"engine": "cufft"})
+        plan.plan(prolog=(prolog, window))
+        return lambda: nvmathx.fft.rfft(x, plan=plan, prolog=(prolog, window))
+
     def nvmathx_fused_engine():  # the same callback, called by the fused engine's kernel
         import nvmathx.fft
 
@@ -70,10 +81,11 @@ def _windowed_case(ctx, rows) -> Case:
 
     return Case(name=f"windowed_rfft_{rows}x4096_f32", unit="ms", params={"shape": list(shape), "dtype": "float32"},
                 setups={"nvmathx": nvmathx_fused, "torch": torch_windowed, "nvmathx_plain_rfft": nvmathx_plain,
-                        "nvmathx_fused_engine": nvmathx_fused_engine},
+                        "nvmathx_cufft_callback": nvmathx_cufft_callback, "nvmathx_fused_engine": nvmathx_fused_engine},
                 derive=bandwidth(nbytes), warmup=5, repeats=30,
-                note="window on load (nvmathx) vs torch.fft.rfft(x * window); nvmathx_plain_rfft: no window; "
-                     "nvmathx_fused_engine: the window callback in FFTOptions(engine='fused')'s kernel")
+                note="window on load (nvmathx, default engine) vs torch.fft.rfft(x * window); nvmathx_cufft_callback: "
+                     "the window in cuFFT's plan; nvmathx_plain_rfft: no window; nvmathx_fused_engine: the window "
+                     "callback in FFTOptions(engine='fused')'s kernel")
 
 
 def _c2c_cases(ctx, rows) -> list[Case]:
@@ -84,12 +96,24 @@ def _c2c_cases(ctx, rows) -> list[Case]:
         torch = import_or_skip("torch")
         return torch.randn(shape, dtype=torch.complex64, device=f"cuda:{ctx.device_id}")
 
-    def nvmathx_setup(norm):
+    def nvmathx_setup(norm, warm=False):
         def setup():
             import nvmathx.fft
 
             x = operand()
+            if warm:  # the default engine takes the fused kernel once it is in the disk cache
+                nvmathx.fft.FFT(x, axes=[-1], options={"engine": "fused"}).plan()
             return lambda: nvmathx.fft.fft(x, norm=norm)
+        return setup
+
+    def cufft_setup(norm):
+        def setup():  # cuFFT's engine (FFTOptions(engine="cufft")) serving the function form
+            import nvmathx.fft
+
+            x = operand()
+            plan = nvmathx.fft.FFT(x, axes=[-1], options={"engine": "cufft"})
+            plan.plan()
+            return lambda: nvmathx.fft.fft(x, norm=norm, plan=plan)
         return setup
 
     def fused_setup(norm):
@@ -121,11 +145,14 @@ def _c2c_cases(ctx, rows) -> list[Case]:
     params = {"shape": list(shape), "dtype": "complex64", "transform": "C2C 1-D"}
     return [
         Case(name=f"c2c_{rows}x4096_ortho_fused", unit="ms", params={**params, "norm": "ortho"},
-             setups={"nvmathx": nvmathx_setup("ortho"), "torch": torch_setup("ortho"), "cupy": cupy_setup("ortho"),
-                     "nvmathx_backward": nvmathx_setup("backward"), "nvmathx_fused_engine": fused_setup("ortho")},
+             setups={"nvmathx": nvmathx_setup("ortho", warm=True), "torch": torch_setup("ortho"),
+                     "cupy": cupy_setup("ortho"), "nvmathx_backward": nvmathx_setup("backward"),
+                     "nvmathx_cufft": cufft_setup("ortho"), "nvmathx_fused_engine": fused_setup("ortho")},
              derive=bandwidth(nbytes), warmup=5, repeats=30,
-             note="norm='ortho' scaled in cuFFT's store (built-in callback); nvmathx_backward: unscaled, same run; "
-                  "nvmathx_fused_engine: FFTOptions(engine='fused'), one cuFFTDx kernel with the scale in its store"),
+             note="nvmathx: the default engine with the fused kernel in the disk cache (its setup plans "
+                  "an engine='fused' FFT once, as any earlier use would leave it); nvmathx_cufft: cuFFT's engine "
+                  "(built-in scale callback); nvmathx_backward: unscaled, same run; nvmathx_fused_engine: "
+                  "FFTOptions(engine='fused'), one cuFFTDx kernel with the scale in its store"),
         Case(name=f"c2c_{rows}x4096_backward", unit="ms", params={**params, "norm": "backward"},
              setups={"nvmathx": nvmathx_setup("backward"), "torch": torch_setup("backward"),
                      "cupy": cupy_setup("backward"), "nvmathx_fused_engine": fused_setup("backward")},

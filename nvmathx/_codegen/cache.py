@@ -226,6 +226,11 @@ def load_linked(key: dict) -> LinkedImage | None:
     return LinkedImage(payload, info_log) if isinstance(info_log, str) and payload else None
 
 
+def has_linked(key: dict) -> bool:
+    """Whether a linked image for ``key`` is on disk (not read: a damaged one is found at load)."""
+    return os.path.exists(os.path.join(cache_dir(), entry_name(key, "linked")))
+
+
 def store_linked(key: dict, image: LinkedImage) -> str | None:
     """Write a linked image for ``key``; returns the path, or None if the folder is not writable."""
     return _write(key, "linked", {"info_log": image.info_log}, image.cubin)

@@ -86,6 +86,11 @@ def _symbol_name(key: dict) -> str:
     return cache.symbol_for(f"nvmathx_{key['library']}", key)
 
 
+def code_symbol(descriptor: Descriptor, target: Target) -> str:
+    """The symbol :func:`get_code` gives ``descriptor``'s code on ``target``, without generating it."""
+    return _symbol_name(cache_key(descriptor, target))
+
+
 def get_code(descriptor: Descriptor, target: Target) -> cache.CodeEntry:
     """The LTO-IR and symbol for ``descriptor`` on ``target``: from the disk cache or libmathdx.
 

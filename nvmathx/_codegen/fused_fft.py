@@ -33,7 +33,7 @@ import numpy as np
 
 from . import cache, nvrtc
 
-__all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel"]
+__all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached"]
 
 FORMAT = 4  # bump when the generated source changes meaning
 
@@ -188,24 +188,37 @@ def kernel_parameters(fft, load: str | None = None, store: str | None = None) ->
             "load": load, "store": store}
 
 
+def _kernel_key(fft, prolog, epilog, fft_symbol: str) -> tuple[dict, dict]:
+    """The disk-cache key of a fused kernel and its :func:`kernel_source` parameters."""
+    parameters = kernel_parameters(fft, prolog.symbol if prolog is not None else None,
+                                   epilog.symbol if epilog is not None else None)
+    callbacks = [callback.key for callback in (prolog, epilog) if callback is not None]
+    key = {"kind": "fused-fft-kernel", "format": FORMAT, **parameters, "fft": fft_symbol, "callbacks": callbacks,
+           "target": fft.target.name, "nvrtc": nvrtc.nvrtc_version()}
+    return key, parameters
+
+
+def is_cached(fft, prolog=None, epilog=None) -> bool:
+    """Whether :func:`fused_kernel` would read the kernel from the disk cache (no code generated)."""
+    from . import descriptors
+
+    key, _ = _kernel_key(fft, prolog, epilog, descriptors.code_symbol(fft.descriptor("registers"), fft.target))
+    return cache.has_linked(key)
+
+
 def fused_kernel(fft, prolog=None, epilog=None) -> FusedKernel:
     """The fused kernel of the Block :class:`nvmathx.device_api.FFT` ``fft`` (c2c, r2c or c2r), calling the
     :class:`~nvmathx.fft.CompiledCallback` ``prolog`` on each load and ``epilog`` on each store where
     given: compiled and linked once, then read from the disk cache."""
     fft_code = fft.code("registers")
-    parameters = kernel_parameters(fft, prolog.symbol if prolog is not None else None,
-                                   epilog.symbol if epilog is not None else None)
-    callbacks = [callback for callback in (prolog, epilog) if callback is not None]
-    key = {"kind": "fused-fft-kernel", "format": FORMAT, **parameters, "fft": fft_code.symbol,
-           "callbacks": [callback.key for callback in callbacks], "target": fft.target.name,
-           "nvrtc": nvrtc.nvrtc_version()}
+    key, parameters = _kernel_key(fft, prolog, epilog, fft_code.symbol)
     symbol = cache.symbol_for("nvmathx_fused_fft", key)
     image = cache.load_linked(key)
     if image is None:
         kernel = nvrtc.cached_ltoir(key, symbol, kernel_source(symbol, fft_code.symbol, **parameters),
                                     fft.target.name)
         objects = [(kernel.symbol, kernel.code), (fft_code.symbol, fft_code.code)]
-        objects += [(callback.symbol, callback.ltoir) for callback in callbacks]
+        objects += [(callback.symbol, callback.ltoir) for callback in (prolog, epilog) if callback is not None]
         image = cache.LinkedImage(_link(objects, fft.target.name), "")
         cache.store_linked(key, image)
     return FusedKernel(symbol, image.cubin, tuple(fft.block_dim), fft.ffts_per_block, fft.shared_memory_size)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .._core.errors import OptionsError
 from .layout import FFTPass, LayoutPlan
 
-__all__ = ["ENGINES", "FusedRows", "fused_rows", "choose_engine"]
+__all__ = ["ENGINES", "FusedRows", "fused_rows", "fused_considered", "choose_engine"]
 
 ENGINES = ("auto", "cufft", "fused")
 
@@ -58,11 +58,28 @@ def fused_rows(layout: LayoutPlan, precision: str) -> FusedRows | str:
     return FusedRows(layout.fft_type, size, step.batch, precision, step.idist, step.istride, step.odist, step.ostride)
 
 
-def choose_engine(requested: str, rows: FusedRows | str) -> tuple[str, str]:
+def fused_considered(requested: str, rows: FusedRows | str, *, callbacks: bool = False, scaled: bool = False,
+                     conjugated: bool = False) -> bool:
+    """Whether :func:`choose_engine` needs to know the state of the fused kernel (``kernel``) for
+    this transform: ``"auto"`` with callbacks or a scale, on rows the fused kernel takes."""
+    return (requested == "auto" and isinstance(rows, FusedRows) and (callbacks or scaled)
+            and not (conjugated and rows.fft_type == "C2R"))
+
+
+def choose_engine(requested: str, rows: FusedRows | str, *, callbacks: bool = False, scaled: bool = False,
+                  conjugated: bool = False, kernel: str = "absent") -> tuple[str, str]:
     """``(engine, reason)`` for a transform: ``"cufft"`` or ``"fused"``.
 
-    ``requested`` is ``FFTOptions.engine``; ``rows`` is :func:`fused_rows`'s answer. ``"auto"``
-    keeps cuFFT for now: the fused engine has no table of where it is faster yet.
+    ``requested`` is ``FFTOptions.engine``; ``rows`` is :func:`fused_rows`'s answer; ``callbacks``:
+    a prolog or epilog is attached; ``scaled``: the call multiplies the result (a norm other than
+    "backward"); ``conjugated``: the operand is conjugated first (``hfft``, ``ihfft``); ``kernel``:
+    the fused kernel is ``"cached"`` on disk, ``"absent"``, or a sentence saying why the fused
+    engine cannot run the transform on this device (see :func:`fused_considered`).
+
+    ``"auto"`` takes the fused kernel where callbacks run (building it if it is not cached: the
+    plan asked for code), and for a scaled transform once its kernel is in the disk cache (a call
+    never waits on code generation it did not ask for); plain transforms stay on cuFFT (no measured
+    table favours the fused kernel yet).
 
     Raises
     ------
@@ -75,6 +92,19 @@ def choose_engine(requested: str, rows: FusedRows | str) -> tuple[str, str]:
         if isinstance(rows, str):
             raise OptionsError("options.engine", f"the fused engine cannot run this transform: {rows}")
         return "fused", "options.engine='fused'"
-    if requested == "auto":
-        return "cufft", "options.engine='auto' (no measured table favours the fused engine yet)"
-    raise OptionsError("options.engine", f"expected one of {ENGINES} (got {requested!r})")
+    if requested != "auto":
+        raise OptionsError("options.engine", f"expected one of {ENGINES} (got {requested!r})")
+    if isinstance(rows, str):
+        return "cufft", f"options.engine='auto': the fused engine cannot run this transform ({rows})"
+    if not (callbacks or scaled):
+        return "cufft", "options.engine='auto': a plain transform (no measured table favours the fused engine yet)"
+    if conjugated and rows.fft_type == "C2R":
+        return "cufft", "options.engine='auto': the fused engine does not conjugate a C2R operand (hfft)"
+    if kernel not in ("cached", "absent"):
+        return "cufft", f"options.engine='auto': the fused engine cannot run this transform here ({kernel})"
+    if callbacks:
+        return "fused", "options.engine='auto': callbacks run inside the fused kernel, in one pass"
+    if kernel == "cached":
+        return "fused", "options.engine='auto': the scale is applied in the fused kernel's store (kernel cached)"
+    return "cufft", ("options.engine='auto': the fused kernel is not in the disk cache (a plan with "
+                     "engine='fused' builds it)")

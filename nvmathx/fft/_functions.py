@@ -152,6 +152,8 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
     if plan is not None:
         transform = _check_plan(plan, key, name)
     else:
+        if fuse or conj:  # what the engine choice weighs: such calls plan apart from plain ones
+            key = key + (("scaled" if fuse else "conjugated"),)
         transform = plan_cache.get(device_id, key)
         if transform is None:
             transform = GpuTransform(
@@ -161,6 +163,8 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
                 lengths,
                 overwrite=overwrite,
                 input_aligned=aligned,
+                scaled=fuse,
+                conjugated=conj,
                 **attached,
             )
             plan_cache.put(device_id, key, transform)

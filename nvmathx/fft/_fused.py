@@ -9,44 +9,75 @@ an epilog stored, in a pass of its own.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._bindings import cuda_driver
 from .._codegen import elementwise, fused_fft
 from .._codegen.target import Target, max_shared_memory_per_block
 from .._core import device
-from .._core.errors import InvalidStateError, OptionsError
+from .._core.errors import InvalidStateError, LibraryNotFoundError, OptionsError
 from .._fftcore.callbacks import check_fits
 from .._fftcore.engine import FusedRows
 
-__all__ = ["FusedPlan"]
+__all__ = ["FusedPlan", "kernel_state"]
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without opting in
 
 
-def _descriptor(rows: FusedRows, direction: str | None, sm):
+def _descriptor(rows: FusedRows, direction: str | None, sm, knobs: tuple | None = None):
     """cuFFTDx's block FFT for ``rows`` (``direction`` for C2C): folded for R2C/C2R of even length
     where cuFFTDx has it (a transform of half the length), with its suggested knobs, or one transform
-    per block when those need more shared memory than the architecture allows a block. Refusals name
+    per block when those need more shared memory than the architecture allows a block. ``knobs``
+    (``(elements_per_thread, ffts_per_block)``) replaces the suggestion (tuning). Refusals name
     ``options.engine``."""
+    return _block_fft(rows.fft_type, rows.size, rows.precision, direction, tuple(sm), knobs)
+
+
+@functools.lru_cache(maxsize=64)  # a plan's engine choice and the plan itself ask for the same one
+def _block_fft(fft_type: str, size: int, precision: str, direction: str | None, sm: tuple, knobs: tuple | None):
     from nvmathx.device_api import FFT
 
     limit = max_shared_memory_per_block(Target(*sm))
-    real_modes = ("folded", "normal") if rows.fft_type != "C2C" and rows.size % 2 == 0 else ("normal",)
+    real_modes = ("folded", "normal") if fft_type != "C2C" and size % 2 == 0 else ("normal",)
+    elements_per_thread, wanted_per_block = knobs if knobs is not None else ("suggested", "suggested")
     for real_mode in real_modes:
-        for ffts_per_block in ("suggested", 1):
+        for ffts_per_block in dict.fromkeys((wanted_per_block, 1)):  # one per block when the wanted ones do not fit
             try:
-                fft = FFT(rows.size, np.dtype(rows.precision), fft_type=rows.fft_type.lower(), direction=direction,
-                          execution="Block", ffts_per_block=ffts_per_block, sm=sm, real_mode=real_mode)
+                fft = FFT(size, np.dtype(precision), fft_type=fft_type.lower(), direction=direction,
+                          execution="Block", elements_per_thread=elements_per_thread,
+                          ffts_per_block=ffts_per_block, sm=sm, real_mode=real_mode)
             except OptionsError as error:
                 if error.argument == "real_mode":
                     break  # the normal mode may still have it
                 raise OptionsError("options.engine", f"the fused engine cannot run this transform: {error}") from None
             if fft.shared_memory_size <= limit:
                 return fft
-    raise OptionsError("options.engine", f"the fused engine cannot run this transform: a length of {rows.size} "
+    raise OptionsError("options.engine", f"the fused engine cannot run this transform: a length of {size} "
                                          f"needs {fft.shared_memory_size} bytes of shared memory per block "
                                          f"(at most {limit} on sm_{sm[0]}{sm[1]})")
+
+
+def _directions(rows: FusedRows) -> tuple:
+    return ("forward", "inverse") if rows.fft_type == "C2C" else (None,)
+
+
+def kernel_state(rows: FusedRows, device_id: int, prolog=None, epilog=None) -> str:
+    """``"cached"`` when every kernel a :class:`FusedPlan` of ``rows`` (with these callback
+    attachments) needs is in the disk cache, ``"absent"`` when one has to be built, otherwise a
+    sentence saying why the fused engine cannot run the transform on this device. Generates nothing."""
+    sm = device.ensure_device(device_id).compute_capability
+    callbacks = {"prolog": prolog.callback if prolog is not None else None,
+                 "epilog": epilog.callback if epilog is not None else None}
+    try:
+        ffts = [_descriptor(rows, direction, sm) for direction in _directions(rows)]
+        cached = all(fused_fft.is_cached(fft, **callbacks) for fft in ffts)
+    except OptionsError as error:
+        return str(error)
+    except LibraryNotFoundError as error:
+        return f"libmathdx is not available ({error})"
+    return "cached" if cached else "absent"
 
 
 class FusedPlan:
@@ -66,7 +97,7 @@ class FusedPlan:
     memory_bytes = 0
 
     def __init__(self, rows: FusedRows, device_id: int, output_shape=(), output_strides=(), prolog=None,
-                 epilog=None):
+                 epilog=None, knobs: tuple | None = None):
         from cuda.core import LaunchConfig, ObjectCode
 
         major, minor = device.ensure_device(device_id).compute_capability
@@ -88,9 +119,9 @@ class FusedPlan:
         callbacks = {"prolog": prolog.callback if prolog is not None else None,
                      "epilog": epilog.callback if epilog is not None else None}
         self._kernels = {}
-        directions = ((-1, "forward"), (1, "inverse")) if rows.fft_type == "C2C" else ((0, None),)
-        for sign, direction in directions:
-            kernel = fused_fft.fused_kernel(_descriptor(rows, direction, (major, minor)), **callbacks)
+        for direction in _directions(rows):
+            sign = {"forward": -1, "inverse": 1, None: 0}[direction]
+            kernel = fused_fft.fused_kernel(_descriptor(rows, direction, (major, minor), knobs), **callbacks)
             function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.symbol)
             if kernel.shared_memory_size > _DEFAULT_SHARED_LIMIT:
                 cuda_driver.kernel_set_max_dynamic_shared_memory(function.handle, kernel.shared_memory_size,

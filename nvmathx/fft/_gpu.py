@@ -13,10 +13,10 @@ from .._core.dtypes import numpy_dtype
 from .._core.errors import InvalidStateError, UnsupportedOperandError
 from .._core.streams import CallStreams
 from .._core.tensor import Operand
-from .._fftcore.engine import choose_engine, fused_rows
+from .._fftcore.engine import choose_engine, fused_considered, fused_rows
 from .._fftcore.layout import C2C, C2R, R2C, output_shape, plan_layout, real_input_aligned, result_strides
 from .._fftcore.plan import CufftPlan, precision_dtypes
-from ._fused import FusedPlan
+from ._fused import FusedPlan, kernel_state
 
 __all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
 
@@ -121,10 +121,14 @@ class GpuTransform:
     engine : {"auto", "cufft", "fused"}
         Which engine runs it (:func:`~nvmathx._fftcore.engine.choose_engine`); ``engine`` and
         ``engine_reason`` say what was chosen and why.
+    scaled, conjugated : bool
+        The calls this transform serves multiply the result (a norm other than "backward"), or
+        conjugate the operand (``hfft``/``ihfft``): what ``"auto"`` weighs.
     """
 
     def __init__(self, operand: Operand, fft_type, axes, lengths, *, memory_resource=None, inplace=False,
-                 overwrite=False, input_aligned=True, prolog=None, epilog=None, engine="auto"):
+                 overwrite=False, input_aligned=True, prolog=None, epilog=None, engine="auto", scaled=False,
+                 conjugated=False):
         check_dtype(fft_type, operand.dtype)
         self.fft_type = fft_type
         self.device_id = operand.device_id
@@ -148,13 +152,22 @@ class GpuTransform:
         self.engine, self.engine_reason = "cufft", "an empty transform launches nothing"
         if self.empty:
             return
-        fused = engine == "fused"  # its kernel reads any real pointer and never writes the operand
-        self.layout = plan_layout(fft_type, tuple(axes), tuple(lengths), operand.shape, operand.strides, strides,
-                                  inplace=inplace, overwrite_input=overwrite or fused, copy_input=copy_input,
-                                  input_aligned=input_aligned or fused)
         precision = "float32" if precision_dtypes(operand.dtype)[0] == "single" else "float64"
+
+        def layout_for(fused: bool):  # the fused kernel reads any real pointer and never writes the operand
+            return plan_layout(fft_type, tuple(axes), tuple(lengths), operand.shape, operand.strides, strides,
+                               inplace=inplace, overwrite_input=overwrite or fused, copy_input=copy_input,
+                               input_aligned=input_aligned or fused)
+
+        self.layout = layout_for(engine != "cufft")
         rows = fused_rows(self.layout, precision)
-        self.engine, self.engine_reason = choose_engine(engine, rows)
+        hints = {"callbacks": prolog is not None or epilog is not None, "scaled": scaled, "conjugated": conjugated}
+        kernel = "absent"
+        if fused_considered(engine, rows, **hints):
+            kernel = kernel_state(rows, self.device_id, prolog, epilog)  # type: ignore[arg-type]
+        self.engine, self.engine_reason = choose_engine(engine, rows, kernel=kernel, **hints)
+        if self.engine == "cufft" and engine == "auto":
+            self.layout = layout_for(False)
         if self.engine == "fused":
             self.plan = FusedPlan(rows, self.device_id, self.layout.output_shape,  # type: ignore[arg-type]
                                   self.layout.output_strides, prolog=prolog, epilog=epilog)

@@ -44,13 +44,17 @@ class FFTOptions:
         What runs the transform on a GPU. ``"cufft"``: cuFFT. ``"fused"``: one generated cuFFTDx
         kernel that loads each row, transforms it and stores it in one pass (C2C, R2C or C2R along
         one axis whose batch has one row stride, lengths 2 to 32768 in single and 16384 in double
-        precision
-        whose block fits the GPU's shared memory; callbacks are called as cuFFT calls them); a
-        transform it cannot run raises
-        ``OptionsError`` naming ``options.engine`` at ``plan()``. Its code is generated and linked
-        the first time (seconds), then read from the disk cache. ``"auto"``: cuFFT for now; the
-        fused engine will be chosen where it is measured faster. The planning log line names the
-        engine. The CPU execution space runs scipy.fft whatever the engine, and refuses ``"fused"``.
+        precision whose block fits the GPU's shared memory; even-length R2C/C2R run as a transform
+        of half the length; callbacks are called as cuFFT calls them; a norm is applied in its
+        store); a transform it cannot run raises ``OptionsError`` naming ``options.engine`` at
+        ``plan()``. Its code is generated and linked the first time (seconds), then read from the
+        disk cache. ``"auto"`` (default): the fused kernel where callbacks are attached and the
+        transform fits it (the plan builds the kernel if needed), and for the function forms'
+        ``norm="ortho"``/``"forward"`` once that kernel is in the disk cache (a call never waits on
+        code generation it did not ask for; plan once with ``"fused"`` to build it); cuFFT for
+        everything else, for ``hfft`` (the fused C2R does not conjugate) and where libmathdx is not
+        installed. The planning log line names the engine and why. The CPU execution space runs
+        scipy.fft whatever the engine, and refuses ``"fused"``.
 
     Raises
     ------

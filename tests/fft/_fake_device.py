@@ -210,12 +210,57 @@ def fake_launch(stream, device_id, name, count, *args):
     view_at(target, extents, [int(a) for a in args[22:22 + dims]], dst_dtype)[...] = value
 
 
-def install(monkeypatch):
-    """Swap the GPU-facing pieces for host fakes; returns (fake cuFFT, default memory resource)."""
+class FakeFusedPlan:
+    """The fused engine's plan on the fake device: numpy over the rows' strides, the factor applied
+    as the kernel's store does; callbacks are kept but not run (a run with them raises). ``made``
+    lists ``(rows, callbacks attached)`` of every plan made."""
+
+    made: list = []
+    simple, workspace_bytes, scratch_bytes, memory_bytes = True, 0, 0, 0
+
+    def __init__(self, rows, device_id, output_shape=(), output_strides=(), prolog=None, epilog=None):
+        self.rows, self.valid, self.callbacks = rows, True, prolog is not None or epilog is not None
+        FakeFusedPlan.made.append((rows, self.callbacks))
+
+    def run(self, source, target, direction, stream, factor=1.0, conj=False, fuse=False):
+        assert not self.callbacks, "the fake fused plan runs no callbacks"
+        rows = self.rows
+        complex_ = np.complex64 if rows.precision == "float32" else np.complex128
+        half = rows.size // 2 + 1
+        in_dtype, in_length = (rows.precision, rows.size) if rows.fft_type == "R2C" else (complex_, rows.size)
+        out_dtype, out_length = (rows.precision, rows.size) if rows.fft_type == "C2R" else (complex_, rows.size)
+        if rows.fft_type == "C2R":
+            in_length = half
+        if rows.fft_type == "R2C":
+            out_length = half
+        x = view_at(source, (rows.rows, in_length), (rows.in_row_stride, rows.in_element_stride), in_dtype)
+        x = x.astype(np.complex128 if rows.fft_type != "R2C" else np.float64)
+        if rows.fft_type == "R2C":
+            y = np.fft.rfft(x, axis=1)
+        elif rows.fft_type == "C2R":
+            y = np.fft.irfft(x, n=rows.size, axis=1) * rows.size
+        else:
+            y = np.fft.fft(x, axis=1) if direction < 0 else np.fft.ifft(x, axis=1) * rows.size
+        y = y * factor
+        if conj:
+            y = np.conj(y)
+        view_at(target, (rows.rows, out_length), (rows.out_row_stride, rows.out_element_stride), out_dtype)[...] = y
+
+    def free(self):
+        self.valid = False
+
+
+def install(monkeypatch, fused_kernels=None):
+    """Swap the GPU-facing pieces for host fakes; returns (fake cuFFT, default memory resource).
+
+    ``fused_kernels``: what the fused engine finds on the fake device (``"cached"``, ``"absent"``;
+    by default it cannot run there, so ``"auto"`` keeps cuFFT); its plans are :class:`FakeFusedPlan`.
+    """
     from nvmathx._bindings import cuda_driver, cufft
     from nvmathx._codegen import elementwise as _kernels
     from nvmathx._core import device, execution, memory, streams
     from nvmathx._fftcore import plan as _cufft_plan
+    from nvmathx.fft import _gpu
 
     fake = FakeCufft()
     for name in ("create", "destroy", "set_auto_allocation", "make_plan_many64", "set_work_area", "set_stream",
@@ -231,6 +276,10 @@ def install(monkeypatch):
     monkeypatch.setattr(memory, "default_memory_resource", lambda device_id: resource)
     monkeypatch.setattr(streams, "default_stream_handle", lambda device_id: 7)
     monkeypatch.setattr(streams, "_holders", {(7, 0): streams.StreamHolder(7, 0, core=object())})
+    state = fused_kernels or "the fake device runs no generated kernels"
+    monkeypatch.setattr(_gpu, "kernel_state", lambda rows, device_id, prolog=None, epilog=None: state)
+    monkeypatch.setattr(_gpu, "FusedPlan", FakeFusedPlan)
+    monkeypatch.setattr(FakeFusedPlan, "made", [])
     return fake, resource
 
 

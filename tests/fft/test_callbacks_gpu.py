@@ -120,9 +120,20 @@ def test_fused_norm_equals_the_unfused_result(name, norm, precision, rng):
     assert _error(fused.cpu().numpy(), reference) < 5 * TOLERANCE[precision]
 
 
-def test_fused_ortho_makes_one_plan_per_factor(rng):
+def test_fused_ortho_makes_one_plan_per_factor(rng, tmp_path):
+    from nvmathx.device_api import set_cache_dir
+
     torch = _torch()
     nfft.plan_cache.clear()
+    set_cache_dir(tmp_path)  # an empty disk cache: the default engine scales in cuFFT's store
+    try:
+        _one_plan_per_factor(torch, rng)
+    finally:
+        set_cache_dir(None)
+        nfft.plan_cache.clear()
+
+
+def _one_plan_per_factor(torch, rng):
     x = rng.standard_normal((64, 512)) + 1j * rng.standard_normal((64, 512))
     tx = torch.from_numpy(x.astype(np.complex64)).cuda()
     for _ in range(3):
@@ -130,6 +141,7 @@ def test_fused_ortho_makes_one_plan_per_factor(rng):
         nfft.ifft(tx, norm="ortho")
     (key,) = nfft.plan_cache.keys(0)
     transform = nfft.plan_cache.get(0, key)
+    assert transform.engine == "cufft"
     assert list(transform.plan._scaled) == [1 / np.sqrt(512)]  # one factor for both directions, tried once
     assert transform.plan._scaled[1 / np.sqrt(512)] is not None, "cuFFT did not link the scale callback"
     assert _error(nfft.fft(tx, norm="ortho").cpu().numpy(), np.fft.fft(x.astype(np.complex64), norm="ortho")) < 2e-6

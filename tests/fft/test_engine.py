@@ -6,7 +6,7 @@ import pytest
 import nvmathx.fft as nfft
 from helpers.requirements import needs_mathdx
 from nvmathx._core.errors import OptionsError
-from nvmathx._fftcore.engine import ENGINES, MAX_FUSED_SIZE, FusedRows, choose_engine, fused_rows
+from nvmathx._fftcore.engine import ENGINES, MAX_FUSED_SIZE, FusedRows, choose_engine, fused_considered, fused_rows
 from nvmathx._fftcore.layout import C2C, C2R, R2C, plan_layout
 
 
@@ -73,6 +73,33 @@ def test_largest_length_per_precision(precision):
     too_long = plan_layout(C2C, (0,), (2 * largest,), (2 * largest,), (1,), (1,))
     assert isinstance(fused_rows(fits, precision), FusedRows)
     assert isinstance(fused_rows(too_long, precision), str)
+
+
+_ROWS = FusedRows(C2C, 1024, 8, "float32", 1024, 1, 1024, 1)
+_C2R_ROWS = FusedRows(C2R, 64, 8, "float32", 33, 1, 64, 1)
+
+
+@pytest.mark.parametrize("rows, hints, kernel, engine, reason, looked_up", [
+    (_ROWS, {}, "absent", "cufft", "a plain transform", False),
+    (_ROWS, {}, "cached", "cufft", "a plain transform", False),  # no measured table yet
+    (_ROWS, {"callbacks": True}, "absent", "fused", "callbacks run inside the fused kernel", True),
+    (_ROWS, {"callbacks": True}, "cached", "fused", "callbacks", True),
+    (_ROWS, {"scaled": True}, "cached", "fused", "scale is applied in the fused kernel's store", True),
+    (_ROWS, {"scaled": True}, "absent", "cufft", "not in the disk cache", True),  # never waits on generation
+    (_ROWS, {"callbacks": True}, "libmathdx is not available", "cufft", "libmathdx is not available", True),
+    (_ROWS, {"scaled": True}, "a length of 1024 needs 99 bytes", "cufft", "needs 99 bytes", True),
+    (_C2R_ROWS, {"callbacks": True, "conjugated": True}, "absent", "cufft", "does not conjugate a C2R operand",
+     False),
+    (_C2R_ROWS, {"callbacks": True}, "absent", "fused", "callbacks", True),
+    ("it transforms one axis per launch", {"callbacks": True}, "absent", "cufft", "one axis per launch", False),
+])
+def test_auto_takes_the_fused_kernel_for_callbacks_and_cached_scales(rows, hints, kernel, engine, reason,
+                                                                    looked_up):
+    chosen, why = choose_engine("auto", rows, kernel=kernel, **hints)
+    assert chosen == engine and reason in why and "options.engine='auto'" in why
+    # the kernel's state is looked up (on disk, through libmathdx) only where it can change the answer
+    assert fused_considered("auto", rows, **hints) == looked_up
+    assert not fused_considered("cufft", rows, **hints) and not fused_considered("fused", rows, **hints)
 
 
 def test_choice_table():

@@ -218,3 +218,31 @@ def test_freed_plan_raises(rng):
     with pytest.raises(Exception, match="freed"):
         fft.execute()
 
+
+
+def test_auto_takes_the_fused_kernel_for_callbacks_and_for_norms_once_cached(rng, tmp_path):
+    from nvmathx.device_api import set_cache_dir
+
+    cupy = _cupy()
+    x = _signal((40, 1000), np.complex64, rng)
+    device = cupy.asarray(x)
+    expected = np.fft.fft(x.astype(np.complex128), axis=1, norm="ortho")
+    set_cache_dir(tmp_path)  # an empty disk cache
+    nfft.plan_cache.clear()
+    try:
+        assert _error(nfft.fft(device, norm="ortho").get(), expected) < 2e-5
+        assert [nfft.plan_cache.get(0, key).engine for key in nfft.plan_cache.keys(0)] == ["cufft"]  # not built
+        _planned(device, axes=[1]).free()  # a plan with engine="fused" leaves the kernel in the disk cache
+        nfft.plan_cache.clear()
+        assert _error(nfft.fft(device, norm="ortho").get(), expected) < 2e-5
+        assert [nfft.plan_cache.get(0, key).engine for key in nfft.plan_cache.keys(0)] == ["fused"]
+        prolog = nfft.compile_prolog(_scale_load, element_dtype="complex64", user_info_dtype="float32")
+        factor = rng.uniform(0.5, 2.0, x.shape).astype(np.float32)
+        with nfft.FFT(device, axes=[1]) as fft:  # callbacks: the plan builds its kernel
+            fft.plan(prolog=(prolog, cupy.asarray(factor)))
+            assert fft.engine == "fused"
+            got = fft.execute().get()
+        assert _error(got, np.fft.fft(x.astype(np.complex128) * factor, axis=1)) < 2e-5
+    finally:
+        nfft.plan_cache.clear()
+        set_cache_dir(None)
