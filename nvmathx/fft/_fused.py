@@ -17,7 +17,7 @@ from .._bindings import cuda_driver
 from .._codegen import elementwise, fused_fft
 from .._codegen.target import Target, max_shared_memory_per_block
 from .._core import device
-from .._core.errors import InvalidStateError, LibraryNotFoundError, OptionsError
+from .._core.errors import CudaLibraryError, InvalidStateError, LibraryNotFoundError, OptionsError
 from .._fftcore.callbacks import check_fits
 from .._fftcore.engine import FusedRows
 
@@ -77,6 +77,8 @@ def kernel_state(rows: FusedRows, device_id: int, prolog=None, epilog=None) -> s
         return str(error)
     except LibraryNotFoundError as error:
         return f"libmathdx is not available ({error})"
+    except CudaLibraryError as error:  # libmathdx refused a query: cuFFT still runs the transform
+        return f"libmathdx could not describe the transform ({error})"
     return "cached" if cached else "absent"
 
 

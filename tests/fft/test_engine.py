@@ -143,3 +143,38 @@ def test_fused_descriptor_fits_the_blocks_shared_memory_or_is_refused():
     assert (unfolded.real_mode, unfolded.input_length) == ("normal", 100)
     with pytest.raises(OptionsError, match="options.engine.*no cuFFTDx implementation on sm_75"):
         _descriptor(FusedRows(C2C, 32768, 10, "float32", 32768, 1, 32768, 1), "forward", (7, 5))
+
+
+@needs_mathdx
+def test_kernel_state_reads_the_disk_cache_the_plan_fills(monkeypatch, tmp_path):
+    # no GPU needed: the descriptors, the cache keys and the link into sm_90 cubins all run here
+    import types
+
+    from nvmathx._codegen import fused_fft
+    from nvmathx._core import device
+    from nvmathx._core.errors import CudaLibraryError
+    from nvmathx.device_api import set_cache_dir
+    from nvmathx.fft import _fused
+
+    monkeypatch.setattr(device, "ensure_device", lambda device_id: types.SimpleNamespace(compute_capability=(9, 0)))
+    set_cache_dir(tmp_path)
+    try:
+        rows = FusedRows(C2C, 256, 10, "float32", 256, 1, 256, 1)
+        assert _fused.kernel_state(rows, 0) == "absent"
+        fused_fft.fused_kernel(_fused._descriptor(rows, "forward", (9, 0)))
+        assert _fused.kernel_state(rows, 0) == "absent"  # a C2C plan needs both directions
+        fused_fft.fused_kernel(_fused._descriptor(rows, "inverse", (9, 0)))
+        assert _fused.kernel_state(rows, 0) == "cached"
+        real = FusedRows(R2C, 256, 10, "float32", 256, 1, 129, 1)
+        assert _fused.kernel_state(real, 0) == "absent"  # each transform has its own kernel
+        monkeypatch.setattr(device, "ensure_device", lambda device_id: types.SimpleNamespace(compute_capability=(7, 0)))
+        too_big = FusedRows(C2C, 32768, 10, "float32", 32768, 1, 32768, 1)
+        assert "options.engine" in _fused.kernel_state(too_big, 0)  # not on sm_70: a reason, not an error
+
+        def refused(*args, **kwargs):
+            raise CudaLibraryError(7, "COMMONDX_INVALID_VALUE", "cufftdxGetTraitInt64")
+
+        monkeypatch.setattr(_fused, "_block_fft", refused)
+        assert "could not describe" in _fused.kernel_state(rows, 0)
+    finally:
+        set_cache_dir(None)
