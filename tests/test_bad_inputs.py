@@ -462,7 +462,7 @@ DEVICE_API = [
                                                               real_mode="folded"), O, "real_mode", device=False),
     Row("device FFT folded size cuFFTDx lacks", lambda o: _device_fft(size=180, fft_type="c2r", direction=None,
                                                                         real_mode="folded"), O, "real_mode",
-        device=False),
+        device=False, needs_mathdx=True),
     Row("device FFT execution 'Warp'", lambda o: _device_fft(execution="Warp"), O, "execution", device=False),
     Row("device FFT sm (6, 1)", lambda o: _device_fft(sm=(6, 1)), O, "sm", device=False),
     Row("device FFT sm 'gfx90a'", lambda o: _device_fft(sm="gfx90a"), O, "sm", device=False),

@@ -195,12 +195,12 @@ class FFT:
         self.target: Target = resolve_target(sm)
         ept = _knob(elements_per_thread, "elements_per_thread")
         fpb = _knob(ffts_per_block, "ffts_per_block")
-        self._base = self._base_operators()
-        self._check_supported(self._base, "size", self._size_message())
         if self.real_mode == "folded" and self.fft_type == "c2c":
             raise OptionsError("real_mode", "a c2c FFT has no real side to fold (real_mode applies to r2c and c2r)")
         if self.real_mode == "folded" and self.size % 2:  # libmathdx describes odd folded sizes as even ones
             raise OptionsError("real_mode", f"folding pairs reals: an odd size ({self.size}) takes real_mode='normal'")
+        self._base = self._base_operators()
+        self._check_supported(self._base, "size", self._size_message())
         if self.real_mode == "folded":
             self._base += (("REAL_FFT_OPTIONS", (int(mathdx.FftComplexLayout.NATURAL),
                                                  int(mathdx.FftRealMode.FOLDED))),)
