@@ -150,9 +150,10 @@ class FFT:
     - Block, c2c only: ``fft.execute(shared)`` with transform ``j`` at ``shared[j * size:]``;
       launch with ``shared_api_memory_size`` bytes.
     - Thread: ``fft.execute(thread_data)`` with element ``i`` in ``thread_data[i]``.
-    - Block, c2c only: ``fft.load(source, thread_data, row)`` and ``fft.store(thread_data,
+    - Block: ``fft.load(source, thread_data, row)`` and ``fft.store(thread_data,
       destination, row)`` copy row ``row`` of a C-contiguous 2-D array (a 1-D array is one row) to
-      and from ``thread_data`` in the order above; the row of a thread is typically
+      and from ``thread_data`` in the order above (r2c loads real rows and stores ``size // 2 + 1``
+      complex values, c2r the reverse, in either real mode); the row of a thread is typically
       ``cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y``. A row outside the array is
       neither read nor written; positions past a row's length load as zero and are not stored. The
       copy is generated CUDA C++ with vector loads and stores, the same instructions under either
@@ -373,6 +374,11 @@ class FFT:
         if entry is None:
             entry = self._codes[api] = descriptors.get_code(self.descriptor(api), self.target)
         return entry
+
+    def _row_dtype(self, kind: str) -> np.dtype:
+        """The element of the rows ``load`` reads (the input side) or ``store`` writes (the output side)."""
+        real_side = self.fft_type != "c2c" and (self.fft_type == "r2c") == (kind == "load")
+        return np.dtype(self.precision) if real_side else self.value_dtype
 
     def _row_code(self, kind: str) -> CodeEntry:
         """The generated code of ``load`` (``kind="load"``) or ``store``, kept like :meth:`code`'s."""

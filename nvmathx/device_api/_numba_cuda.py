@@ -156,7 +156,8 @@ def _lower_fft_execute(context, builder, fft, arg_types, args):
 
 def _check_fft_rows(method):
     def check(fft, args) -> None:
-        _signatures.check_row_arguments(fft, method, args, value_type=_value_type(fft.value_dtype), types=types,
+        _signatures.check_row_arguments(fft, method, args, value_type=_value_type(fft.value_dtype),
+                                        rows_type=_value_type(fft._row_dtype(method)), types=types,
                                         error=TypingError)
 
     return check

@@ -145,7 +145,8 @@ def _fft_call_form(fft, args) -> str:
 
 def _check_fft_rows(method):
     def check(fft, args) -> None:
-        _signatures.check_row_arguments(fft, method, args, value_type=_value_type(fft.value_dtype), types=types,
+        _signatures.check_row_arguments(fft, method, args, value_type=_value_type(fft.value_dtype),
+                                        rows_type=_value_type(fft._row_dtype(method)), types=types,
                                         error=TypingError)
 
     return check

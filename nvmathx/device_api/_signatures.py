@@ -123,23 +123,25 @@ def fft_call_form(fft, args, *, value_type, types, error: type[Exception]) -> st
     raise error(f"{fft!r}: expected {usage} with arrays of {value_type} (got {got})")
 
 
-def check_row_arguments(fft, method: str, args, *, value_type, types, error: type[Exception]) -> None:
+def check_row_arguments(fft, method: str, args, *, value_type, rows_type, types, error: type[Exception]) -> None:
     """Accept ``fft.load(source, thread_data, row)`` / ``fft.store(thread_data, destination, row)``:
-    a Block c2c descriptor, a C-contiguous 1-D or 2-D array of the value type, a local array of it
-    and an integer row."""
+    a Block descriptor, a C-contiguous 1-D or 2-D array of ``rows_type`` (the side of the transform
+    the call touches: reals for r2c's load and c2r's store), a local array of the value type and an
+    integer row."""
     usage = ("load(source, thread_data, row)" if method == "load" else "store(thread_data, destination, row)")
-    if fft.execution != "Block" or fft.fft_type != "c2c":
-        raise error(f"{fft!r}: {method} supports Block c2c transforms only")
+    if fft.execution != "Block":
+        raise error(f"{fft!r}: {method} supports Block transforms only")
     if len(args) == 3:
         rows, thread_data = (args[0], args[1]) if method == "load" else (args[1], args[0])
-        rows_ok = _is_array_of(rows, value_type, types) and rows.ndim in (1, 2) and rows.layout == "C"
+        rows_ok = _is_array_of(rows, rows_type, types) and rows.ndim in (1, 2) and rows.layout == "C"
         data_ok = _is_array_of(thread_data, value_type, types) and thread_data.ndim == 1
         if rows_ok and data_ok and isinstance(args[2], types.Integer):
             return
     got = ", ".join(str(a) for a in args)
+    side = "input" if method == "load" else "output"
     raise error(
-        f"{fft!r}: expected {usage} with a C-contiguous 1-D or 2-D array of {value_type} (rows of the "
-        f"transform's input or output), thread_data a 1-D array of {value_type} and an integer row (got {got})"
+        f"{fft!r}: expected {usage} with a C-contiguous 1-D or 2-D array of {rows_type} (rows of the "
+        f"transform's {side}), thread_data a 1-D array of {value_type} and an integer row (got {got})"
     )
 
 

@@ -33,8 +33,9 @@ def block_c2c(fft, scale=1):
     return kernel
 
 
-def block_c2c_rows(fft):
-    """Rows of ``x`` transformed into rows of ``y`` through ``fft.load`` / ``fft.store``."""
+def block_rows(fft):
+    """Rows of ``x`` transformed into rows of ``y`` through ``fft.load`` / ``fft.store`` (any Block
+    transform: reals on the real side of r2c/c2r, in either real mode)."""
 
     def kernel(x, y):
         regs = cuda.local.array(fft.storage_size, dtype=fft.value_type, alignment=fft.alignment)

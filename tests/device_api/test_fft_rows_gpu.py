@@ -54,7 +54,7 @@ def test_rows_match_numpy(compiler, rng, case, lengths):
     # y has a row more than the kernel may write, and columns past the transform: both stay SENTINEL
     y_full = np.full((batch + 1, out_length), SENTINEL, dtype)
     y_d = cuda.to_device(y_full)
-    kernel = cuda.jit(compiler.bind(_kernels.block_c2c_rows(fft)), launch_bounds=fft.max_threads_per_block)
+    kernel = cuda.jit(compiler.bind(_kernels.block_rows(fft)), launch_bounds=fft.max_threads_per_block)
     grid = math.ceil((batch + 1) / fft.ffts_per_block)
     kernel[grid, fft.block_dim, 0, fft.shared_memory_size](cuda.to_device(x), y_d[:batch])
     cuda.synchronize()
@@ -78,3 +78,37 @@ def test_a_vector_is_one_row(compiler, rng, precision):
     kernel[1, fft.block_dim, 0, fft.shared_memory_size](cuda.to_device(x), y_d)
     cuda.synchronize()
     assert _error(y_d.copy_to_host(), _reference(x, 64, "forward")) < _tolerance(precision, 64)
+
+
+@pytest.mark.parametrize("size", [16, 30, 1000, 4096])
+@pytest.mark.parametrize("real_mode", ["normal", "folded"])
+@pytest.mark.parametrize("precision", [np.float32, np.float64])
+def test_real_rows_match_numpy(compiler, rng, size, real_mode, precision):
+    """r2c reads real rows and writes size // 2 + 1 complex values; c2r the reverse; in both real
+    modes (folded keeps two reals per register and one more complex position than it has
+    elements per thread)."""
+    from nvmathx.device_api import FFT
+
+    cuda = compiler.cuda
+    complex_dtype = np.result_type(precision, np.complex64)
+    half = size // 2 + 1
+    r2c = FFT(size, precision, fft_type="r2c", real_mode=real_mode)
+    batch = 2 * r2c.ffts_per_block + 1
+    x = rng.standard_normal((batch, size)).astype(precision)
+    spectrum = cuda.to_device(np.full((batch, half + 1), SENTINEL, complex_dtype))  # a column past the transform
+    kernel = cuda.jit(compiler.bind(_kernels.block_rows(r2c)), launch_bounds=r2c.max_threads_per_block)
+    kernel[math.ceil(batch / r2c.ffts_per_block), r2c.block_dim, 0, r2c.shared_memory_size](cuda.to_device(x),
+                                                                                          spectrum)
+    cuda.synchronize()
+    got = spectrum.copy_to_host()
+    reference = np.fft.rfft(x.astype(np.float64), axis=1)
+    assert _error(got[:, :half], reference) < _tolerance(precision, size)
+    assert np.all(got[:, half:] == SENTINEL)
+
+    c2r = FFT(size, precision, fft_type="c2r", real_mode=real_mode)
+    back = cuda.to_device(np.full((batch, size), np.nan, precision))
+    kernel = cuda.jit(compiler.bind(_kernels.block_rows(c2r)), launch_bounds=c2r.max_threads_per_block)
+    kernel[math.ceil(batch / c2r.ffts_per_block), c2r.block_dim, 0, c2r.shared_memory_size](
+        cuda.to_device(reference.astype(complex_dtype)), back)
+    cuda.synchronize()
+    assert _error(back.copy_to_host() / size, x) < _tolerance(precision, size)

@@ -180,7 +180,7 @@ def test_numba_cuda_mlir_kernel_links_against_generated_code(block_fft):
 def test_row_load_and_store_call_their_generated_copies(compiler, block_fft):
     from nvmathx.device_api import _rows
 
-    calls = _calls(compiler, _kernels.block_c2c_rows(block_fft), (_c64(compiler), _c64(compiler)))
+    calls = _calls(compiler, _kernels.block_rows(block_fft), (_c64(compiler), _c64(compiler)))
     expected = [_rows.row_code(block_fft, "load").symbol, block_fft.code("registers").symbol,
                 _rows.row_code(block_fft, "store").symbol]
     assert sorted(calls) == sorted(expected)
@@ -222,14 +222,33 @@ def test_row_copies_refuse_bad_arguments(compiler, block_fft, case, match):
         _calls(compiler, kernel, signature)
 
 
-def test_row_copies_are_block_c2c_only(compiler):
-    r2c = FFT(16, np.float32, fft_type="r2c", sm=H100)
+@pytest.mark.parametrize("real_mode", ["normal", "folded"])
+def test_real_row_copies_take_reals_on_the_real_side(compiler, real_mode):
+    from nvmathx.device_api import _rows
 
-    def kernel(x):
+    r2c = FFT(64, np.float32, fft_type="r2c", sm=H100, real_mode=real_mode)
+    c2r = FFT(64, np.float32, fft_type="c2r", sm=H100, real_mode=real_mode)
+    r2c_calls = _calls(compiler, _kernels.block_rows(r2c), (_f32(compiler), _c64(compiler)))
+    assert sorted(r2c_calls) == sorted([_rows.row_code(r2c, "load").symbol, r2c.code().symbol,
+                                        _rows.row_code(r2c, "store").symbol])
+    assert len(_calls(compiler, _kernels.block_rows(c2r), (_c64(compiler), _f32(compiler)))) == 3
+
+    def complex_into_r2c(x):
         regs = cuda.local.array(r2c.storage_size, dtype=r2c.value_type)  # noqa: F821
         r2c.load(x, regs, 0)
 
-    with pytest.raises(Exception, match="load supports Block c2c transforms only"):
+    with pytest.raises(Exception, match="array of float32 \\(rows of the transform's input\\)"):
+        _calls(compiler, complex_into_r2c, (_c64(compiler),))
+
+
+def test_row_copies_are_block_only(compiler):
+    thread = FFT(8, np.float32, direction="forward", execution="Thread", sm=H100)
+
+    def kernel(x):
+        regs = cuda.local.array(thread.storage_size, dtype=thread.value_type)  # noqa: F821
+        thread.load(x, regs, 0)
+
+    with pytest.raises(Exception, match="load supports Block transforms only"):
         _calls(compiler, kernel, (_c64(compiler),))
 
 
