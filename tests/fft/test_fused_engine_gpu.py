@@ -246,3 +246,27 @@ def test_auto_takes_the_fused_kernel_for_callbacks_and_for_norms_once_cached(rng
     finally:
         nfft.plan_cache.clear()
         set_cache_dir(None)
+
+
+def test_graph_capture_and_replay(rng):
+    torch = pytest.importorskip("torch")
+    shape = (48, 1000)
+    x = torch.from_numpy(_signal(shape, np.complex64, rng)).cuda()
+    window = torch.from_numpy(rng.uniform(0.5, 2.0, shape).astype(np.float32)).cuda()
+    prolog = (nfft.compile_prolog(_scale_load, element_dtype="complex64", user_info_dtype="float32"), window)
+    stream = torch.cuda.Stream()
+    with nfft.FFT(x, axes=[1], options={"engine": "fused"}) as plan:
+        plan.plan(prolog=prolog)
+        with torch.cuda.stream(stream):
+            nfft.fft(x, axis=1, norm="ortho", plan=plan, prolog=prolog)  # binds the plan to the stream
+        stream.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            y = nfft.fft(x, axis=1, norm="ortho", plan=plan, prolog=prolog)
+        for _ in range(2):
+            fresh = _signal(shape, np.complex64, rng)
+            x.copy_(torch.from_numpy(fresh).cuda())
+            graph.replay()
+            torch.cuda.synchronize()
+            expected = np.fft.fft(fresh.astype(np.complex128) * window.cpu().numpy(), axis=1, norm="ortho")
+            assert _error(y.cpu().numpy(), expected) < 2e-5
