@@ -124,7 +124,7 @@ class FFT:
         position. ``"folded"``: as complex values each holding two consecutive reals
         (``x[2p] + 1j * x[2p + 1]`` at position ``p``, ``input_length`` or ``output_length`` being
         ``size // 2``); cuFFTDx then computes a transform of half the size, with half the threads
-        and shared memory. Even sizes only. In both modes the complex side holds ``size // 2 + 1``
+        and shared memory. Power-of-2 sizes from 4 only. In both modes the complex side holds ``size // 2 + 1``
         values (cuFFTDx's natural layout).
 
     Raises
@@ -198,8 +198,10 @@ class FFT:
         fpb = _knob(ffts_per_block, "ffts_per_block")
         if self.real_mode == "folded" and self.fft_type == "c2c":
             raise OptionsError("real_mode", "a c2c FFT has no real side to fold (real_mode applies to r2c and c2r)")
-        if self.real_mode == "folded" and self.size % 2:  # libmathdx describes odd folded sizes as even ones
-            raise OptionsError("real_mode", f"folding pairs reals: an odd size ({self.size}) takes real_mode='normal'")
+        if self.real_mode == "folded" and (self.size < 4 or self.size & (self.size - 1)):
+            # libmathdx describes other sizes but cuFFTDx's code refuses them when it is generated
+            raise OptionsError("real_mode", f"cuFFTDx folds power-of-2 sizes from 4 (got {self.size}); "
+                                            "use real_mode='normal'")
         self._base = self._base_operators()
         self._check_supported(self._base, "size", self._size_message())
         if self.real_mode == "folded":

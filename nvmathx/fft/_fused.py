@@ -27,8 +27,8 @@ _DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without
 
 
 def _descriptor(rows: FusedRows, direction: str | None, sm, knobs: tuple | None = None):
-    """cuFFTDx's block FFT for ``rows`` (``direction`` for C2C): folded for R2C/C2R of even length
-    where cuFFTDx has it (a transform of half the length), with its suggested knobs, or one transform
+    """cuFFTDx's block FFT for ``rows`` (``direction`` for C2C): folded for R2C/C2R of power-of-2
+    length where cuFFTDx has it (a transform of half the length), with its suggested knobs, or one transform
     per block when those need more shared memory than the architecture allows a block. ``knobs``
     (``(elements_per_thread, ffts_per_block)``) replaces the suggestion (tuning). Refusals name
     ``options.engine``."""
@@ -40,7 +40,8 @@ def _block_fft(fft_type: str, size: int, precision: str, direction: str | None, 
     from nvmathx.device_api import FFT
 
     limit = max_shared_memory_per_block(Target(*sm))
-    real_modes = ("folded", "normal") if fft_type != "C2C" and size % 2 == 0 else ("normal",)
+    folds = fft_type != "C2C" and size >= 4 and size & (size - 1) == 0  # cuFFTDx folds powers of 2
+    real_modes = ("folded", "normal") if folds else ("normal",)
     elements_per_thread, wanted_per_block = knobs if knobs is not None else ("suggested", "suggested")
     for real_mode in real_modes:
         for ffts_per_block in dict.fromkeys((wanted_per_block, 1)):  # one per block when the wanted ones do not fit

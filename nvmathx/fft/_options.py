@@ -44,7 +44,7 @@ class FFTOptions:
         What runs the transform on a GPU. ``"cufft"``: cuFFT. ``"fused"``: one generated cuFFTDx
         kernel that loads each row, transforms it and stores it in one pass (C2C, R2C or C2R along
         one axis whose batch has one row stride, lengths 2 to 32768 in single and 16384 in double
-        precision whose block fits the GPU's shared memory; even-length R2C/C2R run as a transform
+        precision whose block fits the GPU's shared memory; power-of-2 R2C/C2R run as a transform
         of half the length; callbacks are called as cuFFT calls them; a norm is applied in its
         store); a transform it cannot run raises ``OptionsError`` naming ``options.engine`` at
         ``plan()``. Its code is generated and linked the first time (seconds), then read from the

@@ -80,8 +80,8 @@ def test_a_vector_is_one_row(compiler, rng, precision):
     assert _error(y_d.copy_to_host(), _reference(x, 64, "forward")) < _tolerance(precision, 64)
 
 
-@pytest.mark.parametrize("size", [16, 30, 1000, 4096])
-@pytest.mark.parametrize("real_mode", ["normal", "folded"])
+@pytest.mark.parametrize("size, real_mode", [(16, "normal"), (30, "normal"), (1000, "normal"), (4096, "normal"),
+                                             (16, "folded"), (1024, "folded"), (4096, "folded")])
 @pytest.mark.parametrize("precision", [np.float32, np.float64])
 def test_real_rows_match_numpy(compiler, rng, size, real_mode, precision):
     """r2c reads real rows and writes size // 2 + 1 complex values; c2r the reverse; in both real
@@ -96,10 +96,7 @@ def test_real_rows_match_numpy(compiler, rng, size, real_mode, precision):
     batch = 2 * r2c.ffts_per_block + 1
     x = rng.standard_normal((batch, size)).astype(precision)
     spectrum = cuda.to_device(np.full((batch, half + 1), SENTINEL, complex_dtype))  # a column past the transform
-    kernel = cuda.jit(compiler.bind(_kernels.block_rows(r2c)), launch_bounds=r2c.max_threads_per_block)
-    kernel[math.ceil(batch / r2c.ffts_per_block), r2c.block_dim, 0, r2c.shared_memory_size](cuda.to_device(x),
-                                                                                          spectrum)
-    cuda.synchronize()
+    _launch_rows(compiler, r2c, cuda.to_device(x), spectrum, batch)
     got = spectrum.copy_to_host()
     reference = np.fft.rfft(x.astype(np.float64), axis=1)
     assert _error(got[:, :half], reference) < _tolerance(precision, size)
@@ -107,8 +104,18 @@ def test_real_rows_match_numpy(compiler, rng, size, real_mode, precision):
 
     c2r = FFT(size, precision, fft_type="c2r", real_mode=real_mode)
     back = cuda.to_device(np.full((batch, size), np.nan, precision))
-    kernel = cuda.jit(compiler.bind(_kernels.block_rows(c2r)), launch_bounds=c2r.max_threads_per_block)
-    kernel[math.ceil(batch / c2r.ffts_per_block), c2r.block_dim, 0, c2r.shared_memory_size](
-        cuda.to_device(reference.astype(complex_dtype)), back)
-    cuda.synchronize()
+    _launch_rows(compiler, c2r, cuda.to_device(reference.astype(complex_dtype)), back, batch)
     assert _error(back.copy_to_host() / size, x) < _tolerance(precision, size)
+
+
+def _launch_rows(compiler, fft, source, destination, batch):
+    """``block_rows`` over ``batch`` rows, opting into more than 48 KiB of shared memory where needed."""
+    from nvmathx.device_api import set_max_dynamic_shared_memory
+
+    cuda = compiler.cuda
+    kernel = cuda.jit(compiler.bind(_kernels.block_rows(fft)), launch_bounds=fft.max_threads_per_block)
+    if fft.shared_memory_size > 48 * 1024:
+        kernel.compile((kernel.typeof_pyval(source), kernel.typeof_pyval(destination)))
+        set_max_dynamic_shared_memory(kernel, fft.shared_memory_size)
+    kernel[math.ceil(batch / fft.ffts_per_block), fft.block_dim, 0, fft.shared_memory_size](source, destination)
+    cuda.synchronize()
