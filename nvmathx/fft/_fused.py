@@ -25,13 +25,21 @@ __all__ = ["FusedPlan", "kernel_state"]
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without opting in
 
+# (elements_per_thread, ffts_per_block) measured faster than cuFFTDx's suggestion, by compute
+# capability major and transform (scripts/tune-fft-knobs on the H200, 16384 rows,
+# benchmarks/results/logs/2026-12-05/run3-tests-tune: C2C 1024 float32 0.111 -> 0.078 ms, C2C
+# 4096 float32 0.301 -> 0.293 ms)
+_MEASURED_KNOBS = {(9, "C2C", 1024, "float32"): (16, 1), (9, "C2C", 4096, "float32"): (16, 1)}
+
 
 def _descriptor(rows: FusedRows, direction: str | None, sm, knobs: tuple | None = None):
     """cuFFTDx's block FFT for ``rows`` (``direction`` for C2C): folded for R2C/C2R of power-of-2
     length where cuFFTDx has it (a transform of half the length), with its suggested knobs, or one transform
     per block when those need more shared memory than the architecture allows a block. ``knobs``
     (``(elements_per_thread, ffts_per_block)``) replaces the suggestion (tuning). Refusals name
-    ``options.engine``."""
+    ``options.engine``. Without ``knobs``, a measured pair where this GPU family has one."""
+    if knobs is None:
+        knobs = _MEASURED_KNOBS.get((sm[0], rows.fft_type, rows.size, rows.precision))
     return _block_fft(rows.fft_type, rows.size, rows.precision, direction, tuple(sm), knobs)
 
 

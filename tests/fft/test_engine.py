@@ -178,3 +178,14 @@ def test_kernel_state_reads_the_disk_cache_the_plan_fills(monkeypatch, tmp_path)
         assert "could not describe" in _fused.kernel_state(rows, 0)
     finally:
         set_cache_dir(None)
+
+
+@needs_mathdx
+def test_measured_knobs_replace_the_suggestion_on_their_gpu_family():
+    from nvmathx.fft._fused import _descriptor
+
+    rows = FusedRows(C2C, 1024, 16384, "float32", 1024, 1, 1024, 1)
+    hopper = _descriptor(rows, "forward", (9, 0))
+    assert (hopper.elements_per_thread, hopper.ffts_per_block) == (16, 1)
+    ampere = _descriptor(rows, "forward", (8, 0))
+    assert (ampere.elements_per_thread, ampere.ffts_per_block) != (16, 1)
