@@ -48,7 +48,7 @@ def _complex_signal(rng, shape, precision):
 
 @pytest.mark.parametrize("precision", [np.float32, np.float64])
 @pytest.mark.parametrize("size, knobs", [(64, {}), (256, {"elements_per_thread": 8, "ffts_per_block": 2}),
-                                         (120, {}), (17, {})])
+                                         (120, {}), (17, {}), (1024, {"elements_per_thread": 16, "ffts_per_block": 1})])
 @pytest.mark.parametrize("direction", ["forward", "inverse"])
 def test_c2c_rows_with_a_ragged_last_block(rng, precision, size, knobs, direction):
     fft = _descriptor(size, precision, direction=direction, **knobs)
