@@ -31,7 +31,7 @@ import dataclasses
 
 import numpy as np
 
-from . import cache, nvrtc
+from . import cache, descriptors, nvrtc
 
 __all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached"]
 
@@ -200,8 +200,6 @@ def _kernel_key(fft, prolog, epilog, fft_symbol: str) -> tuple[dict, dict]:
 
 def is_cached(fft, prolog=None, epilog=None) -> bool:
     """Whether :func:`fused_kernel` would read the kernel from the disk cache (no code generated)."""
-    from . import descriptors
-
     key, _ = _kernel_key(fft, prolog, epilog, descriptors.code_symbol(fft.descriptor("registers"), fft.target))
     return cache.has_linked(key)
 
@@ -210,11 +208,13 @@ def fused_kernel(fft, prolog=None, epilog=None) -> FusedKernel:
     """The fused kernel of the Block :class:`nvmathx.device_api.FFT` ``fft`` (c2c, r2c or c2r), calling the
     :class:`~nvmathx.fft.CompiledCallback` ``prolog`` on each load and ``epilog`` on each store where
     given: compiled and linked once, then read from the disk cache."""
-    fft_code = fft.code("registers")
-    key, parameters = _kernel_key(fft, prolog, epilog, fft_code.symbol)
+    # the cuFFTDx code (megabytes of LTO-IR) is read only when the linked kernel is not cached
+    fft_symbol = descriptors.code_symbol(fft.descriptor("registers"), fft.target)
+    key, parameters = _kernel_key(fft, prolog, epilog, fft_symbol)
     symbol = cache.symbol_for("nvmathx_fused_fft", key)
     image = cache.load_linked(key)
     if image is None:
+        fft_code = fft.code("registers")
         kernel = nvrtc.cached_ltoir(key, symbol, kernel_source(symbol, fft_code.symbol, **parameters),
                                     fft.target.name)
         objects = [(kernel.symbol, kernel.code), (fft_code.symbol, fft_code.code)]
