@@ -48,8 +48,8 @@ def _block_fft(fft_type: str, size: int, precision: str, direction: str | None, 
     from nvmathx.device_api import FFT
 
     limit = max_shared_memory_per_block(Target(*sm))
-    folds = fft_type != "C2C" and size >= 4 and size & (size - 1) == 0  # cuFFTDx folds powers of 2
-    real_modes = ("folded", "normal") if folds else ("normal",)
+    # the descriptor refuses folding (naming real_mode) where cuFFTDx cannot fold the size
+    real_modes = ("folded", "normal") if fft_type != "C2C" else ("normal",)
     elements_per_thread, wanted_per_block = knobs if knobs is not None else ("suggested", "suggested")
     for real_mode in real_modes:
         for ffts_per_block in dict.fromkeys((wanted_per_block, 1)):  # one per block when the wanted ones do not fit
@@ -72,13 +72,18 @@ def _directions(rows: FusedRows) -> tuple:
     return ("forward", "inverse") if rows.fft_type == "C2C" else (None,)
 
 
+def _compiled(prolog, epilog) -> dict:
+    """The compiled callbacks of the prolog and epilog attachments (None where absent)."""
+    return {"prolog": prolog.callback if prolog is not None else None,
+            "epilog": epilog.callback if epilog is not None else None}
+
+
 def kernel_state(rows: FusedRows, device_id: int, prolog=None, epilog=None) -> str:
     """``"cached"`` when every kernel a :class:`FusedPlan` of ``rows`` (with these callback
     attachments) needs is in the disk cache, ``"absent"`` when one has to be built, otherwise a
     sentence saying why the fused engine cannot run the transform on this device. Generates nothing."""
     sm = device.ensure_device(device_id).compute_capability
-    callbacks = {"prolog": prolog.callback if prolog is not None else None,
-                 "epilog": epilog.callback if epilog is not None else None}
+    callbacks = _compiled(prolog, epilog)
     try:
         ffts = [_descriptor(rows, direction, sm) for direction in _directions(rows)]
         cached = all(fused_fft.is_cached(fft, **callbacks) for fft in ffts)
@@ -127,8 +132,7 @@ class FusedPlan:
         self._attachments = (prolog, epilog)  # their user data stays alive with the plan
         self._epilog = epilog is not None
         self._output_layout = (tuple(output_shape), tuple(output_strides))
-        callbacks = {"prolog": prolog.callback if prolog is not None else None,
-                     "epilog": epilog.callback if epilog is not None else None}
+        callbacks = _compiled(prolog, epilog)
         self._kernels = {}
         for direction in _directions(rows):
             sign = {"forward": -1, "inverse": 1, None: 0}[direction]
