@@ -42,7 +42,7 @@ _C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", 
 _SOURCE = r"""
 extern "C" __device__ void {fft}({element}* thread_data, {element}* shared);
 {declarations}
-extern "C" __global__ void __launch_bounds__({threads}) {symbol}(
+extern "C" __global__ void __launch_bounds__({bounds}) {symbol}(
     const {input}* in, {output}* out, long long rows, long long in_row_stride, long long in_element_stride,
     long long out_row_stride, long long out_element_stride, {real} scale, void* load_info, void* store_info)
 {{
@@ -124,12 +124,13 @@ _STORE_DECLARATION = 'extern "C" __device__ void {name}(void*, unsigned long lon
 def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, output: str, input_length: int,
                   output_length: int, stride: int, input_count: int, output_count: int, storage: int,
                   ffts_per_block: int, threads: int, input_pairs: bool = False, output_pairs: bool = False,
-                  load: str | None = None, store: str | None = None) -> str:
+                  load: str | None = None, store: str | None = None, min_blocks: int | None = None) -> str:
     """The CUDA C++ of one fused kernel: registers of ``element`` (``"complex64"``/``"complex128"``),
     ``input_length`` register positions read per row (``input_count`` per thread) from elements of
     ``input``, ``output_length`` positions written as ``output``; ``input_pairs`` / ``output_pairs``
     when a real side is folded (two reals per position); the load callback ``load`` and store
-    callback ``store`` (symbols) where given."""
+    callback ``store`` (symbols) where given; ``min_blocks`` blocks per SM asked of the compiler
+    (``__launch_bounds__``' second bound: it caps the registers per thread so that many fit)."""
     c_element, c_input, c_output = _C_TYPES[element], _C_TYPES[input], _C_TYPES[output]
     declarations = []
     load_expression = "in[offset]"
@@ -149,7 +150,8 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
     load_loop = (_LOAD_PAIRS if input_pairs else _LOAD_ELEMENTS).format(**fields)
     store_loop = (_STORE_PAIRS if output_pairs else _STORE_ELEMENTS).format(**fields)
     return _SOURCE.format(symbol=symbol, fft=fft_symbol, element=c_element, input=c_input, output=c_output,
-                          real=c_element[:-1], storage=storage, ffts_per_block=ffts_per_block, threads=threads,
+                          real=c_element[:-1], storage=storage, ffts_per_block=ffts_per_block,
+                          bounds=threads if min_blocks is None else f"{threads}, {min_blocks}",
                           declarations="\n".join(declarations), load=load_expression, store=store_statement,
                           load_loop=load_loop, store_loop=store_loop)
 
@@ -188,29 +190,32 @@ def kernel_parameters(fft, load: str | None = None, store: str | None = None) ->
             "load": load, "store": store}
 
 
-def _kernel_key(fft, prolog, epilog, fft_symbol: str) -> tuple[dict, dict]:
+def _kernel_key(fft, prolog, epilog, fft_symbol: str, min_blocks: int | None) -> tuple[dict, dict]:
     """The disk-cache key of a fused kernel and its :func:`kernel_source` parameters."""
     parameters = kernel_parameters(fft, prolog.symbol if prolog is not None else None,
                                    epilog.symbol if epilog is not None else None)
+    parameters["min_blocks"] = min_blocks
     callbacks = [callback.key for callback in (prolog, epilog) if callback is not None]
     key = {"kind": "fused-fft-kernel", "format": FORMAT, **parameters, "fft": fft_symbol, "callbacks": callbacks,
            "target": fft.target.name, "nvrtc": nvrtc.nvrtc_version()}
     return key, parameters
 
 
-def is_cached(fft, prolog=None, epilog=None) -> bool:
+def is_cached(fft, prolog=None, epilog=None, min_blocks: int | None = None) -> bool:
     """Whether :func:`fused_kernel` would read the kernel from the disk cache (no code generated)."""
-    key, _ = _kernel_key(fft, prolog, epilog, descriptors.code_symbol(fft.descriptor("registers"), fft.target))
+    key, _ = _kernel_key(fft, prolog, epilog, descriptors.code_symbol(fft.descriptor("registers"), fft.target),
+                         min_blocks)
     return cache.has_linked(key)
 
 
-def fused_kernel(fft, prolog=None, epilog=None) -> FusedKernel:
+def fused_kernel(fft, prolog=None, epilog=None, min_blocks: int | None = None) -> FusedKernel:
     """The fused kernel of the Block :class:`nvmathx.device_api.FFT` ``fft`` (c2c, r2c or c2r), calling the
     :class:`~nvmathx.fft.CompiledCallback` ``prolog`` on each load and ``epilog`` on each store where
-    given: compiled and linked once, then read from the disk cache."""
+    given, compiled for ``min_blocks`` resident blocks per SM where given: compiled and linked once,
+    then read from the disk cache."""
     # the cuFFTDx code (megabytes of LTO-IR) is read only when the linked kernel is not cached
     fft_symbol = descriptors.code_symbol(fft.descriptor("registers"), fft.target)
-    key, parameters = _kernel_key(fft, prolog, epilog, fft_symbol)
+    key, parameters = _kernel_key(fft, prolog, epilog, fft_symbol, min_blocks)
     symbol = cache.symbol_for("nvmathx_fused_fft", key)
     image = cache.load_linked(key)
     if image is None:

@@ -126,3 +126,29 @@ def test_the_benchmarked_kernels_stay_in_registers(size, precision, fft_type):
     linker.link("cubin")
     report = linker.get_info_log()
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in report, report
+
+
+def test_min_blocks_caps_the_registers_per_thread():
+    # __launch_bounds__(256, 5) leaves at most 65536 / (256 * 5) = 51 registers a thread
+    import re
+
+    from cuda.core import Linker, LinkerOptions, ObjectCode
+
+    from nvmathx._codegen import nvrtc
+
+    fft = _fft(4096, elements_per_thread=16, ffts_per_block=1)
+    code = fft.code("registers")
+    registers = {}
+    for min_blocks in (None, 5):
+        parameters = {**fused_fft.kernel_parameters(fft), "min_blocks": min_blocks}
+        source = fused_fft.kernel_source("kernel", code.symbol, **parameters)
+        assert ("__launch_bounds__(256, 5)" in source) == (min_blocks == 5)
+        kernel = nvrtc.cached_ltoir({"test": "min_blocks", **parameters, "fft": code.symbol}, "kernel", source,
+                                    "sm_90")
+        linker = Linker(ObjectCode.from_ltoir(kernel.code, name="kernel"), ObjectCode.from_ltoir(code.code, name="fft"),
+                        options=LinkerOptions(arch="sm_90", link_time_optimization=True, ptxas_options=["-v"]))
+        linker.link("cubin")
+        registers[min_blocks] = int(re.search(r"Used (\d+) registers", linker.get_info_log()).group(1))
+    assert registers[5] <= 51 < registers[None]
+    # and the kernel's cache key tells the two apart
+    assert fused_fft.fused_kernel(fft).symbol != fused_fft.fused_kernel(fft, min_blocks=5).symbol
