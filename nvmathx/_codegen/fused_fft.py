@@ -33,7 +33,7 @@ import numpy as np
 
 from . import cache, descriptors, nvrtc
 
-__all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached"]
+__all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached", "staging_bytes"]
 
 FORMAT = 4  # bump when the generated source changes meaning
 
@@ -90,6 +90,25 @@ _LOAD_PAIRS = """\
             thread_data[i] = {element}{{load_element(offset), load_element(offset + in_element_stride)}};
     }}"""
 
+_LOAD_STAGED = """\
+    // consecutive threads read consecutive reals (one coalesced access a warp, callback or not) into
+    // shared memory, from which each thread takes its pairs
+    {input}* const staging = reinterpret_cast<{input}*>(shared_bytes) + threadIdx.y * {real_length}u;
+#pragma unroll
+    for (unsigned i = 0; i < {staged_count}u; ++i) {{
+        const unsigned position = threadIdx.x + i * {stride}u;
+        if (position < {real_length}u)
+            staging[position] = active ? load_element(row * in_row_stride + position * in_element_stride) : {input}{{}};
+    }}
+    __syncthreads();
+#pragma unroll
+    for (unsigned i = 0; i < {input_count}u; ++i) {{
+        const unsigned position = threadIdx.x + i * {stride}u;
+        thread_data[i] = position < {input_length}u
+            ? reinterpret_cast<const {element}*>(staging)[position] : {element}{{}};
+    }}
+    __syncthreads();  // the transform reuses the shared memory"""
+
 _STORE_ELEMENTS = """\
     const {output}* const results = reinterpret_cast<const {output}*>(thread_data);
 #pragma unroll
@@ -124,13 +143,17 @@ _STORE_DECLARATION = 'extern "C" __device__ void {name}(void*, unsigned long lon
 def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, output: str, input_length: int,
                   output_length: int, stride: int, input_count: int, output_count: int, storage: int,
                   ffts_per_block: int, threads: int, input_pairs: bool = False, output_pairs: bool = False,
-                  load: str | None = None, store: str | None = None, min_blocks: int | None = None) -> str:
+                  load: str | None = None, store: str | None = None, min_blocks: int | None = None,
+                  staged_loads: bool = False) -> str:
     """The CUDA C++ of one fused kernel: registers of ``element`` (``"complex64"``/``"complex128"``),
     ``input_length`` register positions read per row (``input_count`` per thread) from elements of
     ``input``, ``output_length`` positions written as ``output``; ``input_pairs`` / ``output_pairs``
     when a real side is folded (two reals per position); the load callback ``load`` and store
     callback ``store`` (symbols) where given; ``min_blocks`` blocks per SM asked of the compiler
-    (``__launch_bounds__``' second bound: it caps the registers per thread so that many fit)."""
+    (``__launch_bounds__``' second bound: it caps the registers per thread so that many fit);
+    ``staged_loads`` reads a folded real side through shared memory (:func:`staging_bytes`)."""
+    if staged_loads and not input_pairs:
+        raise ValueError("staged loads are made for a folded real input")
     c_element, c_input, c_output = _C_TYPES[element], _C_TYPES[input], _C_TYPES[output]
     declarations = []
     load_expression = "in[offset]"
@@ -146,8 +169,9 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
     fields = dict(element=c_element, input=c_input, output=c_output, input_length=input_length,
                   output_length=output_length, stride=stride, input_count=input_count, output_count=output_count,
                   scaled=scaled, vector_loads="false" if load is not None else "true",
-                  vector_stores="false" if store is not None else "true")
-    load_loop = (_LOAD_PAIRS if input_pairs else _LOAD_ELEMENTS).format(**fields)
+                  vector_stores="false" if store is not None else "true", real_length=2 * input_length,
+                  staged_count=-(-2 * input_length // stride))
+    load_loop = (_LOAD_STAGED if staged_loads else _LOAD_PAIRS if input_pairs else _LOAD_ELEMENTS).format(**fields)
     store_loop = (_STORE_PAIRS if output_pairs else _STORE_ELEMENTS).format(**fields)
     return _SOURCE.format(symbol=symbol, fft=fft_symbol, element=c_element, input=c_input, output=c_output,
                           real=c_element[:-1], storage=storage, ffts_per_block=ffts_per_block,
@@ -190,32 +214,39 @@ def kernel_parameters(fft, load: str | None = None, store: str | None = None) ->
             "load": load, "store": store}
 
 
-def _kernel_key(fft, prolog, epilog, fft_symbol: str, min_blocks: int | None) -> tuple[dict, dict]:
+def staging_bytes(fft) -> int:
+    """The shared memory that staged loads of the folded R2C ``fft`` take: its real rows."""
+    return fft.ffts_per_block * 2 * fft.input_length * np.dtype(fft.precision).itemsize
+
+
+def _kernel_key(fft, prolog, epilog, fft_symbol: str, min_blocks: int | None,
+                staged_loads: bool) -> tuple[dict, dict]:
     """The disk-cache key of a fused kernel and its :func:`kernel_source` parameters."""
     parameters = kernel_parameters(fft, prolog.symbol if prolog is not None else None,
                                    epilog.symbol if epilog is not None else None)
-    parameters["min_blocks"] = min_blocks
+    parameters.update(min_blocks=min_blocks, staged_loads=staged_loads)
     callbacks = [callback.key for callback in (prolog, epilog) if callback is not None]
     key = {"kind": "fused-fft-kernel", "format": FORMAT, **parameters, "fft": fft_symbol, "callbacks": callbacks,
            "target": fft.target.name, "nvrtc": nvrtc.nvrtc_version()}
     return key, parameters
 
 
-def is_cached(fft, prolog=None, epilog=None, min_blocks: int | None = None) -> bool:
+def is_cached(fft, prolog=None, epilog=None, min_blocks: int | None = None, staged_loads: bool = False) -> bool:
     """Whether :func:`fused_kernel` would read the kernel from the disk cache (no code generated)."""
     key, _ = _kernel_key(fft, prolog, epilog, descriptors.code_symbol(fft.descriptor("registers"), fft.target),
-                         min_blocks)
+                         min_blocks, staged_loads)
     return cache.has_linked(key)
 
 
-def fused_kernel(fft, prolog=None, epilog=None, min_blocks: int | None = None) -> FusedKernel:
+def fused_kernel(fft, prolog=None, epilog=None, min_blocks: int | None = None,
+                 staged_loads: bool = False) -> FusedKernel:
     """The fused kernel of the Block :class:`nvmathx.device_api.FFT` ``fft`` (c2c, r2c or c2r), calling the
     :class:`~nvmathx.fft.CompiledCallback` ``prolog`` on each load and ``epilog`` on each store where
-    given, compiled for ``min_blocks`` resident blocks per SM where given: compiled and linked once,
-    then read from the disk cache."""
+    given, compiled for ``min_blocks`` resident blocks per SM where given, a folded real input read
+    through shared memory with ``staged_loads``: compiled and linked once, then read from the disk cache."""
     # the cuFFTDx code (megabytes of LTO-IR) is read only when the linked kernel is not cached
     fft_symbol = descriptors.code_symbol(fft.descriptor("registers"), fft.target)
-    key, parameters = _kernel_key(fft, prolog, epilog, fft_symbol, min_blocks)
+    key, parameters = _kernel_key(fft, prolog, epilog, fft_symbol, min_blocks, staged_loads)
     symbol = cache.symbol_for("nvmathx_fused_fft", key)
     image = cache.load_linked(key)
     if image is None:
@@ -226,7 +257,8 @@ def fused_kernel(fft, prolog=None, epilog=None, min_blocks: int | None = None) -
         objects += [(callback.symbol, callback.ltoir) for callback in (prolog, epilog) if callback is not None]
         image = cache.LinkedImage(_link(objects, fft.target.name), "")
         cache.store_linked(key, image)
-    return FusedKernel(symbol, image.cubin, tuple(fft.block_dim), fft.ffts_per_block, fft.shared_memory_size)
+    shared = max(fft.shared_memory_size, staging_bytes(fft) if staged_loads else 0)
+    return FusedKernel(symbol, image.cubin, tuple(fft.block_dim), fft.ffts_per_block, shared)
 
 
 def _link(entries, arch: str) -> bytes:

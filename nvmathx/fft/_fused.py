@@ -25,37 +25,43 @@ __all__ = ["FusedPlan", "kernel_state"]
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without opting in
 
-# (elements_per_thread, ffts_per_block, min_blocks) measured faster than cuFFTDx's suggestion, by
-# compute capability major and transform (scripts/tune-fft-knobs on the H200, 16384 rows,
-# benchmarks/results/logs/2026-12-05/run3-tests-tune: C2C 1024 float32 0.111 -> 0.078 ms, C2C
+# (elements_per_thread, ffts_per_block, min_blocks, staged_loads) measured faster than cuFFTDx's
+# suggestion, by compute capability major and transform (scripts/tune-fft-knobs on the H200, 16384
+# rows, benchmarks/results/logs/2026-12-05/run3-tests-tune: C2C 1024 float32 0.111 -> 0.078 ms, C2C
 # 4096 float32 0.301 -> 0.293 ms); min_blocks, where not None, is the kernel's resident blocks per
-# SM asked of the compiler (fewer registers per thread)
-_MEASURED_KNOBS = {(9, "C2C", 1024, "float32"): (16, 1, None), (9, "C2C", 4096, "float32"): (16, 1, None)}
+# SM asked of the compiler (fewer registers per thread); staged_loads reads a folded R2C's reals
+# through shared memory
+_MEASURED_KNOBS = {(9, "C2C", 1024, "float32"): (16, 1, None, False),
+                   (9, "C2C", 4096, "float32"): (16, 1, None, False)}
 
 
 def _knobs(rows: FusedRows, sm, knobs: tuple | None) -> tuple | None:
-    """``knobs`` as ``(elements_per_thread, ffts_per_block, min_blocks)`` (``min_blocks`` None when
-    a pair is given), or the measured ones of this GPU family, or None (cuFFTDx's suggestion)."""
+    """``knobs`` as ``(elements_per_thread, ffts_per_block, min_blocks, staged_loads)`` (the last two
+    None and False where not given), or the measured ones of this GPU family, or None (cuFFTDx's
+    suggestion)."""
     if knobs is None:
         return _MEASURED_KNOBS.get((sm[0], rows.fft_type, rows.size, rows.precision))
-    return (*knobs, None)[:3]
+    return (*knobs, None, False)[:4] if len(knobs) < 4 else tuple(knobs)
 
 
 def _descriptor(rows: FusedRows, direction: str | None, sm, knobs: tuple | None = None):
     """cuFFTDx's block FFT for ``rows`` (``direction`` for C2C): folded for R2C/C2R of power-of-2
     length where cuFFTDx has it (a transform of half the length), with its suggested knobs, or one transform
     per block when those need more shared memory than the architecture allows a block. ``knobs``
-    (``(elements_per_thread, ffts_per_block[, min_blocks])``) replaces the suggestion (tuning). Refusals name
+    (``(elements_per_thread, ffts_per_block, ...)``) replaces the suggestion (tuning). Refusals name
     ``options.engine``. Without ``knobs``, the measured ones where this GPU family has them."""
     chosen = _knobs(rows, sm, knobs)
     return _block_fft(rows.fft_type, rows.size, rows.precision, direction, tuple(sm),
                       chosen[:2] if chosen is not None else None)
 
 
-def _min_blocks(rows: FusedRows, sm, knobs: tuple | None = None) -> int | None:
-    """The resident blocks per SM the kernel of ``rows`` is compiled for (None: the compiler's choice)."""
-    chosen = _knobs(rows, sm, knobs)
-    return chosen[2] if chosen is not None else None
+def _kernel_options(rows: FusedRows, fft, sm, knobs: tuple | None = None) -> dict:
+    """The :func:`~nvmathx._codegen.fused_fft.fused_kernel` options of the kernel of ``rows`` (cuFFTDx's
+    ``fft``): the resident blocks per SM it is compiled for (None: the compiler's choice), and whether
+    it stages a folded real input through shared memory."""
+    chosen = _knobs(rows, sm, knobs) or ("suggested", "suggested", None, False)
+    folded_input = fft.fft_type == "r2c" and fft.real_mode == "folded"
+    return {"min_blocks": chosen[2], "staged_loads": bool(chosen[3]) and folded_input}
 
 
 @functools.lru_cache(maxsize=64)  # a plan's engine choice and the plan itself ask for the same one
@@ -101,7 +107,7 @@ def kernel_state(rows: FusedRows, device_id: int, prolog=None, epilog=None) -> s
     callbacks = _compiled(prolog, epilog)
     try:
         ffts = [_descriptor(rows, direction, sm) for direction in _directions(rows)]
-        cached = all(fused_fft.is_cached(fft, **callbacks, min_blocks=_min_blocks(rows, sm)) for fft in ffts)
+        cached = all(fused_fft.is_cached(fft, **callbacks, **_kernel_options(rows, fft, sm)) for fft in ffts)
     except OptionsError as error:
         return str(error)
     except LibraryNotFoundError as error:
@@ -129,8 +135,8 @@ class FusedPlan:
 
     def __init__(self, rows: FusedRows, device_id: int, output_shape=(), output_strides=(), prolog=None,
                  epilog=None, knobs: tuple | None = None):
-        # knobs: (elements_per_thread, ffts_per_block[, min_blocks]) in place of the measured or
-        # suggested ones (scripts/tune-fft-knobs)
+        # knobs: (elements_per_thread, ffts_per_block[, min_blocks[, staged_loads]]) in place of the
+        # measured or suggested ones (scripts/tune-fft-knobs)
         from cuda.core import LaunchConfig, ObjectCode
 
         major, minor = device.ensure_device(device_id).compute_capability
@@ -153,8 +159,8 @@ class FusedPlan:
         self._kernels = {}
         for direction in _directions(rows):
             sign = {"forward": -1, "inverse": 1, None: 0}[direction]
-            kernel = fused_fft.fused_kernel(_descriptor(rows, direction, (major, minor), knobs), **callbacks,
-                                            min_blocks=_min_blocks(rows, (major, minor), knobs))
+            fft = _descriptor(rows, direction, (major, minor), knobs)
+            kernel = fused_fft.fused_kernel(fft, **callbacks, **_kernel_options(rows, fft, (major, minor), knobs))
             function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.symbol)
             if kernel.shared_memory_size > _DEFAULT_SHARED_LIMIT:
                 cuda_driver.kernel_set_max_dynamic_shared_memory(function.handle, kernel.shared_memory_size,

@@ -30,8 +30,9 @@ _PRELUDE = r"""
 #define __global__
 #define __device__
 #define __shared__
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __align__(n)
+#define __syncthreads() block_barrier->arrive_and_wait()
 struct dims_ {{ unsigned int x, y, z; }};
 static thread_local dims_ threadIdx;
 static dims_ blockIdx;
@@ -116,9 +117,10 @@ class HostFusedKernel:
     """The fused kernel of the Block FFT descriptor ``fft`` built as a host library, with the C++
     callbacks ``callbacks`` (source defining the symbols ``load`` / ``store``) where given."""
 
-    def __init__(self, fft, load: str | None = None, store: str | None = None, callbacks: str = ""):
+    def __init__(self, fft, load: str | None = None, store: str | None = None, callbacks: str = "",
+                 staged_loads: bool = False):
         self.fft = fft
-        self.parameters = fused_fft.kernel_parameters(fft, load, store)
+        self.parameters = {**fused_fft.kernel_parameters(fft, load, store), "staged_loads": staged_loads}
         p = self.parameters
         kind = fft.fft_type
         self.block_dim = tuple(fft.block_dim)
@@ -138,7 +140,8 @@ class HostFusedKernel:
             output_slots=slots(output_side), c2r="true" if kind == "c2r" else "false",
             sign=-1 if kind == "r2c" or (kind == "c2c" and fft.direction == "forward") else 1,
             load_register=_LOAD_REGISTER[input_side], store_register=_STORE_REGISTER[output_side])
-        prelude = _PRELUDE.format(shared_bytes=max(fft.shared_memory_size, 16), ffts_per_block=p["ffts_per_block"],
+        shared = max(fft.shared_memory_size, fused_fft.staging_bytes(fft) if staged_loads else 0, 16)
+        prelude = _PRELUDE.format(shared_bytes=shared, ffts_per_block=p["ffts_per_block"],
                                   size=fft.size)
         launcher = _LAUNCHER.format(symbol="fused", input=_C_TYPES[p["input"]], output=_C_TYPES[p["output"]],
                                     real=real)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from helpers.requirements import needs_mathdx
+from nvmathx._codegen import fused_fft
 from nvmathx._fftcore.engine import fused_rows
 from nvmathx._fftcore.layout import C2C, C2R, R2C, plan_layout
 
@@ -207,6 +208,52 @@ def test_callbacks_see_cuffts_offsets_and_the_store_gets_the_scaled_value(rng, f
         transformed = np.fft.irfft(loaded, n=size, axis=0) * size
     expected = 0.25 * transformed * store_gain.reshape(out_length, columns)
     assert _error(target.reshape(out_length, columns), expected) < _TOLERANCE[precision]
+
+
+@pytest.mark.parametrize("precision", [np.float32, np.float64])
+@pytest.mark.parametrize("size, knobs", [(4, {}), (64, {"elements_per_thread": 8, "ffts_per_block": 2}),
+                                         (4096, {"elements_per_thread": 16, "ffts_per_block": 1})])
+def test_staged_loads_read_folded_rows(rng, precision, size, knobs):
+    # consecutive reals through shared memory, then pairs into the registers: a ragged last block,
+    # and rows along a strided axis
+    r2c = _descriptor(size, precision, fft_type="r2c", real_mode="folded", **knobs)
+    batch = 2 * r2c.ffts_per_block + 1
+    x = rng.standard_normal((batch, size)).astype(precision)
+    sentinel = rng.standard_normal((batch + 1, size // 2 + 1)).astype(_COMPLEX[precision])
+    half = sentinel.copy()
+    rows, in_strides, out_strides = _rows("r2c", 1, x.shape, _strides(x), _strides(half), precision)
+    HostFusedKernel(r2c, staged_loads=True).run(x, half, rows, in_strides, out_strides, scale=0.5)
+    assert _error(half[:batch], 0.5 * np.fft.rfft(x.astype(np.float64), axis=1)) < _TOLERANCE[precision]
+    assert np.array_equal(half[batch:], sentinel[batch:])
+    columns = x.T.copy()  # (size, batch): rows along axis 0
+    y = np.zeros((size // 2 + 1, batch), _COMPLEX[precision])
+    rows, in_strides, out_strides = _rows("r2c", 0, columns.shape, _strides(columns), _strides(y), precision)
+    HostFusedKernel(r2c, staged_loads=True).run(columns, y, rows, in_strides, out_strides)
+    assert _error(y, np.fft.rfft(columns.astype(np.float64), axis=0)) < _TOLERANCE[precision]
+
+
+def test_staged_loads_call_the_load_callback_with_cuffts_offsets(rng):
+    size, batch = 64, 3
+    source = rng.standard_normal(2 + size * batch).astype(np.float32)
+    gain = rng.uniform(0.5, 2.0, source.size - 2)
+    store_gain = np.ones(batch * (size // 2 + 1))
+    half = np.zeros(batch * (size // 2 + 1), np.complex64)
+    r2c = _descriptor(size, np.float32, fft_type="r2c", real_mode="folded")
+    kernel = HostFusedKernel(r2c, load="load", store="store", callbacks=_callbacks("float", "float2"),
+                             staged_loads=True)
+    kernel.run(source, half, batch, (size, 1), (size // 2 + 1, 1), load_info=gain, store_info=store_gain,
+               source_offset=2)
+    loaded = (source[2:] * gain).reshape(batch, size)
+    assert _error(half.reshape(batch, -1), np.fft.rfft(loaded, axis=1)) < 1e-5
+
+
+def test_staged_loads_are_for_a_folded_real_input():
+    with pytest.raises(ValueError, match="folded real input"):
+        fused_fft.kernel_source("k", "f", element="complex64", input="complex64", output="complex64",
+                                input_length=64, output_length=64, stride=8, input_count=8, output_count=8, storage=8,
+                                ffts_per_block=1, threads=8, staged_loads=True)
+    fft = _descriptor(4096, np.float32, fft_type="r2c", real_mode="folded")
+    assert fused_fft.staging_bytes(fft) == 4096 * 4 * fft.ffts_per_block
 
 
 def test_a_register_the_layout_leaves_undefined_is_never_stored(rng):

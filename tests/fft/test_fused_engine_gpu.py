@@ -199,6 +199,32 @@ def test_windowed_rfft_gives_the_same_results_in_both_engines(rng, norm):
         assert _error(nfft.rfft(device, norm=norm, plan=fft, prolog=loaded).get(), expected) < 2e-5, engine
 
 
+@pytest.mark.parametrize("knobs", [(32, 1, None, True), (16, 1, 8, True), (8, 2, None, True)])
+@pytest.mark.parametrize("windowed", [False, True])
+def test_staged_loads_of_a_folded_r2c(rng, knobs, windowed):
+    # the reals read through shared memory (the tuning knob), with and without the load callback,
+    # a ragged batch of rows
+    cupy = _cupy()
+    from nvmathx._core import streams
+    from nvmathx._fftcore.callbacks import attachment
+    from nvmathx._fftcore.engine import FusedRows
+    from nvmathx.fft._fused import FusedPlan
+
+    size, batch = 4096, 37
+    x = rng.standard_normal((batch, size)).astype(np.float32)
+    window = np.hanning(size).astype(np.float32) if windowed else np.ones(size, np.float32)
+    prolog = None
+    if windowed:
+        callback = nfft.compile_prolog(_windowed, element_dtype="float32", user_info_dtype="float32")
+        prolog = attachment((callback, cupy.asarray(window)), "prolog", 0)
+    plan = FusedPlan(FusedRows("R2C", size, batch, "float32", size, 1, size // 2 + 1, 1), 0, prolog=prolog,
+                     knobs=knobs)
+    source, target = cupy.asarray(x), cupy.zeros((batch, size // 2 + 1), np.complex64)
+    plan.run(source.data.ptr, target.data.ptr, -1, streams.resolve_stream(cupy.cuda.get_current_stream().ptr, 0))
+    expected = np.fft.rfft(x.astype(np.float64) * window, axis=1)
+    assert _error(target.get(), expected) < 2e-5
+
+
 def _windowed(data, offset, window, shared):
     return data[offset] * window[offset % 4096]
 
