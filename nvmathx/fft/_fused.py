@@ -41,7 +41,7 @@ def _knobs(rows: FusedRows, sm, knobs: tuple | None) -> tuple | None:
     suggestion)."""
     if knobs is None:
         return _MEASURED_KNOBS.get((sm[0], rows.fft_type, rows.size, rows.precision))
-    return (*knobs, None, False)[:4] if len(knobs) < 4 else tuple(knobs)
+    return (*knobs, None, False)[:4]
 
 
 def _descriptor(rows: FusedRows, direction: str | None, sm, knobs: tuple | None = None):
