@@ -33,7 +33,8 @@ import numpy as np
 
 from . import cache, descriptors, nvrtc
 
-__all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached", "staging_bytes"]
+__all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached",
+           "shared_memory_bytes"]
 
 FORMAT = 4  # bump when the generated source changes meaning
 
@@ -151,7 +152,7 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
     when a real side is folded (two reals per position); the load callback ``load`` and store
     callback ``store`` (symbols) where given; ``min_blocks`` blocks per SM asked of the compiler
     (``__launch_bounds__``' second bound: it caps the registers per thread so that many fit);
-    ``staged_loads`` reads a folded real side through shared memory (:func:`staging_bytes`)."""
+    ``staged_loads`` reads a folded real side through shared memory (:func:`shared_memory_bytes`)."""
     if staged_loads and not input_pairs:
         raise ValueError("staged loads are made for a folded real input")
     c_element, c_input, c_output = _C_TYPES[element], _C_TYPES[input], _C_TYPES[output]
@@ -214,9 +215,11 @@ def kernel_parameters(fft, load: str | None = None, store: str | None = None) ->
             "load": load, "store": store}
 
 
-def staging_bytes(fft) -> int:
-    """The shared memory that staged loads of the folded R2C ``fft`` take: its real rows."""
-    return fft.ffts_per_block * 2 * fft.input_length * np.dtype(fft.precision).itemsize
+def shared_memory_bytes(fft, staged_loads: bool = False) -> int:
+    """The dynamic shared memory a block of the fused kernel of ``fft`` takes: cuFFTDx's, or the
+    block's real rows where staged loads of a folded R2C need more."""
+    staging = fft.ffts_per_block * 2 * fft.input_length * np.dtype(fft.precision).itemsize if staged_loads else 0
+    return max(fft.shared_memory_size, staging)
 
 
 def _kernel_key(fft, prolog, epilog, fft_symbol: str, min_blocks: int | None,
@@ -257,8 +260,8 @@ def fused_kernel(fft, prolog=None, epilog=None, min_blocks: int | None = None,
         objects += [(callback.symbol, callback.ltoir) for callback in (prolog, epilog) if callback is not None]
         image = cache.LinkedImage(_link(objects, fft.target.name), "")
         cache.store_linked(key, image)
-    shared = max(fft.shared_memory_size, staging_bytes(fft) if staged_loads else 0)
-    return FusedKernel(symbol, image.cubin, tuple(fft.block_dim), fft.ffts_per_block, shared)
+    return FusedKernel(symbol, image.cubin, tuple(fft.block_dim), fft.ffts_per_block,
+                       shared_memory_bytes(fft, staged_loads))
 
 
 def _link(entries, arch: str) -> bytes:

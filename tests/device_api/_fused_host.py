@@ -140,9 +140,8 @@ class HostFusedKernel:
             output_slots=slots(output_side), c2r="true" if kind == "c2r" else "false",
             sign=-1 if kind == "r2c" or (kind == "c2c" and fft.direction == "forward") else 1,
             load_register=_LOAD_REGISTER[input_side], store_register=_STORE_REGISTER[output_side])
-        shared = max(fft.shared_memory_size, fused_fft.staging_bytes(fft) if staged_loads else 0, 16)
-        prelude = _PRELUDE.format(shared_bytes=shared, ffts_per_block=p["ffts_per_block"],
-                                  size=fft.size)
+        prelude = _PRELUDE.format(shared_bytes=max(fused_fft.shared_memory_bytes(fft, staged_loads), 16),
+                                  ffts_per_block=p["ffts_per_block"], size=fft.size)
         launcher = _LAUNCHER.format(symbol="fused", input=_C_TYPES[p["input"]], output=_C_TYPES[p["output"]],
                                     real=real)
         self.source = prelude + 'extern "C" void model_fft(' + _C_TYPES[p["element"]] + "*, " + \
