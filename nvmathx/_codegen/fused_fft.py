@@ -36,7 +36,7 @@ from . import cache, descriptors, nvrtc
 __all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached",
            "shared_memory_bytes"]
 
-FORMAT = 4  # bump when the generated source changes meaning
+FORMAT = 5  # bump when the generated source changes meaning
 
 _C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", "float64": "double"}
 
@@ -47,9 +47,15 @@ extern "C" __global__ void __launch_bounds__({bounds}) {symbol}(
     const {input}* in, {output}* out, long long rows, long long in_row_stride, long long in_element_stride,
     long long out_row_stride, long long out_element_stride, {real} scale, void* load_info, void* store_info)
 {{
+    // the launch's block shape: with these, the compiler drops the bounds checks of positions that
+    // every thread's registers cover
+    __builtin_assume(threadIdx.x < {stride}u);
+    __builtin_assume(threadIdx.y < {ffts_per_block}u);
     extern __shared__ __align__(16) unsigned char shared_bytes[];
     {element} thread_data[{storage}];
     const long long row = (long long)blockIdx.x * {ffts_per_block} + threadIdx.y;
+    // a unit element stride compiled in makes each thread's offsets constants apart
+    const long long in_step = {in_step}, out_step = {out_step};
     // the last block of a ragged batch still takes part in the transform (it synchronises the block)
     const bool active = row < rows;
     // offsets count elements from in / out, as cuFFT's callbacks see them
@@ -71,24 +77,24 @@ _LOAD_ELEMENTS = """\
     for (unsigned i = 0; i < {input_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
         loaded[i] = active && position < {input_length}u
-            ? load_element(row * in_row_stride + position * in_element_stride) : {input}{{}};
+            ? load_element(row * in_row_stride + position * in_step) : {input}{{}};
     }}"""
 
 _LOAD_PAIRS = """\
     // a pair of adjacent reals in one vector load where the row allows it (no callback, unit stride,
     // the pair aligned as the complex type is)
-    const bool vector_loads = {vector_loads} && in_element_stride == 1 && ((row * in_row_stride) & 1) == 0
+    const bool vector_loads = {vector_loads} && in_step == 1 && ((row * in_row_stride) & 1) == 0
         && (reinterpret_cast<unsigned long long>(in) & (sizeof({element}) - 1)) == 0;
 #pragma unroll
     for (unsigned i = 0; i < {input_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
-        const long long offset = row * in_row_stride + 2ll * position * in_element_stride;
+        const long long offset = row * in_row_stride + 2ll * position * in_step;
         if (!(active && position < {input_length}u))
             thread_data[i] = {element}{{}};
         else if (vector_loads)
             thread_data[i] = reinterpret_cast<const {element}*>(in)[offset / 2];
         else
-            thread_data[i] = {element}{{load_element(offset), load_element(offset + in_element_stride)}};
+            thread_data[i] = {element}{{load_element(offset), load_element(offset + in_step)}};
     }}"""
 
 _LOAD_STAGED = """\
@@ -99,7 +105,7 @@ _LOAD_STAGED = """\
     for (unsigned i = 0; i < {staged_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
         if (position < {real_length}u)
-            staging[position] = active ? load_element(row * in_row_stride + position * in_element_stride) : {input}{{}};
+            staging[position] = active ? load_element(row * in_row_stride + position * in_step) : {input}{{}};
     }}
     __syncthreads();
 #pragma unroll
@@ -116,23 +122,23 @@ _STORE_ELEMENTS = """\
     for (unsigned i = 0; i < {output_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
         if (position < {output_length}u)
-            store_element(row * out_row_stride + position * out_element_stride, {scaled});
+            store_element(row * out_row_stride + position * out_step, {scaled});
     }}"""
 
 _STORE_PAIRS = """\
-    const bool vector_stores = {vector_stores} && out_element_stride == 1 && ((row * out_row_stride) & 1) == 0
+    const bool vector_stores = {vector_stores} && out_step == 1 && ((row * out_row_stride) & 1) == 0
         && (reinterpret_cast<unsigned long long>(out) & (sizeof({element}) - 1)) == 0;
 #pragma unroll
     for (unsigned i = 0; i < {output_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
         if (position < {output_length}u) {{
-            const long long offset = row * out_row_stride + 2ll * position * out_element_stride;
+            const long long offset = row * out_row_stride + 2ll * position * out_step;
             const {element} value{{thread_data[i].x * scale, thread_data[i].y * scale}};
             if (vector_stores) {{
                 reinterpret_cast<{element}*>(out)[offset / 2] = value;
             }} else {{
                 store_element(offset, value.x);
-                store_element(offset + out_element_stride, value.y);
+                store_element(offset + out_step, value.y);
             }}
         }}
     }}"""
@@ -145,14 +151,17 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
                   output_length: int, stride: int, input_count: int, output_count: int, storage: int,
                   ffts_per_block: int, threads: int, input_pairs: bool = False, output_pairs: bool = False,
                   load: str | None = None, store: str | None = None, min_blocks: int | None = None,
-                  staged_loads: bool = False) -> str:
+                  staged_loads: bool = False, unit_strides: tuple[bool, bool] = (False, False)) -> str:
     """The CUDA C++ of one fused kernel: registers of ``element`` (``"complex64"``/``"complex128"``),
     ``input_length`` register positions read per row (``input_count`` per thread) from elements of
     ``input``, ``output_length`` positions written as ``output``; ``input_pairs`` / ``output_pairs``
     when a real side is folded (two reals per position); the load callback ``load`` and store
     callback ``store`` (symbols) where given; ``min_blocks`` blocks per SM asked of the compiler
     (``__launch_bounds__``' second bound: it caps the registers per thread so that many fit);
-    ``staged_loads`` reads a folded real side through shared memory (:func:`shared_memory_bytes`)."""
+    ``staged_loads`` reads a folded real side through shared memory (:func:`shared_memory_bytes`);
+    ``unit_strides`` (input, output) compiles an element stride of 1 in, where the plan has one (the
+    ``*_element_stride`` arguments are then not read). The kernel assumes ``stride`` threads in x and
+    ``ffts_per_block`` in y, the launch cuFFTDx's ``block_dim`` gives."""
     if staged_loads and not input_pairs:
         raise ValueError("staged loads are made for a folded real input")
     c_element, c_input, c_output = _C_TYPES[element], _C_TYPES[input], _C_TYPES[output]
@@ -175,10 +184,12 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
     load_loop = (_LOAD_STAGED if staged_loads else _LOAD_PAIRS if input_pairs else _LOAD_ELEMENTS).format(**fields)
     store_loop = (_STORE_PAIRS if output_pairs else _STORE_ELEMENTS).format(**fields)
     return _SOURCE.format(symbol=symbol, fft=fft_symbol, element=c_element, input=c_input, output=c_output,
-                          real=c_element[:-1], storage=storage, ffts_per_block=ffts_per_block,
+                          real=c_element[:-1], storage=storage, ffts_per_block=ffts_per_block, stride=stride,
                           bounds=threads if min_blocks is None else f"{threads}, {min_blocks}",
                           declarations="\n".join(declarations), load=load_expression, store=store_statement,
-                          load_loop=load_loop, store_loop=store_loop)
+                          load_loop=load_loop, store_loop=store_loop,
+                          in_step="1" if unit_strides[0] else "in_element_stride",
+                          out_step="1" if unit_strides[1] else "out_element_stride")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,34 +233,36 @@ def shared_memory_bytes(fft, staged_loads: bool = False) -> int:
     return max(fft.shared_memory_size, staging)
 
 
-def _kernel_key(fft, prolog, epilog, fft_symbol: str, min_blocks: int | None,
-                staged_loads: bool) -> tuple[dict, dict]:
+def _kernel_key(fft, prolog, epilog, fft_symbol: str, min_blocks: int | None, staged_loads: bool,
+                unit_strides: tuple[bool, bool]) -> tuple[dict, dict]:
     """The disk-cache key of a fused kernel and its :func:`kernel_source` parameters."""
     parameters = kernel_parameters(fft, prolog.symbol if prolog is not None else None,
                                    epilog.symbol if epilog is not None else None)
-    parameters.update(min_blocks=min_blocks, staged_loads=staged_loads)
+    parameters.update(min_blocks=min_blocks, staged_loads=staged_loads, unit_strides=tuple(unit_strides))
     callbacks = [callback.key for callback in (prolog, epilog) if callback is not None]
     key = {"kind": "fused-fft-kernel", "format": FORMAT, **parameters, "fft": fft_symbol, "callbacks": callbacks,
            "target": fft.target.name, "nvrtc": nvrtc.nvrtc_version()}
     return key, parameters
 
 
-def is_cached(fft, prolog=None, epilog=None, min_blocks: int | None = None, staged_loads: bool = False) -> bool:
+def is_cached(fft, prolog=None, epilog=None, min_blocks: int | None = None, staged_loads: bool = False,
+              unit_strides: tuple[bool, bool] = (False, False)) -> bool:
     """Whether :func:`fused_kernel` would read the kernel from the disk cache (no code generated)."""
     key, _ = _kernel_key(fft, prolog, epilog, descriptors.code_symbol(fft.descriptor("registers"), fft.target),
-                         min_blocks, staged_loads)
+                         min_blocks, staged_loads, unit_strides)
     return cache.has_linked(key)
 
 
-def fused_kernel(fft, prolog=None, epilog=None, min_blocks: int | None = None,
-                 staged_loads: bool = False) -> FusedKernel:
+def fused_kernel(fft, prolog=None, epilog=None, min_blocks: int | None = None, staged_loads: bool = False,
+                 unit_strides: tuple[bool, bool] = (False, False)) -> FusedKernel:
     """The fused kernel of the Block :class:`nvmathx.device_api.FFT` ``fft`` (c2c, r2c or c2r), calling the
     :class:`~nvmathx.fft.CompiledCallback` ``prolog`` on each load and ``epilog`` on each store where
     given, compiled for ``min_blocks`` resident blocks per SM where given, a folded real input read
-    through shared memory with ``staged_loads``: compiled and linked once, then read from the disk cache."""
+    through shared memory with ``staged_loads``, an element stride of 1 compiled in on the sides
+    ``unit_strides`` says: compiled and linked once, then read from the disk cache."""
     # the cuFFTDx code (megabytes of LTO-IR) is read only when the linked kernel is not cached
     fft_symbol = descriptors.code_symbol(fft.descriptor("registers"), fft.target)
-    key, parameters = _kernel_key(fft, prolog, epilog, fft_symbol, min_blocks, staged_loads)
+    key, parameters = _kernel_key(fft, prolog, epilog, fft_symbol, min_blocks, staged_loads, unit_strides)
     symbol = cache.symbol_for("nvmathx_fused_fft", key)
     image = cache.load_linked(key)
     if image is None:

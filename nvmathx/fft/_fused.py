@@ -57,11 +57,13 @@ def _descriptor(rows: FusedRows, direction: str | None, sm, knobs: tuple | None 
 
 def _kernel_options(rows: FusedRows, fft, sm, knobs: tuple | None = None) -> dict:
     """The :func:`~nvmathx._codegen.fused_fft.fused_kernel` options of the kernel of ``rows`` (cuFFTDx's
-    ``fft``): the resident blocks per SM it is compiled for (None: the compiler's choice), and whether
-    it stages a folded real input through shared memory."""
+    ``fft``): the resident blocks per SM it is compiled for (None: the compiler's choice), whether
+    it stages a folded real input through shared memory, and which sides have unit element strides
+    (compiled in)."""
     chosen = _knobs(rows, sm, knobs) or ("suggested", "suggested", None, False)
     folded_input = fft.fft_type == "r2c" and fft.real_mode == "folded"
-    return {"min_blocks": chosen[2], "staged_loads": bool(chosen[3]) and folded_input}
+    return {"min_blocks": chosen[2], "staged_loads": bool(chosen[3]) and folded_input,
+            "unit_strides": (rows.in_element_stride == 1, rows.out_element_stride == 1)}
 
 
 @functools.lru_cache(maxsize=64)  # a plan's engine choice and the plan itself ask for the same one

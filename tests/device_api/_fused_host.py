@@ -23,6 +23,7 @@ _C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", 
 _PRELUDE = r"""
 #include <barrier>
 #include <cmath>
+#include <cstdlib>
 #include <complex>
 #include <limits>
 #include <thread>
@@ -33,6 +34,7 @@ _PRELUDE = r"""
 #define __launch_bounds__(...)
 #define __align__(n)
 #define __syncthreads() block_barrier->arrive_and_wait()
+#define __builtin_assume(condition) do {{ if (!(condition)) std::abort(); }} while (0)
 struct dims_ {{ unsigned int x, y, z; }};
 static thread_local dims_ threadIdx;
 static dims_ blockIdx;
@@ -125,7 +127,6 @@ class HostFusedKernel:
         kind = fft.fft_type
         self.block_dim = tuple(fft.block_dim)
         real = _C_TYPES[p["element"]][:-1]
-        kernel = fused_fft.kernel_source("fused", "model_fft", **p)
         # the model reads the layout from the descriptor's traits alone, not from the kernel's parameters
         real_side = "pairs" if fft.real_mode == "folded" else "reals"
         input_side = real_side if kind == "r2c" else "complex"
@@ -144,22 +145,33 @@ class HostFusedKernel:
                                   ffts_per_block=p["ffts_per_block"], size=fft.size)
         launcher = _LAUNCHER.format(symbol="fused", input=_C_TYPES[p["input"]], output=_C_TYPES[p["output"]],
                                     real=real)
-        self.source = prelude + 'extern "C" void model_fft(' + _C_TYPES[p["element"]] + "*, " + \
-            _C_TYPES[p["element"]] + "*);\n" + callbacks + kernel + model + launcher
-        self._library = build_library(self.source, "fused-fft-host", ("-std=c++20", "-pthread"))
-        self._library.run.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_longlong] * 5 + [ctypes.c_double] + \
-            [ctypes.c_void_p] * 2 + [ctypes.c_longlong, ctypes.c_uint, ctypes.c_uint]
+        self._parts = (prelude + 'extern "C" void model_fft(' + _C_TYPES[p["element"]] + "*, " +
+                       _C_TYPES[p["element"]] + "*);\n" + callbacks, model + launcher)
+        self._libraries = {}
+
+    def library(self, unit_strides):
+        """The host library of the kernel compiled with ``unit_strides`` (input, output), as a plan
+        whose rows have those unit element strides compiles it."""
+        if unit_strides not in self._libraries:
+            kernel = fused_fft.kernel_source("fused", "model_fft", **self.parameters, unit_strides=unit_strides)
+            library = build_library(self._parts[0] + kernel + self._parts[1], "fused-fft-host",
+                                    ("-std=c++20", "-pthread"))
+            library.run.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_longlong] * 5 + [ctypes.c_double] + \
+                [ctypes.c_void_p] * 2 + [ctypes.c_longlong, ctypes.c_uint, ctypes.c_uint]
+            self._libraries[unit_strides] = library
+        return self._libraries[unit_strides]
 
     def run(self, source: np.ndarray, target: np.ndarray, rows: int, in_strides, out_strides, scale=1.0,
             load_info=None, store_info=None, source_offset=0, target_offset=0):
         """Launch over ``rows`` rows of the flat buffers ``source`` and ``target`` (elements from
-        ``*_offset``; ``*_strides`` are (row, element) strides in elements), as FusedPlan.run does."""
+        ``*_offset``; ``*_strides`` are (row, element) strides in elements), as FusedPlan.run does,
+        with the kernel its plan compiles: a unit element stride compiled in where the side has one."""
         assert source.flags.c_contiguous and target.flags.c_contiguous
         blocks = -(-rows // self.parameters["ffts_per_block"])
-        self._library.run(source.ctypes.data + source_offset * source.itemsize,
-                          target.ctypes.data + target_offset * target.itemsize, rows, *in_strides, *out_strides,
-                          scale, _address(load_info), _address(store_info), blocks, self.block_dim[0],
-                          self.block_dim[1])
+        library = self.library((in_strides[1] == 1, out_strides[1] == 1))
+        library.run(source.ctypes.data + source_offset * source.itemsize,
+                    target.ctypes.data + target_offset * target.itemsize, rows, *in_strides, *out_strides,
+                    scale, _address(load_info), _address(store_info), blocks, self.block_dim[0], self.block_dim[1])
 
 
 def _address(array):

@@ -96,6 +96,16 @@ def test_kernel_links_with_cufftdx_and_is_cached():
     assert fused_fft.fused_kernel(_fft()) == kernel  # the same kernel, from the cache
 
 
+def test_unit_element_strides_are_compiled_in_and_keyed():
+    parameters = dict(element="complex64", input="complex64", output="complex64", **_C2C_1000)
+    strided = fused_fft.kernel_source("kernel", "f", **parameters)
+    unit_input = fused_fft.kernel_source("kernel", "f", **parameters, unit_strides=(True, False))
+    assert "in_step = in_element_stride, out_step = out_element_stride;" in strided
+    assert "in_step = 1, out_step = out_element_stride;" in unit_input
+    fft = _fft()
+    assert fused_fft.fused_kernel(fft).symbol != fused_fft.fused_kernel(fft, unit_strides=(True, True)).symbol
+
+
 def test_each_transform_has_its_own_kernel():
     forward = fused_fft.fused_kernel(_fft())
     inverse = fused_fft.fused_kernel(_fft(direction="inverse"))
@@ -107,8 +117,8 @@ def test_each_transform_has_its_own_kernel():
                                                        (4096, np.float32, "c2r"), (1024, np.float32, "c2c"),
                                                        (16384, np.float64, "r2c"), (32768, np.float32, "r2c")])
 def test_the_benchmarked_kernels_stay_in_registers(size, precision, fft_type):
-    # what the fused engine builds for these transforms links for sm_90 without a stack frame
-    # (16384-point float64 C2C, at 1024 threads of at most 64 registers, is the one that spills)
+    # what the fused engine builds for these transforms (contiguous rows) links for sm_90 without a
+    # stack frame (16384-point float64 C2C, at 1024 threads of at most 64 registers, is the one that spills)
     from cuda.core import Linker, LinkerOptions, ObjectCode
 
     from nvmathx._codegen import nvrtc
@@ -118,7 +128,7 @@ def test_the_benchmarked_kernels_stay_in_registers(size, precision, fft_type):
     rows = FusedRows(fft_type.upper(), size, 64, np.dtype(precision).name, 0, 1, 0, 1)
     fft = _descriptor(rows, "forward" if fft_type == "c2c" else None, (9, 0))
     code = fft.code("registers")
-    parameters = fused_fft.kernel_parameters(fft)
+    parameters = {**fused_fft.kernel_parameters(fft), "unit_strides": (True, True)}
     kernel = nvrtc.cached_ltoir({"test": "registers", **parameters, "fft": code.symbol}, "kernel",
                                 fused_fft.kernel_source("kernel", code.symbol, **parameters), "sm_90")
     linker = Linker(ObjectCode.from_ltoir(kernel.code, name="kernel"), ObjectCode.from_ltoir(code.code, name="fft"),
@@ -129,7 +139,7 @@ def test_the_benchmarked_kernels_stay_in_registers(size, precision, fft_type):
 
 
 def test_min_blocks_caps_the_registers_per_thread():
-    # __launch_bounds__(256, 5) leaves at most 65536 / (256 * 5) = 51 registers a thread
+    # __launch_bounds__(256, 6) leaves at most 65536 / (256 * 6) = 42 registers a thread
     import re
 
     from cuda.core import Linker, LinkerOptions, ObjectCode
@@ -139,16 +149,16 @@ def test_min_blocks_caps_the_registers_per_thread():
     fft = _fft(4096, elements_per_thread=16, ffts_per_block=1)
     code = fft.code("registers")
     registers = {}
-    for min_blocks in (None, 5):
+    for min_blocks in (None, 6):
         parameters = {**fused_fft.kernel_parameters(fft), "min_blocks": min_blocks}
         source = fused_fft.kernel_source("kernel", code.symbol, **parameters)
-        assert ("__launch_bounds__(256, 5)" in source) == (min_blocks == 5)
+        assert ("__launch_bounds__(256, 6)" in source) == (min_blocks == 6)
         kernel = nvrtc.cached_ltoir({"test": "min_blocks", **parameters, "fft": code.symbol}, "kernel", source,
                                     "sm_90")
         linker = Linker(ObjectCode.from_ltoir(kernel.code, name="kernel"), ObjectCode.from_ltoir(code.code, name="fft"),
                         options=LinkerOptions(arch="sm_90", link_time_optimization=True, ptxas_options=["-v"]))
         linker.link("cubin")
         registers[min_blocks] = int(re.search(r"Used (\d+) registers", linker.get_info_log()).group(1))
-    assert registers[5] <= 51 < registers[None]
+    assert registers[6] <= 42 < registers[None]
     # and the kernel's cache key tells the two apart
-    assert fused_fft.fused_kernel(fft).symbol != fused_fft.fused_kernel(fft, min_blocks=5).symbol
+    assert fused_fft.fused_kernel(fft).symbol != fused_fft.fused_kernel(fft, min_blocks=6).symbol

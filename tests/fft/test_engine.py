@@ -161,9 +161,15 @@ def test_kernel_state_reads_the_disk_cache_the_plan_fills(monkeypatch, tmp_path)
     try:
         rows = FusedRows(C2C, 256, 10, "float32", 256, 1, 256, 1)
         assert _fused.kernel_state(rows, 0) == "absent"
-        fused_fft.fused_kernel(_fused._descriptor(rows, "forward", (9, 0)))
+        def build(direction):  # as the plan builds it
+            fft = _fused._descriptor(rows, direction, (9, 0))
+            fused_fft.fused_kernel(fft, **_fused._kernel_options(rows, fft, (9, 0)))
+
+        build("forward")
         assert _fused.kernel_state(rows, 0) == "absent"  # a C2C plan needs both directions
         fused_fft.fused_kernel(_fused._descriptor(rows, "inverse", (9, 0)))
+        assert _fused.kernel_state(rows, 0) == "absent"  # compiled for other rows (element strides)
+        build("inverse")
         assert _fused.kernel_state(rows, 0) == "cached"
         real = FusedRows(R2C, 256, 10, "float32", 256, 1, 129, 1)
         assert _fused.kernel_state(real, 0) == "absent"  # each transform has its own kernel
@@ -189,3 +195,14 @@ def test_measured_knobs_replace_the_suggestion_on_their_gpu_family():
     assert (hopper.elements_per_thread, hopper.ffts_per_block) == (16, 1)
     ampere = _descriptor(rows, "forward", (8, 0))
     assert (ampere.elements_per_thread, ampere.ffts_per_block) != (16, 1)
+
+
+@needs_mathdx
+@pytest.mark.parametrize("in_element_stride, out_element_stride", [(1, 1), (3, 1), (1, 5), (2, 2)])
+def test_the_kernel_compiles_in_the_unit_element_strides_of_its_rows(in_element_stride, out_element_stride):
+    from nvmathx.fft._fused import _descriptor, _kernel_options
+
+    rows = FusedRows(C2C, 1024, 64, "float32", 1024 * in_element_stride, in_element_stride,
+                     1024 * out_element_stride, out_element_stride)
+    options = _kernel_options(rows, _descriptor(rows, "forward", (9, 0)), (9, 0))
+    assert options["unit_strides"] == (in_element_stride == 1, out_element_stride == 1)
