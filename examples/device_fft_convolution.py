@@ -50,8 +50,10 @@ def build_kernel(forward, inverse, cuda=None):
         shared = cuda.shared.array(0, dtype=forward.value_type, alignment=16)
         row = cuda.blockIdx.x * forward.ffts_per_block + cuda.threadIdx.y
         forward.load(signals, regs, row)
+        # the filter's spectrum (in the order the transform leaves regs in), read with the signal so
+        # that its latency (an L2 hit for every block after the first) hides behind the signal's
+        forward.load(filter_spectrum, taps, 0)
         forward.execute(regs, shared)
-        forward.load(filter_spectrum, taps, 0)  # the filter's spectrum, in the same order as regs
         for i in range(forward.elements_per_thread):
             regs[i] = regs[i] * taps[i] * scale
         cuda.syncthreads()  # the two transforms share the scratch space

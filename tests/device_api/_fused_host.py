@@ -13,7 +13,7 @@ import ctypes
 
 import numpy as np
 
-from helpers.host_kernels import build_library
+from helpers.host_kernels import ASSUME, build_library
 from nvmathx._codegen import fused_fft
 
 __all__ = ["HostFusedKernel"]
@@ -23,7 +23,6 @@ _C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", 
 _PRELUDE = r"""
 #include <barrier>
 #include <cmath>
-#include <cstdlib>
 #include <complex>
 #include <limits>
 #include <thread>
@@ -34,7 +33,6 @@ _PRELUDE = r"""
 #define __launch_bounds__(...)
 #define __align__(n)
 #define __syncthreads() block_barrier->arrive_and_wait()
-#define __builtin_assume(condition) do {{ if (!(condition)) std::abort(); }} while (0)
 struct dims_ {{ unsigned int x, y, z; }};
 static thread_local dims_ threadIdx;
 static dims_ blockIdx;
@@ -145,7 +143,7 @@ class HostFusedKernel:
                                   ffts_per_block=p["ffts_per_block"], size=fft.size)
         launcher = _LAUNCHER.format(symbol="fused", input=_C_TYPES[p["input"]], output=_C_TYPES[p["output"]],
                                     real=real)
-        self._parts = (prelude + 'extern "C" void model_fft(' + _C_TYPES[p["element"]] + "*, " +
+        self._parts = (prelude + ASSUME + 'extern "C" void model_fft(' + _C_TYPES[p["element"]] + "*, " +
                        _C_TYPES[p["element"]] + "*);\n" + callbacks, model + launcher)
         self._libraries = {}
 

@@ -9,7 +9,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from helpers.host_kernels import build_library
+from helpers.host_kernels import ASSUME, build_library
 from helpers.requirements import needs_mathdx
 from nvmathx.device_api import _rows
 
@@ -44,7 +44,7 @@ class HostRows:
         parameters = _rows.row_parameters(fft, kind)
         source = _rows.source(kind, "copy", **parameters)
         run = _RUN.format(symbol="copy", array=_C_TYPES[parameters["array"]], element=_C_TYPES[parameters["element"]])
-        self.library = build_library(_PRELUDE + source + run, f"rows-{kind}")
+        self.library = build_library(_PRELUDE + ASSUME + source + run, f"rows-{kind}")
         self.library.run.argtypes = [ctypes.c_void_p] + [ctypes.c_longlong] * 3 + [ctypes.c_void_p, ctypes.c_uint,
                                                                                       ctypes.c_ulonglong]
         self.fft = fft

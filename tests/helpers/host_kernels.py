@@ -18,7 +18,10 @@ import tempfile
 import numpy as np
 import pytest
 
-__all__ = ["HostKernels", "build_library"]
+__all__ = ["ASSUME", "HostKernels", "build_library"]
+
+# CUDA's __builtin_assume on the host: an assumption that does not hold stops the test's process
+ASSUME = "#include <cstdlib>\n#define __builtin_assume(condition) do { if (!(condition)) std::abort(); } while (0)\n"
 
 _PRELUDE = r"""
 #include <math.h>
