@@ -106,11 +106,14 @@ def _link_entry(cres, role, element, value, argtypes, symbol, cc, call_conv_clas
         return result
 
     parameters = list(entry.args)
+    # cuFFT's offset is unsigned: its sign bit cleared tells the optimiser it is not negative, so the
+    # user's `offset % n` and `offset // n` (Python's floor semantics on int64) need no sign fix-up
+    offset = builder.and_(parameters[1], ir.Constant(ir.IntType(64), (1 << 63) - 1))
     if role == "prolog":
-        arguments = [cast(parameters[0], argtypes[0]), parameters[1], cast(parameters[2], argtypes[2]),
+        arguments = [cast(parameters[0], argtypes[0]), offset, cast(parameters[2], argtypes[2]),
                      cast(parameters[3], argtypes[3])]
     else:
-        arguments = [cast(parameters[0], argtypes[0]), parameters[1], convert(parameters[2], numba_value),
+        arguments = [cast(parameters[0], argtypes[0]), offset, convert(parameters[2], numba_value),
                      cast(parameters[3], argtypes[3]), cast(parameters[4], argtypes[4])]
     _, result = call_conv.call_function(builder, callee, cres.signature.return_type, argtypes, arguments)
     if role == "prolog":

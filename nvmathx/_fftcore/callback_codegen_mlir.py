@@ -71,18 +71,23 @@ def lower(role: str, fn, element: str, user_info: str | None, target: str, symbo
     return bytes(ltoir)
 
 
+# cuFFT's offset is unsigned: its sign bit cleared tells the optimiser it is not negative, so the
+# user's `offset % n` and `offset // n` (Python's floor semantics on int64) need no sign fix-up
+_NON_NEGATIVE = np.int64((1 << 63) - 1)
+
+
 def _entry(role, element, user, value, data, info, types):
     """The entry function and its C signature, converting complex values to and from the struct."""
     if element not in _C_STRUCTS:  # real elements are passed and returned as the scalars they are
         if role == "prolog":
 
             def load_real(data, offset, info, smem):
-                return user(data, offset, info, smem)
+                return user(data, offset & _NON_NEGATIVE, info, smem)
 
             return load_real, value(data, types.int64, info, types.voidptr)
 
         def store_real(data, offset, value, info, smem):
-            user(data, offset, value, info, smem)
+            user(data, offset & _NON_NEGATIVE, value, info, smem)
 
         return store_real, types.void(data, types.int64, value, info, types.voidptr)
     c_struct = _c_struct(element)
@@ -90,7 +95,7 @@ def _entry(role, element, user, value, data, info, types):
     if role == "prolog":
 
         def load_complex(data, offset, info, smem):
-            loaded = user(data, offset, info, smem)
+            loaded = user(data, offset & _NON_NEGATIVE, info, smem)
             result = c_struct()
             result.x = loaded.real
             result.y = loaded.imag
@@ -100,6 +105,6 @@ def _entry(role, element, user, value, data, info, types):
     complex_type = value
 
     def store_complex(data, offset, value, info, smem):
-        user(data, offset, complex_type(complex(value.x, value.y)), info, smem)
+        user(data, offset & _NON_NEGATIVE, complex_type(complex(value.x, value.y)), info, smem)
 
     return store_complex, types.void(data, types.int64, c_type, info, types.voidptr)

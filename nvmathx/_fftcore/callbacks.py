@@ -70,7 +70,7 @@ __all__ = [
     "resolve_callback_target",
 ]
 
-FORMAT = 1  # bump when the generated code changes shape (it is part of every cache key)
+FORMAT = 2  # bump when the generated code changes shape (it is part of every cache key)
 
 # element dtype -> (callback type of a load, of a store): cufftXtCallbackType values
 ELEMENT_DTYPES = {
