@@ -155,8 +155,9 @@ class FFT:
       and from ``thread_data`` in the order above (r2c loads real rows and stores ``size // 2 + 1``
       complex values, c2r the reverse, in either real mode); the row of a thread is typically
       ``cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y``. A row outside the array is
-      neither read nor written; positions past a row's length load as zero and are not stored. The
-      copy is generated CUDA C++ with vector loads and stores, the same instructions under either
+      neither read nor written; positions past a row's length load as zero and are not stored. Like
+      ``execute``, the copy takes the launch to be ``block_dim`` (``threadIdx.x < fft.stride``):
+      its bounds checks rely on it. The copy is generated CUDA C++ with vector loads and stores, the same instructions under either
       compiler (indexing rows in the kernel costs 12% more on the H200 under numba-cuda-mlir, which indexes
       through run-time strides).
 
