@@ -136,6 +136,12 @@ def test_the_benchmarked_kernels_stay_in_registers(size, precision, fft_type):
     linker.link("cubin")
     report = linker.get_info_log()
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in report, report
+    if (size, precision, fft_type) == (4096, np.float32, "c2c"):
+        # with cuFFTDx's block shape assumed (no per-element bounds arithmetic) the 256-thread block
+        # fits in 48 registers a thread: 5 blocks an SM (it took 64, 4 blocks, before)
+        import re
+
+        assert int(re.search(r"Used (\d+) registers", report).group(1)) <= 48, report
 
 
 def test_min_blocks_caps_the_registers_per_thread():
