@@ -36,7 +36,7 @@ from . import cache, descriptors, nvrtc
 __all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached",
            "shared_memory_bytes"]
 
-FORMAT = 6  # bump when the generated source changes meaning
+FORMAT = 7  # bump when the generated source changes meaning
 
 _C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", "float64": "double"}
 
@@ -76,7 +76,8 @@ _LOAD_ELEMENTS = """\
 #pragma unroll
     for (unsigned i = 0; i < {input_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
-        loaded[i] = position < {input_length}u ? load_element(row * in_row_stride + position * in_step) : {input}{{}};
+        loaded[i] = active && position < {input_length}u
+            ? load_element(row * in_row_stride + position * in_step) : {input}{{}};
     }}"""
 
 _LOAD_PAIRS = """\
@@ -88,23 +89,12 @@ _LOAD_PAIRS = """\
     for (unsigned i = 0; i < {input_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
         const long long offset = row * in_row_stride + 2ll * position * in_step;
-        if (position >= {input_length}u)
+        if (!(active && position < {input_length}u))
             thread_data[i] = {element}{{}};
         else if (vector_loads)
             thread_data[i] = reinterpret_cast<const {element}*>(in)[offset / 2];
         else
             thread_data[i] = {element}{{load_element(offset), load_element(offset + in_step)}};
-    }}"""
-
-# the loops above for a row of the batch; a row past its end (the last block of a ragged batch) is
-# zeros, decided once rather than at every element
-_LOAD_ACTIVE_ROWS = """\
-    if (active) {{
-{load_loop}
-    }} else {{
-#pragma unroll
-        for (unsigned i = 0; i < {storage}u; ++i)
-            thread_data[i] = {element}{{}};
     }}"""
 
 _LOAD_STAGED = """\
@@ -191,11 +181,7 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
                   scaled=scaled, vector_loads="false" if load is not None else "true",
                   vector_stores="false" if store is not None else "true", real_length=2 * input_length,
                   staged_count=-(-2 * input_length // stride))
-    if staged_loads:  # its barriers need every thread of the block: it tests each row itself
-        load_loop = _LOAD_STAGED.format(**fields)
-    else:
-        row_loop = (_LOAD_PAIRS if input_pairs else _LOAD_ELEMENTS).format(**fields)
-        load_loop = _LOAD_ACTIVE_ROWS.format(load_loop=row_loop, storage=storage, element=c_element)
+    load_loop = (_LOAD_STAGED if staged_loads else _LOAD_PAIRS if input_pairs else _LOAD_ELEMENTS).format(**fields)
     store_loop = (_STORE_PAIRS if output_pairs else _STORE_ELEMENTS).format(**fields)
     return _SOURCE.format(symbol=symbol, fft=fft_symbol, element=c_element, input=c_input, output=c_output,
                           real=c_element[:-1], storage=storage, ffts_per_block=ffts_per_block, stride=stride,
