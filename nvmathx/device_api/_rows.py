@@ -22,7 +22,7 @@ from .._codegen.nvrtc import cached_ltoir, nvrtc_version
 
 __all__ = ["FORMAT", "source", "row_parameters", "row_code"]
 
-FORMAT = 3  # bump when the generated source changes meaning
+FORMAT = 4  # bump when the generated source changes meaning
 
 _C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", "float64": "double"}
 
@@ -37,22 +37,19 @@ extern "C" __device__ void {symbol}({array}* array, long long rows, long long le
     // the block is cuFFTDx's: with this, positions that every thread's registers cover need no check
     __builtin_assume(threadIdx.x < {stride}u);
     const unsigned thread = threadIdx.x;
-    if (length >= {length}) {{  // a whole row: the checks below are compile-time constants
-        const unsigned long long valid = {length}ull;
+    auto copy = [&](const unsigned long long valid) {{
 #pragma unroll
         for (unsigned i = 0; i < {count}u; ++i) {{
             const unsigned position = thread + i * {stride}u;
             {body}
         }}
-    }} else {{
-        // positions past the row's length read as zero and are not written (numpy's n= semantics)
-        const unsigned long long valid = (unsigned long long)length;
-#pragma unroll
-        for (unsigned i = 0; i < {count}u; ++i) {{
-            const unsigned position = thread + i * {stride}u;
-            {body}
-        }}
-    }}
+    }};
+    // a whole row takes the copy with its bounds a compile-time constant (no check survives);
+    // positions past a shorter row's length read as zero and are not written (numpy's n= semantics)
+    if (length >= {length})
+        copy({length}ull);
+    else
+        copy((unsigned long long)length);
 }}
 """
 
