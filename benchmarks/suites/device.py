@@ -14,7 +14,8 @@ numba-cuda's too, so that history compares.
 - ``rng_montecarlo_2p32_f32``: 2**32 normals consumed in the kernel (a call option's payoffs, one
   sum written per thread), beside the same computation in torch ops (chunks of 2**28).
 - ``solve_spd_65536x32_f32`` / ``solve_lu_65536x64_f64``: a batch of small systems solved by
-  ``Solver`` (posv, 4 per block; gesv with partial pivoting, 1 per block), checked against numpy,
+  ``Solver`` (posv, 2 per block; gesv with partial pivoting, 1 per block; both at cuSOLVERDx's
+  suggested, padded, leading dimensions), checked against numpy,
   beside torch (the faster of ``linalg.solve`` and Cholesky for the SPD batch).
 - ``first_launch_warm_cache`` / ``first_launch_cold_cache``: wall seconds of a fresh interpreter
   from start to the first finished launch of that kernel (the script reports when its launch
@@ -280,11 +281,21 @@ def _montecarlo_setups(ctx):
     return {**setups, "torch": torch_payoffs}
 
 
+# the solver cases' configurations (scripts/tune-solvers times the others)
+_SPD_OPTIONS = {"batches_per_block": 2, "leading_dimension": "suggested"}
+_LU_OPTIONS = {"batches_per_block": 1, "leading_dimension": "suggested"}
+
+
 def _solver_kernel(cuda, solver):
-    """Block ``j`` solves systems ``j * batches_per_block ...`` of ``a`` (column major, one per row)
-    and ``b`` (overwritten by the solutions); LU keeps its pivots in shared memory. Returns the kernel
-    and its dynamic shared memory in bytes."""
+    """Block ``j`` solves systems ``j * batches_per_block ...`` of ``a`` (square, packed in the
+    solver's arrangement, one per row) and ``b`` (one right-hand side, overwritten by the solutions);
+    in shared memory they lie at the solver's leading dimensions. LU keeps its pivots in shared
+    memory. Returns the kernel and its dynamic shared memory in bytes."""
     matrix, vector = solver.m * solver.n, solver.n
+    # one packed matrix is `matrix // solver.n` lines of solver.n; b's lines are its column (one line of
+    # n, column major) or its n rows of one element (row major)
+    b_line = solver.n if solver.arrangement == "col_major" else 1
+    a_stride, b_stride = solver.a_size // solver.batches_per_block, solver.b_size // solver.batches_per_block
     pivoting = "ipiv" in solver.arguments
     # one dynamic shared array: a, b, then pivots and statuses viewed as int32 (numba-cuda-mlir 0.6
     # places a dynamic shared array over any static one of the same kernel)
@@ -301,18 +312,21 @@ def _solver_kernel(cuda, solver):
         integers = smem[values : values + integer_slots].view(np.int32)
         sipiv = integers[:pivots]
         sinfo = integers[pivots : pivots + solver.info_size]
-        for i in range(thread, solver.a_size, solver.block_size):
-            sa[i] = a[first + i // matrix, i % matrix]
-        for i in range(thread, solver.b_size, solver.block_size):
-            sb[i] = b[first + i // vector, i % vector]
+        for i in range(thread, solver.batches_per_block * matrix, solver.block_size):
+            batch, element = i // matrix, i % matrix
+            sa[batch * a_stride + (element // solver.n) * solver.lda + element % solver.n] = a[first + batch, element]
+        for i in range(thread, solver.batches_per_block * vector, solver.block_size):
+            batch, element = i // vector, i % vector
+            sb[batch * b_stride + (element // b_line) * solver.ldb + element % b_line] = b[first + batch, element]
         cuda.syncthreads()
         if pivoting:
             solver.execute(sa, sipiv, sb, sinfo)
         else:
             solver.execute(sa, sb, sinfo)
         cuda.syncthreads()
-        for i in range(thread, solver.b_size, solver.block_size):
-            b[first + i // vector, i % vector] = sb[i]
+        for i in range(thread, solver.batches_per_block * vector, solver.block_size):
+            batch, element = i // vector, i % vector
+            b[first + batch, element] = sb[batch * b_stride + (element // b_line) * solver.ldb + element % b_line]
         for i in range(thread, solver.batches_per_block, solver.block_size):
             info[first + i] = sinfo[i]
 
@@ -325,19 +339,20 @@ def _systems(ctx, batch, n, dtype, spd):
     return matrices.astype(dtype), ctx.rng.standard_normal((batch, n)).astype(dtype)
 
 
-def _solve_setups(ctx, batch, n, dtype, function, batches_per_block):
+def _solve_setups(ctx, batch, n, dtype, function, **options):
+    """``options``: the Solver's ``batches_per_block`` and ``leading_dimension``."""
     spd = function == "posv"
 
     def nvmathx_solve(column):
         cuda = _compiler(column)
         from nvmathx.device_api import Solver
 
-        solver = Solver(function, (n, n, 1), dtype, batches_per_block=batches_per_block)
+        solver = Solver(function, (n, n, 1), dtype, **options)
         kernel, shared_bytes = _solver_kernel(cuda, solver)
         matrices, rhs = _systems(ctx, batch, n, dtype, spd)
         a = cuda.to_device(np.ascontiguousarray(np.swapaxes(matrices, 1, 2)).reshape(batch, n * n))
         b, info = cuda.to_device(rhs), cuda.device_array(batch, np.int32)
-        launch = kernel[batch // batches_per_block, solver.block_dim, 0, shared_bytes]
+        launch = kernel[batch // solver.batches_per_block, solver.block_dim, 0, shared_bytes]
         launch(a, b, info)
         cuda.synchronize()
         expected = np.linalg.solve(matrices[:64].astype(np.float64), rhs[:64, :, None])[..., 0]
@@ -492,20 +507,19 @@ def cases(ctx):
         ),
         Case(
             name="solve_spd_65536x32_f32",
-            params={"batch": 65536, "n": 32, "dtype": "float32", "function": "posv", "batches_per_block": 2},
+            params={"batch": 65536, "n": 32, "dtype": "float32", "function": "posv", **_SPD_OPTIONS},
             unit="ms",
-            setups=_solve_setups(ctx, 65536, 32, np.float32, "posv", 2),
-            note="nvmathx: Solver posv (Cholesky), 2 systems per block, b overwritten in place; torch: the "
-                 "faster of linalg.solve and cholesky + cholesky_solve",
+            setups=_solve_setups(ctx, 65536, 32, np.float32, "posv", **_SPD_OPTIONS),
+            note="nvmathx: Solver posv (Cholesky), 2 systems per block at cuSOLVERDx's padded leading "
+                 "dimension, b overwritten in place; torch: the faster of linalg.solve and cholesky + cholesky_solve",
         ),
         Case(
             name="solve_lu_65536x64_f64",
-            params={"batch": 65536, "n": 64, "dtype": "float64", "function": "gesv_partial_pivot",
-                    "batches_per_block": 1},
+            params={"batch": 65536, "n": 64, "dtype": "float64", "function": "gesv_partial_pivot", **_LU_OPTIONS},
             unit="ms",
-            setups=_solve_setups(ctx, 65536, 64, np.float64, "gesv_partial_pivot", 1),
-            note="nvmathx: Solver gesv_partial_pivot (LU with partial pivoting), one system per block; "
-                 "torch: linalg.solve",
+            setups=_solve_setups(ctx, 65536, 64, np.float64, "gesv_partial_pivot", **_LU_OPTIONS),
+            note="nvmathx: Solver gesv_partial_pivot (LU with partial pivoting), one system per block at "
+                 "cuSOLVERDx's padded leading dimension; torch: linalg.solve",
         ),
         _first_launch_case("first_launch_warm_cache", _warm_setup, 5,
                            "fresh interpreter to the first finished launch; code and linked image cached earlier"),

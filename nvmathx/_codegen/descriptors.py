@@ -182,7 +182,8 @@ def cached_query(descriptor: Descriptor, target: Target, query) -> dict:
     For libraries whose trait queries compile code (cuBLASDx: seconds per descriptor). A
     MathdxError becomes ``{"error": status name}`` so that refusals are cached too.
     """
-    key = dict(cache_key(descriptor, target), purpose="traits")
+    # the query's name is in the key: another query of the same descriptor reads other traits
+    key = dict(cache_key(descriptor, target), purpose="traits", query=f"{query.__module__}.{query.__qualname__}")
     entry = cache.load(key)
     if entry is not None:
         return json.loads(entry.code)

@@ -4,9 +4,9 @@ code its LTO-IR calls (the universal fatbin, the same for every descriptor).
 
 libmathdx reports an invalid combination only when it compiles the code (an NVRTC static
 assertion, seconds later), so :func:`solver_spec` refuses it first: the sizes each function takes,
-the fill mode Cholesky needs, and the shared memory the problem needs against the target's limit
-(:func:`shared_memory_bytes`, which matches cuSOLVERDx's ``SHARED_MEMORY_SIZE`` trait for the
-default leading dimensions: checked in tests/device_api/test_solver_codegen.py).
+the fill mode Cholesky needs, the leading dimensions, and the shared memory the problem needs
+against the target's limit (:func:`shared_memory_bytes`, which matches cuSOLVERDx's
+``SHARED_MEMORY_SIZE`` trait: checked in tests/device_api/test_solver_codegen.py).
 
 Every function takes its arguments by pointer, in the order of :data:`FUNCTIONS` (cuSOLVERDx's
 shared-memory API): ``a``, ``b`` and ``c`` the matrices in shared memory, ``tau`` the Householder
@@ -27,7 +27,8 @@ from . import cache, descriptors
 from .target import Target, max_shared_memory_per_block
 
 __all__ = ["FUNCTIONS", "DTYPES", "SolverSpec", "SolverCode", "solver_spec", "descriptor", "shared_memory_bytes",
-           "solver_code", "universal_fatbin"]
+           "packed_leading_dimensions", "leading_dimensions", "suggested_leading_dimension", "solver_code",
+           "universal_fatbin"]
 
 _F = mathdx.SolverFunction
 
@@ -85,25 +86,34 @@ class SolverSpec:
     block_dim: tuple[int, int, int] | None  # None: cuSOLVERDx's suggestion
     side: str | None = None  # unmqr: Q applied from the "left" (Q c) or the "right" (c Q)
     transpose: str | None = None  # unmqr: Q, Q^T or Q^H
+    leading_dimension: tuple[int, ...] | None = None  # None: packed (see packed_leading_dimensions)
 
     @property
     def info(self) -> FunctionInfo:
         return FUNCTIONS[self.function]
 
-    def element_counts(self) -> dict[str, int]:
-        """Elements of each argument for one batch, with the default leading dimensions."""
+    def matrix_shapes(self) -> dict[str, tuple[int, int]]:
+        """(rows, columns) of ``a`` and of the second matrix (``b``, or ``c`` for unmqr) of one batch."""
         m, n, k = self.m, self.n, self.k
-        counts = {"info": 1}
         if self.function == "unmqr":  # c is m x n, a holds k reflectors of length m (n from the right)
-            counts.update(a=(m if self.side == "left" else n) * k, tau=k, c=m * n)
-        else:
-            counts["a"] = m * n
+            return {"a": (m if self.side == "left" else n, k), "c": (m, n)}
+        shapes = {"a": (m, n)}
         if "b" in self.info.arguments:
-            counts["b"] = (max(m, n) if self.function == "gels" else n) * k
+            shapes["b"] = (max(m, n) if self.function == "gels" else n, k)
+        return shapes
+
+    def element_counts(self) -> dict[str, int]:
+        """Elements of each argument for one batch, at the spec's leading dimensions."""
+        counts = {"info": 1}
+        for (name, (rows, columns)), ld in zip(self.matrix_shapes().items(), leading_dimensions(self)):
+            # column major: ld >= rows, the matrix spans ld * columns elements; row major the other way
+            counts[name] = ld * (columns if self.arrangement == "col_major" else rows)
+        if self.function == "unmqr":
+            counts["tau"] = self.k
         if "ipiv" in self.info.arguments:
-            counts["ipiv"] = min(m, n)
+            counts["ipiv"] = min(self.m, self.n)
         if self.function in ("geqrf", "gels"):
-            counts["tau"] = min(m, n)
+            counts["tau"] = min(self.m, self.n)
         return counts
 
 
@@ -114,6 +124,18 @@ def shared_memory_bytes(spec: SolverSpec) -> int:
     itemsize = np.dtype(spec.dtype).itemsize
     values = sum(counts.get(name, 0) for name in ("a", "b", "c", "tau"))
     return spec.batches_per_block * (itemsize * values + 4 * counts.get("ipiv", 0))
+
+
+def packed_leading_dimensions(spec: SolverSpec) -> tuple[int, ...]:
+    """The leading dimensions of ``a`` and of ``b`` (``c`` for unmqr; absent for a factorization)
+    when the matrices are packed: their rows (column major) or columns (row major)."""
+    index = 0 if spec.arrangement == "col_major" else 1
+    return tuple(shape[index] for shape in spec.matrix_shapes().values())
+
+
+def leading_dimensions(spec: SolverSpec) -> tuple[int, ...]:
+    """The leading dimensions ``spec`` lays its matrices out with (``a``'s, then ``b``'s or ``c``'s)."""
+    return spec.leading_dimension if spec.leading_dimension is not None else packed_leading_dimensions(spec)
 
 
 def _positive(argument: str, value) -> int:
@@ -140,14 +162,17 @@ def _sizes(function: str, size) -> tuple[int, int, int]:
 
 def solver_spec(function: str, size, dtype=np.float32, *, fill_mode: str | None = None,
                 arrangement: str = "col_major", batches_per_block: int = 1, block_dim=None,
-                side: str | None = None, transpose: str | None = None, target: Target | None = None) -> SolverSpec:
+                side: str | None = None, transpose: str | None = None, leading_dimension=None,
+                target: Target | None = None) -> SolverSpec:
     """A checked :class:`SolverSpec`; ``OptionsError`` naming the argument for what cuSOLVERDx does
     not generate, including a problem that does not fit the shared memory of ``target``.
 
     ``size``: ``(m, n)`` for the factorizations (an int ``m`` means ``(m, m)``), ``(m, n, k)`` for the
     solves (k right-hand sides) and unmqr (k reflectors). ``fill_mode`` (Cholesky only) defaults to
     ``"lower"``; ``side`` and ``transpose`` (unmqr only) to ``"left"`` and ``"non_transposed"``;
-    ``block_dim`` to cuSOLVERDx's suggestion.
+    ``block_dim`` to cuSOLVERDx's suggestion. ``leading_dimension``: ``None`` packs the matrices,
+    or ``(lda,)`` for a factorization and ``(lda, ldb)`` otherwise (``ldb`` is ``c``'s for unmqr),
+    each at least the packed one (:func:`packed_leading_dimensions`); an int means ``(lda,)``.
     """
     if not isinstance(function, str) or function not in FUNCTIONS:
         raise OptionsError("function", f"expected one of {', '.join(map(repr, FUNCTIONS))} (got {function!r})")
@@ -185,6 +210,8 @@ def solver_spec(function: str, size, dtype=np.float32, *, fill_mode: str | None 
             raise OptionsError("block_dim", f"at most {MAX_THREADS} threads per block (got {dims})")
         block_dim = dims
     spec = SolverSpec(function, m, n, k, dtype_name, fill_mode, arrangement, batches, block_dim, side, transpose)
+    if leading_dimension is not None:
+        spec = dataclasses.replace(spec, leading_dimension=_leading_dimension(spec, leading_dimension))
     if target is not None:
         needed, limit = shared_memory_bytes(spec), max_shared_memory_per_block(target)
         if needed > limit:
@@ -192,6 +219,22 @@ def solver_spec(function: str, size, dtype=np.float32, *, fill_mode: str | None 
                                        f"{batches} batch(es) per block needs {needed} bytes of shared memory; "
                                        f"{target.name} has {limit}")
     return spec
+
+
+def _leading_dimension(spec: SolverSpec, value) -> tuple[int, ...]:
+    packed = packed_leading_dimensions(spec)
+    names = ("lda", "ldc" if spec.function == "unmqr" else "ldb")[: len(packed)]
+    form = f"({', '.join(names)})"
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (value,)
+    if not isinstance(value, (tuple, list)) or len(value) != len(packed):
+        raise OptionsError("leading_dimension", f"{spec.function} takes None, 'suggested' or {form} (got {value!r})")
+    dims = tuple(_positive("leading_dimension", v) for v in value)
+    for name, dim, least in zip(names, dims, packed):
+        if dim < least:
+            raise OptionsError("leading_dimension", f"{name} = {dim} is less than the {spec.arrangement} "
+                                                    f"matrix needs ({least})")
+    return dims
 
 
 def descriptor(spec: SolverSpec, target: Target) -> descriptors.Descriptor:
@@ -218,6 +261,8 @@ def descriptor(spec: SolverSpec, target: Target) -> descriptors.Descriptor:
         operators.append(("BATCHES_PER_BLOCK", spec.batches_per_block))
     if spec.block_dim is not None:
         operators.append(("BLOCK_DIM", spec.block_dim))
+    if spec.leading_dimension is not None:
+        operators.append(("LEADING_DIMENSION", spec.leading_dimension))
     return ("cusolverdx", tuple(operators))
 
 
@@ -232,22 +277,34 @@ class SolverCode:
     suggested_batches_per_block: int
 
 
+def _traits(handle) -> dict:
+    return {"shared_memory_size": handle.trait(mathdx.SolverTrait.SHARED_MEMORY_SIZE),
+            "block_dim": list(handle.traits(mathdx.SolverTrait.BLOCK_DIM, 3)),
+            "suggested_leading_dimensions": list(handle.traits(mathdx.SolverTrait.SUGGESTED_LEADING_DIMENSION, 2)),
+            "suggested_batches_per_block": handle.trait(mathdx.SolverTrait.SUGGESTED_BATCHES_PER_BLOCK)}
+
+
+def _query(spec: SolverSpec, target: Target) -> dict:
+    traits = descriptors.cached_query(descriptor(spec, target), target, _traits)
+    if "error" in traits:
+        raise OptionsError("size", f"cuSOLVERDx does not generate {spec} ({traits['error']})")
+    return traits
+
+
+def suggested_leading_dimension(spec: SolverSpec, target: Target) -> tuple[int, ...]:
+    """cuSOLVERDx's padded leading dimensions for ``spec``'s problem (fewer shared-memory bank
+    conflicts), in the form ``leading_dimension`` takes; traits only, no code generated."""
+    packed = dataclasses.replace(spec, leading_dimension=None)
+    return tuple(_query(packed, target)["suggested_leading_dimensions"][: len(packed_leading_dimensions(spec))])
+
+
 def solver_code(spec: SolverSpec, target: Target) -> SolverCode:
     """``spec``'s function for ``target``: from the disk cache, or generated by libmathdx (seconds of
     CPU the first time). A combination cuSOLVERDx refuses is an ``OptionsError`` naming ``size``,
     with libmathdx's message."""
-    plain = descriptor(spec, target)
-
-    def query(handle) -> dict:
-        return {"shared_memory_size": handle.trait(mathdx.SolverTrait.SHARED_MEMORY_SIZE),
-                "block_dim": list(handle.traits(mathdx.SolverTrait.BLOCK_DIM, 3)),
-                "suggested_leading_dimensions": list(handle.traits(mathdx.SolverTrait.SUGGESTED_LEADING_DIMENSION, 2)),
-                "suggested_batches_per_block": handle.trait(mathdx.SolverTrait.SUGGESTED_BATCHES_PER_BLOCK)}
-
-    traits = descriptors.cached_query(plain, target, query)
-    if "error" in traits:
-        raise OptionsError("size", f"cuSOLVERDx does not generate {spec} ({traits['error']})")
-    return SolverCode(descriptors.get_code(plain, target), traits["shared_memory_size"], tuple(traits["block_dim"]),
+    traits = _query(spec, target)
+    return SolverCode(descriptors.get_code(descriptor(spec, target), target), traits["shared_memory_size"],
+                      tuple(traits["block_dim"]),
                       tuple(traits["suggested_leading_dimensions"]), traits["suggested_batches_per_block"])
 
 

@@ -39,6 +39,12 @@ class Solver:
         as ``"non_transposed"`` (default), ``"transposed"`` or ``"conj_transposed"``.
     batches_per_block : int
         Problems one block solves together (``a``, ``b``, ... hold that many, one after another).
+    leading_dimension : None, "suggested" or tuple of int
+        Leading dimensions of the matrices in shared memory: ``None`` packs them (``lda`` = the
+        rows of a column-major ``a``, its columns when row major); ``"suggested"`` takes
+        cuSOLVERDx's padded choice, which avoids shared-memory bank conflicts (64 x 64 float64:
+        ``lda`` 66); or ``(lda,)`` for a factorization and ``(lda, ldb)`` otherwise (``ldb`` is
+        ``c``'s for unmqr), each at least the packed one.
     block_dim : "suggested" or tuple
         Threads of the block; ``"suggested"`` takes cuSOLVERDx's choice.
     sm : tuple, int, str or None
@@ -83,15 +89,22 @@ class Solver:
 
     def __init__(self, function: str, size: Any, dtype: Any = np.float32, *, fill_mode: str | None = None,
                  arrangement: str = "col_major", batches_per_block: int = 1, block_dim: Any = "suggested",
-                 side: str | None = None, transpose: str | None = None,
+                 side: str | None = None, transpose: str | None = None, leading_dimension: Any = None,
                  sm: str | int | tuple[int, int] | None = None) -> None:
         self.target: Target = resolve_target(sm, needed_by="cuSOLVERDx")
-        if isinstance(block_dim, str) and block_dim != "suggested":
-            raise OptionsError("block_dim", f"expected 'suggested' or a tuple of ints (got {block_dim!r})")
-        self._spec = solver_codegen.solver_spec(
-            function, size, dtype, fill_mode=fill_mode, arrangement=arrangement, batches_per_block=batches_per_block,
-            block_dim=None if block_dim == "suggested" else block_dim, side=side, transpose=transpose,
-            target=self.target)
+        for argument, value in (("block_dim", block_dim), ("leading_dimension", leading_dimension)):
+            if isinstance(value, str) and value != "suggested":
+                raise OptionsError(argument, f"expected 'suggested' or a tuple of ints (got {value!r})")
+
+        def spec(leading_dimension: Any, target: Target | None) -> solver_codegen.SolverSpec:
+            return solver_codegen.solver_spec(
+                function, size, dtype, fill_mode=fill_mode, arrangement=arrangement,
+                batches_per_block=batches_per_block, block_dim=None if block_dim == "suggested" else block_dim,
+                side=side, transpose=transpose, leading_dimension=leading_dimension, target=target)
+
+        if leading_dimension == "suggested":
+            leading_dimension = solver_codegen.suggested_leading_dimension(spec(None, None), self.target)
+        self._spec = spec(leading_dimension, self.target)
         self._code: solver_codegen.SolverCode | None = None
         counts = self._spec.element_counts()
         batches = self._spec.batches_per_block
@@ -147,22 +160,18 @@ class Solver:
     @property
     def lda(self) -> int:
         """Leading dimension of ``a``."""
-        if self.arrangement == "row_major":
-            return self.k if self.function == "unmqr" else self.n
-        if self.function == "unmqr" and self._spec.side == "right":
-            return self.n
-        return self.m
+        return solver_codegen.leading_dimensions(self._spec)[0]
 
     @property
     def ldb(self) -> int:
         """Leading dimension of ``b`` (``c`` for unmqr); 0 where there is none."""
-        if self.function == "unmqr":
-            return self.m if self.arrangement == "col_major" else self.n
-        if not self.k:
-            return 0
-        if self.arrangement == "row_major":
-            return self.k
-        return max(self.m, self.n) if self.function == "gels" else self.n
+        dims = solver_codegen.leading_dimensions(self._spec)
+        return dims[1] if len(dims) > 1 else 0
+
+    @property
+    def leading_dimension(self) -> tuple[int, ...]:
+        """``(lda,)`` or ``(lda, ldb)``: the leading dimensions the matrices are laid out with."""
+        return solver_codegen.leading_dimensions(self._spec)
 
     @property
     def block_dim(self) -> tuple[int, int, int]:
@@ -204,6 +213,10 @@ class Solver:
 
     def __repr__(self) -> str:
         size = (self.m, self.n, self.k) if self.k else (self.m, self.n)
-        extra = f", fill_mode={self.fill_mode!r}" if self.fill_mode else ""
+        # every option that changes the generated code: the kernels' type names are made from this
+        spec = self._spec
+        extra = "".join(f", {name}={value!r}" for name, value in (
+            ("fill_mode", spec.fill_mode), ("side", spec.side), ("transpose", spec.transpose),
+            ("block_dim", spec.block_dim), ("leading_dimension", spec.leading_dimension)) if value is not None)
         return (f"Solver({self.function!r}, {size}, {self._spec.dtype}{extra}, arrangement={self.arrangement!r}, "
                 f"batches_per_block={self.batches_per_block}, sm={self.target.name!r})")

@@ -43,6 +43,20 @@ BAD_SPECS = [
      "needs 262144 bytes of shared memory; sm_90a has 232448"),
     ("batches that overflow", dict(function="gesv_partial_pivot", size=(96, 96, 4), dtype=np.float64,
                                    batches_per_block=4, target=TARGET), "size", "4 batch(es) per block"),
+    ("lda under the rows", dict(function="posv", size=(32, 32, 1), leading_dimension=(31, 32)), "leading_dimension",
+     "lda = 31 is less than the col_major matrix needs (32)"),
+    ("ldb under a row-major b", dict(function="posv", size=(32, 32, 4), arrangement="row_major",
+                                     leading_dimension=(32, 3)), "leading_dimension", "ldb = 3 is less"),
+    ("ldc for unmqr", dict(function="unmqr", size=(8, 4, 2), leading_dimension=(8, 7)), "leading_dimension",
+     "ldc = 7"),
+    ("two for a factorization", dict(function="potrf", size=8, leading_dimension=(8, 8)), "leading_dimension",
+     "potrf takes None, 'suggested' or (lda)"),
+    ("one for a solve", dict(function="gesv_partial_pivot", size=(8, 8, 1), leading_dimension=9),
+     "leading_dimension", "(lda, ldb)"),
+    ("zero leading dimension", dict(function="geqrf", size=(8, 4), leading_dimension=(0,)), "leading_dimension",
+     "positive integer"),
+    ("padding that overflows", dict(function="potrf", size=120, dtype=np.complex128, leading_dimension=(242,),
+                                    target=TARGET), "size", "needs 464640 bytes"),
 ]
 
 
@@ -62,6 +76,8 @@ def test_solver_refuses_on_the_host_and_outside_kernels():
     assert solver.arguments == ("a", "tau", "b")
     with pytest.raises(RuntimeError, match="only be called inside a numba.cuda.jit kernel"):
         solver.execute()
+    with pytest.raises(OptionsError, match="^leading_dimension: expected 'suggested'"):
+        Solver("potrf", 8, leading_dimension="padded", sm=H100)
 
 
 # (function, size, dtype, batches per block): our shared memory against cuSOLVERDx's trait
@@ -83,6 +99,39 @@ def test_shared_memory_matches_cusolverdx(function, size, dtype, batches):
     solver = Solver(function, size, dtype, batches_per_block=batches, sm=H100)
     assert solver.shared_memory_size == solver_codegen.shared_memory_bytes(solver._spec)
     assert solver.block_size >= 32 and solver._entry().symbol.startswith("nvmathx_cusolverdx_")
+
+
+# the same at padded leading dimensions: (function, size, dtype, arrangement, leading_dimension)
+PADDED_CASES = [
+    ("potrf", (32, 32), "float32", "col_major", (36,)),
+    ("posv", (32, 32, 4), "float32", "row_major", (36, 8)),
+    ("gesv_partial_pivot", (64, 64, 1), "float64", "col_major", (66, 64)),
+    ("geqrf", (16, 32), "complex64", "row_major", (33,)),
+    ("gels", (40, 24, 2), "float64", "col_major", (44, 48)),
+    ("unmqr", (64, 32, 8), "float32", "col_major", (70, 66)),
+]
+
+
+@needs_mathdx
+@pytest.mark.parametrize("function, size, dtype, arrangement, leading_dimension", PADDED_CASES,
+                         ids=[f"{c[0]}-{c[3]}" for c in PADDED_CASES])
+def test_padded_shared_memory_matches_cusolverdx(function, size, dtype, arrangement, leading_dimension):
+    solver = Solver(function, size, dtype, arrangement=arrangement, leading_dimension=leading_dimension, sm=H100)
+    assert solver.leading_dimension == leading_dimension == (solver.lda, solver.ldb)[: len(leading_dimension)]
+    assert solver.shared_memory_size == solver_codegen.shared_memory_bytes(solver._spec)
+    packed = Solver(function, size, dtype, arrangement=arrangement, sm=H100)
+    assert solver.a_size > packed.a_size and solver._entry().symbol != packed._entry().symbol
+
+
+@needs_mathdx
+def test_suggested_leading_dimensions_are_cusolverdx_padding():
+    solver = Solver("gesv_partial_pivot", (64, 64, 1), np.float64, leading_dimension="suggested", sm=H100)
+    packed = Solver("gesv_partial_pivot", (64, 64, 1), np.float64, sm=H100)
+    assert solver.leading_dimension == packed.code().suggested_leading_dimensions
+    assert solver.lda > 64 and solver.a_size == solver.lda * 64
+    assert "leading_dimension=(" in repr(solver) and "leading_dimension" not in repr(packed)
+    factor = Solver("potrf", 32, np.float32, leading_dimension="suggested", sm=H100)
+    assert len(factor.leading_dimension) == 1 and factor.ldb == 0
 
 
 @needs_mathdx
@@ -158,3 +207,24 @@ def test_numba_cuda_mlir_kernel_links_with_the_fatbin():
     result = _compile_and_optimize(mlir.bind(_kernels.solver_kernel(solver)), _signature(mlir, solver),
                                    {"chip": "sm_90"})
     assert len(result.metadata["cubin"]) > 10000
+
+
+@needs_mathdx
+@pytest.mark.parametrize("options", [dict(function="posv", size=(32, 32, 1), dtype=np.float32, batches_per_block=2,
+                                          leading_dimension="suggested"),
+                                     dict(function="gesv_partial_pivot", size=(64, 64, 1), dtype=np.float64,
+                                          arrangement="row_major", leading_dimension="suggested")],
+                         ids=["posv-suggested", "gesv-row-major-suggested"])
+def test_the_device_suites_solver_kernel_compiles(compiler, options):
+    """benchmarks/suites/device.py's solver kernel at padded leading dimensions (it checks its
+    solutions against numpy on the GPU)."""
+    from benchmarks.suites.device import _solver_kernel
+
+    if compiler.name == "numba-cuda":
+        pytest.skip("numba-cuda asks the driver while lowering the kernel's array.view (no driver here)")
+    solver = Solver(**options, sm=H100)
+    kernel, shared_bytes = _solver_kernel(compiler.cuda, solver)
+    value = getattr(compiler.types, np.dtype(solver.value_type).name)[:, ::1]
+    signature = (value, value, compiler.types.int32[::1])
+    assert _calls(compiler, kernel.py_func, signature) == [solver._entry().symbol]
+    assert shared_bytes >= solver.shared_memory_size + 4 * solver.info_size

@@ -144,3 +144,46 @@ def test_least_squares_matches_numpy(compiler, rng, dtype):
     for block in range(BLOCKS):
         expected = np.linalg.lstsq(a[block, 0], b[block, 0], rcond=None)[0]
         np.testing.assert_allclose(got[block], expected, rtol=0, atol=_tolerance(dtype) * 20 * np.abs(expected).max())
+
+
+def _pack_padded(matrices, ld, dtype):
+    """As ``_pack`` with each column ``ld`` elements apart; the padding holds NaN, which a solver that
+    read it would spread into the results."""
+    blocks, batches, rows, cols = matrices.shape
+    padded = np.full((blocks, batches, cols, ld), np.nan, dtype=np.complex128)
+    padded[..., :rows] = np.swapaxes(matrices, -1, -2)
+    return padded.reshape(blocks, -1).astype(dtype)
+
+
+def _unpack_padded(packed, batches, ld, shape):
+    rows, cols = shape
+    blocks = packed.shape[0]
+    columns = packed[:, : batches * cols * ld].reshape(blocks, batches, cols, ld)
+    return np.swapaxes(columns[..., :rows], -1, -2), columns[..., rows:]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("function", ["posv", "gesv_partial_pivot"])
+@pytest.mark.parametrize("leading_dimension", ["suggested", (27, 29)], ids=["suggested", "27-29"])
+def test_padded_leading_dimensions_solve_and_leave_the_padding(compiler, rng, dtype, function, leading_dimension):
+    n, k, batches = 24, 3, 2
+    solver = _solver(function, (n, n, k), dtype, batches_per_block=batches, leading_dimension=leading_dimension)
+    assert solver.lda >= n and solver.ldb >= n
+    assert solver.a_size == batches * solver.lda * n and solver.b_size == batches * solver.ldb * k
+    a = _spd(rng, batches, n, dtype)
+    b = _random(rng, (BLOCKS, batches, n, k), dtype)
+    cuda = compiler.cuda
+    a_d = cuda.to_device(_pack_padded(a, solver.lda, dtype))
+    b_d = cuda.to_device(_pack_padded(b, solver.ldb, dtype))
+    ipiv_d = cuda.to_device(np.zeros((BLOCKS, max(solver.ipiv_size, 1)), np.int32))
+    tau_d = cuda.to_device(np.zeros((BLOCKS, 1), dtype))
+    info_d = cuda.to_device(np.full((BLOCKS, batches), -7, np.int32))
+    kernel = cuda.jit(compiler.bind(_kernels.solver_kernel(solver)))
+    kernel[BLOCKS, solver.block_dim](a_d, b_d, ipiv_d, tau_d, info_d)
+    assert np.all(info_d.copy_to_host() == 0)
+    solved, b_padding = _unpack_padded(b_d.copy_to_host(), batches, solver.ldb, (n, k))
+    _, a_padding = _unpack_padded(a_d.copy_to_host(), batches, solver.lda, (n, n))
+    expected = np.linalg.solve(a, b)
+    np.testing.assert_allclose(solved.astype(np.complex128), expected, rtol=0,
+                               atol=_tolerance(dtype) * 10 * np.abs(expected).max())
+    assert np.isnan(a_padding).all() and np.isnan(b_padding).all()
