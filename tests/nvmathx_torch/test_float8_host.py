@@ -3,6 +3,8 @@ tensors presented as device tensors, cuBLASLt replaced by its numpy model (tests
 float8 kernels compiled as host C++. Against an independent float64 model of the recipe
 (helpers.float8_reference) computed from the same quantised values."""
 
+import copy
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -267,6 +269,40 @@ def test_the_scaling_state_stays_float32_when_the_layer_changes_dtype():
     assert {state.amax_history.dtype, state.scale.dtype, state.scale_inv.dtype} == {torch.float32}
     assert tuple(state.amax_history.shape) == (3, 6)
     assert "fp8_state.amax_history" in block.half().state_dict()
+
+
+def test_the_scales_stay_16_byte_aligned_per_slot():
+    """cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED at launch) a float8 scale pointer that is not
+    16-byte aligned: each slot's scale sits 16 bytes after the previous one, through moves,
+    copies and loads."""
+    from nvmathx.torch._float8.state import SCALE_STRIDE, is_padded
+
+    block = FusedMLP(16, 32, fp8=Float8Recipe(amax_history_len=3))
+    states = [block.fp8_state, block.to(torch.bfloat16).fp8_state, copy.deepcopy(block).fp8_state]
+    loaded = FusedMLP(16, 32, fp8=Float8Recipe(amax_history_len=3))
+    loaded.load_state_dict(block.state_dict())
+    states.append(loaded.fp8_state)
+    for state in states:
+        for scales in (state.scale, state.scale_inv):
+            assert is_padded(scales) and scales.stride(0) == SCALE_STRIDE and tuple(scales.shape) == (6,)
+            assert all(scales[slot:slot + 1].data_ptr() % 16 == 0 for slot in range(6))
+
+
+def test_every_float8_gemm_reads_aligned_scales(fake_gpu, seed, monkeypatch):
+    """Forward and backward (whose scales are the forward pass's snapshot): all six GEMMs."""
+    seen = []
+    real = gemms.matmul
+
+    def recording(*args, quantization_scales=None, **kwargs):
+        seen.extend(scale.data_ptr() for scale in quantization_scales.values())
+        return real(*args, quantization_scales=quantization_scales, **kwargs)
+
+    monkeypatch.setattr(gemms, "matmul", recording)
+    block = _mlp(seed, 16, 32, Float8Recipe())
+    _mlp_step(block, *(randn(generator(seed), (16, 16), torch.bfloat16) for _ in range(2)))
+    assert len(seen) == 12 and all(pointer % 16 == 0 for pointer in seen)
+    packed = torch.ones(3)[1:2]  # what a compiled graph might pass: copied to an aligned slot
+    assert gemms._scale_for_gemm(packed).data_ptr() % 16 == 0 and float(gemms._scale_for_gemm(packed)) == 1.0
 
 
 @pytest.mark.parametrize("autotune", [None, True])

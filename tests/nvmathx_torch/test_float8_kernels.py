@@ -206,9 +206,12 @@ def _reference_update(history, scale, mask, e5m2_mask, margin, most_recent, zero
 
 @pytest.mark.parametrize("most_recent", [0, 1])
 @pytest.mark.parametrize("zero_only", [0, 1])
-def test_update_scaling_follows_delayed_scaling(rng, most_recent, zero_only):
+@pytest.mark.parametrize("stride", [1, 4])
+def test_update_scaling_follows_delayed_scaling(rng, most_recent, zero_only, stride):
     """Largest amax of the history (or the latest), scale = fp8_max / amax / 2**margin, kept when the
-    amax is 0 or not finite, the largest float on overflow; the history shifts and row 0 is zeroed."""
+    amax is 0 or not finite, the largest float on overflow; the history shifts and row 0 is zeroed.
+    The scales may lie ``stride`` floats apart (a state's: 16 bytes, cuBLASLt's alignment), the
+    floats between them untouched."""
     length, slots = 5, 9
     history = rng.uniform(0.01, 50.0, (length, slots)).astype(np.float32)
     history[:, 1] = 0.0  # never seen: the scale stays
@@ -219,15 +222,19 @@ def test_update_scaling_follows_delayed_scaling(rng, most_recent, zero_only):
     mask, e5m2_mask, margin = 0b111011111, 0b100100100, 2
     expected_history, expected_scale, expected_inv = _reference_update(history, scale, mask, e5m2_mask, margin,
                                                                        most_recent, zero_only)
-    scale_inv = np.full(slots, -7.0, np.float32)
+    scale_storage = np.full((slots, stride), -3.0, np.float32)
+    scale_storage[:, 0] = scale
+    inv_storage = np.full((slots, stride), -7.0, np.float32)
     HOST.launch(None, 0, "update_scaling", slots, history.ctypes.data, np.int64(length), np.int64(slots),
-                np.uint64(mask), np.uint64(e5m2_mask), scale.ctypes.data, scale_inv.ctypes.data,
-                np.float32(2.0 ** -margin), np.int32(most_recent), np.int32(zero_only))
+                np.uint64(mask), np.uint64(e5m2_mask), scale_storage.ctypes.data, np.int64(stride),
+                inv_storage.ctypes.data, np.int64(stride), np.float32(2.0 ** -margin), np.int32(most_recent),
+                np.int32(zero_only))
     np.testing.assert_array_equal(history, expected_history)
-    np.testing.assert_array_equal(scale, expected_scale)
-    np.testing.assert_array_equal(scale_inv, expected_inv)
+    np.testing.assert_array_equal(scale_storage[:, 0], expected_scale)
+    np.testing.assert_array_equal(inv_storage[:, 0], expected_inv)
+    assert (scale_storage[:, 1:] == -3.0).all() and (inv_storage[:, 1:] == -7.0).all()
     if not zero_only:
-        assert scale[4] == np.finfo(np.float32).max
+        assert scale_storage[4, 0] == np.finfo(np.float32).max
 
 
 def test_the_kernels_compile_for_hopper_without_local_memory():

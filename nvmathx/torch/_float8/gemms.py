@@ -31,7 +31,7 @@ from ...linalg import MatmulOptions, matmul
 from .._fused import preferences_for
 from .._reference import activate
 from . import kernels
-from .state import Float8State, slot_mask
+from .state import SCALE_STRIDE, Float8State, slot_mask
 
 __all__ = ["Cast", "Pass", "linear_backward", "linear_forward", "mlp_backward", "mlp_forward"]
 
@@ -61,6 +61,11 @@ def capturing() -> bool:
 
 def _name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def _element(vector: torch.Tensor, index: int) -> int:
+    """The address of ``vector[index]`` (a state's scales are strided views)."""
+    return vector.data_ptr() + 4 * vector.stride(0) * index
 
 
 def _aligned(t: torch.Tensor) -> bool:
@@ -98,7 +103,8 @@ class Pass:
         kernels.launch(self.stream, self.device_id, "update_scaling", len(state.slots) * kernels.WARP,
                        history.data_ptr(),
                        np.int64(history.shape[0]), np.int64(history.shape[1]), slot_mask(slots),
-                       np.uint64(state.e5m2_mask), self.scale.data_ptr(), self.scale_inv.data_ptr(),
+                       np.uint64(state.e5m2_mask), self.scale.data_ptr(), np.int64(self.scale.stride(0)),
+                       self.scale_inv.data_ptr(), np.int64(self.scale_inv.stride(0)),
                        np.float32(2.0 ** -state.recipe.margin),
                        np.int32(state.recipe.amax_compute_algo == "most_recent"), np.int32(zero_only))
 
@@ -116,7 +122,7 @@ class Pass:
                        aux.data_ptr() if aux is not None else 0, np.int64(aux.stride(0) if aux is not None else 0),
                        np.int64(rows), np.int64(cols), np.int32(kernels.OPS[op]), np.int32(flags),
                        out.data_ptr() if out is not None else 0, out_t.data_ptr() if out_t is not None else 0,
-                       self.scale.data_ptr() + 4 * slot, self.scale_inv.data_ptr() + 4 * slot, amax, amax,
+                       _element(self.scale, slot), _element(self.scale_inv, slot), amax, amax,
                        np.float32(2.0 ** -self.state.recipe.margin),
                        partials.data_ptr() if partials is not None else 0, np.int32(vector), np.int32(tiles))
 
@@ -147,6 +153,13 @@ class Pass:
         self.state.measured.add(slot)
         bias = self._column_sums(partials, t.dtype) if partials is not None else None
         return Cast(out, out_t, bias, self.scale_inv[slot:slot + 1])
+
+    def snapshot(self) -> torch.Tensor:
+        """The inverse scales as this pass cast with them, for the backward pass (a later pass may
+        change the state's): contiguous, slot ``i`` at element ``SCALE_STRIDE * i`` (16-byte aligned)."""
+        copy = torch.empty(len(self.state.slots) * SCALE_STRIDE, dtype=torch.float32, device=self.scale_inv.device)
+        copy.view(-1, SCALE_STRIDE)[:, 0] = self.scale_inv
+        return copy
 
     def _column_sums(self, partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         """The column sums of the bias-gradient partial sums, in ``dtype``: 32 rows per thread per
@@ -190,18 +203,26 @@ class Cast:
         self.data, self.transposed, self.bias_grad, self.scale_inv = data, transposed, bias_grad, scale_inv
 
 
+def _scale_for_gemm(scale_inv: torch.Tensor) -> torch.Tensor:
+    """``scale_inv`` (one element) where cuBLASLt takes it: 16-byte aligned. A state's scales are
+    (see ``padded_scales``); a copy only where a compiled graph handed the op packed ones."""
+    if scale_inv.data_ptr() % 16 == 0:
+        return scale_inv
+    return torch.empty(SCALE_STRIDE, dtype=torch.float32, device=scale_inv.device)[:1].copy_(scale_inv)
+
+
 def _gemm(a: Cast, a_matrix, b: Cast, b_matrix, dtype, fast: bool, preferences, bias=None):
     """``a_matrix @ b_matrix`` dequantised with a's and b's scales, in ``dtype``, plus ``bias``."""
     return matmul(a_matrix, b_matrix, epilog="BIAS" if bias is not None else None,
                   epilog_inputs={"bias": bias} if bias is not None else None,
-                  quantization_scales={"a": a.scale_inv, "b": b.scale_inv}, options=_options(dtype, fast),
-                  preferences=preferences)
+                  quantization_scales={"a": _scale_for_gemm(a.scale_inv), "b": _scale_for_gemm(b.scale_inv)},
+                  options=_options(dtype, fast), preferences=preferences)
 
 
 def _saved(transposed: torch.Tensor, scale_inv: torch.Tensor, slot: int) -> Cast:
     """A forward cast as the backward pass uses it: its transpose, dequantised with the scale
-    the forward pass cast it with (the snapshot ``scale_inv``: a later pass may change the state's)."""
-    return Cast(None, transposed, None, scale_inv[slot:slot + 1])
+    the forward pass cast it with (``scale_inv``: :meth:`Pass.snapshot`'s)."""
+    return Cast(None, transposed, None, scale_inv[SCALE_STRIDE * slot:SCALE_STRIDE * slot + 1])
 
 
 def linear_forward(state: Float8State, tensors, x, weight, bias, activation: str, need_grad: bool,
@@ -217,7 +238,7 @@ def linear_forward(state: Float8State, tensors, x, weight, bias, activation: str
     y = activate(z, activation)
     if not need_grad:
         return y, None
-    return y, (x8.transposed, w8.transposed, z if activation == "gelu" else y, work.scale_inv.clone())
+    return y, (x8.transposed, w8.transposed, z if activation == "gelu" else y, work.snapshot())
 
 
 def linear_backward(state: Float8State, tensors, grad, saved, activation: str, needs: tuple,
@@ -253,7 +274,7 @@ def mlp_forward(state: Float8State, tensors, x, w1, b1, w2, b2, activation: str,
     out = _gemm(h8, h8.data, w2_8, w2_8.data.T, x.dtype, fast, preferences, b2)
     if not need_grad:
         return out, None
-    return out, (x8.transposed, w1_8.transposed, z, h8.transposed, w2_8.transposed, work.scale_inv.clone())
+    return out, (x8.transposed, w1_8.transposed, z, h8.transposed, w2_8.transposed, work.snapshot())
 
 
 def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, needs: tuple,

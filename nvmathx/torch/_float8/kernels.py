@@ -30,9 +30,10 @@ per slot (:data:`WARP` threads of the launch each): from the amax history (``his
 slots``, row 0 the latest step's accumulator) it takes the largest value (or row 0's,
 ``most_recent``), sets ``scale = fp8_max / amax / 2**margin`` (kept as it was when that amax is 0,
 infinite or NaN; the largest float when the quotient overflows), then shifts the history down one
-row and zeroes row 0. With ``zero_only`` it only zeroes row 0 (dynamic scaling's accumulators,
-before a step). The lanes share the history's rows, so a history of 1024 steps costs each lane 32
-reads, not one thread 1024 dependent ones.
+row and zeroes row 0 (slot ``i``'s scale at ``scale[i * scale_stride]``, its inverse likewise).
+With ``zero_only`` it only zeroes row 0 (dynamic scaling's accumulators, before a step). The lanes
+share the history's rows, so a history of 1024 steps costs each lane 32 reads, not one thread 1024
+dependent ones.
 """
 
 from __future__ import annotations
@@ -246,8 +247,8 @@ __global__ void sum_rows(const float* __restrict__ partial, i64 parts, i64 cols,
 // history's rows in blocks, reduce their maxima with shuffles, and roll the history down one row in
 // parallel (each lane reads the row above its block before any lane writes).
 __global__ void update_scaling(float* history, i64 history_len, i64 slots, unsigned long long mask,
-                               unsigned long long e5m2_mask, float* scale, float* scale_inv, float margin_factor,
-                               int most_recent, int zero_only) {
+                               unsigned long long e5m2_mask, float* scale, i64 scale_stride, float* scale_inv,
+                               i64 scale_inv_stride, float margin_factor, int most_recent, int zero_only) {
     const i64 step = (i64)gridDim.x * blockDim.x, count = slots * WARP;
     const i64 rows_per_lane = (history_len + WARP - 1) / WARP;
     for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < count; t += step) {
@@ -268,9 +269,9 @@ __global__ void update_scaling(float* history, i64 history_len, i64 slots, unsig
             largest = warp_max(largest);
             if (lane == 0) {
                 const float fp8_max = ((e5m2_mask >> slot) & 1ull) ? 57344.0f : 448.0f;
-                const float s = scale_for(bits_float(largest), fp8_max, margin_factor, scale[slot]);
-                scale[slot] = s;
-                scale_inv[slot] = 1.0f / s;
+                const float s = scale_for(bits_float(largest), fp8_max, margin_factor, scale[slot * scale_stride]);
+                scale[slot * scale_stride] = s;
+                scale_inv[slot * scale_inv_stride] = 1.0f / s;
             }
             const float above = first > 0 && first < history_len ? history[(first - 1) * slots + slot] : 0.0f;
             sync_warp();

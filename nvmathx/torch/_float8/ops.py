@@ -29,7 +29,7 @@ from torch import Tensor
 from .._autograd import differentiable
 from .._ops import eager
 from . import gemms
-from .state import state_by_id
+from .state import SCALE_STRIDE, state_by_id
 
 __all__ = ["EagerFloat8Linear", "EagerFloat8MLP", "float8_linear", "float8_linear_backward", "float8_mlp",
            "float8_mlp_backward"]
@@ -70,7 +70,7 @@ def _float8_linear_fake(x, weight, bias, activation, amax_history, scale, scale_
     fp8 = torch.float8_e4m3fn
     aux = x.new_empty((m, n)) if activation == "gelu" else _empty(x)
     return (x.new_empty((m, n)), x.new_empty((k, m), dtype=fp8), x.new_empty((k, n), dtype=fp8), aux,
-            scale_inv.new_empty(scale_inv.shape))
+            scale_inv.new_empty(scale_inv.shape[0] * SCALE_STRIDE))
 
 
 def _float8_linear_backward(grad: Tensor, x8t: Tensor, w8t: Tensor, aux: Tensor, saved_scale_inv: Tensor,
@@ -148,7 +148,7 @@ def _float8_mlp_fake(x, w1, b1, w2, b2, activation, amax_history, scale, scale_i
     fp8 = torch.float8_e4m3fn
     return (out, x.new_empty((d_model, m), dtype=fp8), x.new_empty((d_model, hidden), dtype=fp8),
             x.new_empty((m, hidden)), x.new_empty((hidden, m), dtype=fp8), x.new_empty((hidden, d_out), dtype=fp8),
-            scale_inv.new_empty(scale_inv.shape))
+            scale_inv.new_empty(scale_inv.shape[0] * SCALE_STRIDE))
 
 
 def _float8_mlp_backward(grad: Tensor, x8t: Tensor, w1_8t: Tensor, z: Tensor, h8t: Tensor, w2_8t: Tensor,

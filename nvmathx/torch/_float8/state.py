@@ -12,7 +12,8 @@ from torch import nn
 from ..._core.errors import OptionsError
 from .recipe import Float8Recipe
 
-__all__ = ["Float8State", "LINEAR_SLOTS", "MLP_SLOTS", "register", "slot_mask", "state_by_id"]
+__all__ = ["Float8State", "LINEAR_SLOTS", "MLP_SLOTS", "SCALE_STRIDE", "is_padded", "padded_scales", "register",
+           "slot_mask", "state_by_id"]
 
 # The tensors whose scales a layer keeps, in slot order, and which of them are gradients.
 LINEAR_SLOTS = ("input", "weight", "grad_output")
@@ -45,7 +46,8 @@ class Float8State(nn.Module):
         scaling; dynamic scaling only clears row 0).
     scale, scale_inv : (len(slots),) float32
         The scales the last casts used (``fp8 = x * scale``) and their inverses, which the GEMMs
-        dequantise with.
+        dequantise with. Strided views, each element 16 bytes after the previous one: cuBLASLt
+        refuses a float8 scale that is not 16-byte aligned.
 
     The layers create their state themselves (as ``fp8_state``); create one for the functional
     forms :func:`fused_linear` / :func:`fused_mlp` and pass it with the same recipe on every call.
@@ -74,8 +76,8 @@ class Float8State(nn.Module):
         count = len(self.slots)
         self.register_buffer("amax_history", torch.zeros((recipe.history_rows, count), dtype=torch.float32,
                                                          device=device))
-        self.register_buffer("scale", torch.ones(count, dtype=torch.float32, device=device))
-        self.register_buffer("scale_inv", torch.ones(count, dtype=torch.float32, device=device))
+        self.register_buffer("scale", padded_scales(torch.ones(count, dtype=torch.float32, device=device)))
+        self.register_buffer("scale_inv", padded_scales(torch.ones(count, dtype=torch.float32, device=device)))
         self.e5m2_mask = sum(1 << i for i, name in enumerate(self.slots)
                              if name in _GRADIENTS and recipe.backward_dtype_name == "float8_e5m2")
         self.measured: set = set()  # slots with an amax recorded (a pass with one that has none scales dynamically)
@@ -113,11 +115,29 @@ class Float8State(nn.Module):
         for name in ("amax_history", "scale", "scale_inv"):
             buffer = getattr(self, name)
             if buffer.dtype != torch.float32:
-                setattr(self, name, buffer.float())
+                buffer = buffer.float()
+            if name != "amax_history" and not is_padded(buffer):  # a move packs the strided views
+                buffer = padded_scales(buffer)
+            setattr(self, name, buffer)
         return result
 
     def extra_repr(self) -> str:
         return f"kind={self.kind!r}, recipe={self.recipe!r}"
+
+
+SCALE_STRIDE = 4  # floats from one slot's scale to the next: 16 bytes, the alignment cuBLASLt reads scales at
+
+
+def padded_scales(values: torch.Tensor) -> torch.Tensor:
+    """``values`` (one float32 per slot) as a view whose elements lie 16 bytes apart, so that each
+    slot's one-element view is a 16-byte aligned pointer for the float8 GEMMs."""
+    storage = torch.zeros((values.shape[0], SCALE_STRIDE), dtype=torch.float32, device=values.device)
+    storage[:, 0] = values
+    return storage[:, 0]
+
+
+def is_padded(scales: torch.Tensor) -> bool:
+    return scales.stride(0) == SCALE_STRIDE and scales.data_ptr() % 16 == 0
 
 
 def slot_mask(slots) -> np.uint64:
