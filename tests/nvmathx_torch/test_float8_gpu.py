@@ -19,8 +19,10 @@ DEVICE = "cuda"
 # Against the float64 model of the same float8 values: the GEMMs accumulate in float32 (the forward
 # in cuBLASLt's fast float8 mode) and round to bfloat16; a rounding that moves a value across a
 # float8 boundary flips one code. Against the unquantised bfloat16 layer: float8's 3 (e4m3) and
-# 2 (e5m2) mantissa bits.
-TOLERANCE_MODEL, TOLERANCE_BF16 = 2e-2, 0.15
+# 2 (e5m2) mantissa bits; with ReLU also the derivative's mask, which flips for pre-activations
+# near zero that float8 rounds across it (on the H100: input gradients 0.155 to 0.24 from the
+# bfloat16 layer's while matching the float8 model to 2e-2).
+TOLERANCE_MODEL, TOLERANCE_BF16 = 2e-2, {"gelu": 0.15, "relu": 0.3}
 
 
 @pytest.fixture(autouse=True)
@@ -67,7 +69,7 @@ def test_steps_match_the_float8_model_and_the_bf16_layer(seed, activation, scali
         for index, (got, want, loose) in enumerate(zip(results, expected, unquantised)):
             assert got.dtype == torch.bfloat16 and got.is_cuda, index
             assert relative_error(got, want) < TOLERANCE_MODEL, (step, index, relative_error(got, want))
-            assert relative_error(got, loose) < TOLERANCE_BF16, (step, index, relative_error(got, loose))
+            assert relative_error(got, loose) < TOLERANCE_BF16[activation], (step, index, relative_error(got, loose))
         # Scales from the operands' amaxes are the model's; those of the hidden activation and its
         # gradient follow GEMM results, which the GPU accumulates in float32 (the model in float64).
         state, scales = block.fp8_state, model.scales()
@@ -192,7 +194,7 @@ def test_make_graphed_callables(seed):
     out.sum().backward()
     assert out.shape == (64, 256) and bool(out.isfinite().all()) and x.grad is not None
     expected = reference(x.detach())
-    assert relative_error(out, expected) < TOLERANCE_BF16
+    assert relative_error(out, expected) < TOLERANCE_BF16["gelu"]
 
 
 def test_a_float8_step_does_not_synchronise(seed):
