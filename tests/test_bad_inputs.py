@@ -145,6 +145,14 @@ def _device_matmul(**kwargs):
     return DeviceMatmul(**arguments)
 
 
+def _device_solver(**kwargs):
+    from nvmathx.device_api import Solver
+
+    arguments = {"function": "gesv_partial_pivot", "size": (16, 16, 1), "dtype": np.float64, "sm": (9, 0)}
+    arguments.update(kwargs)
+    return Solver(**arguments)
+
+
 def _device_random(generator="sobol32"):
     from nvmathx.device_api import Random
 
@@ -496,6 +504,14 @@ DEVICE_API = [
     Row("device Matmul sm (5, 2)", lambda o: _device_matmul(sm=(5, 2)), O, "sm", device=False),
     Row("device Matmul tiles beyond shared memory", lambda o: _device_matmul(size=(512, 512, 512)), O, "size",
         device=False, needs_mathdx=True),
+    Row("device Solver lda under the rows", lambda o: _device_solver(leading_dimension=(15, 16)), O,
+        "leading_dimension", device=False),
+    Row("device Solver one leading dimension for a solve", lambda o: _device_solver(leading_dimension=(17,)), O,
+        "leading_dimension", device=False),
+    Row("device Solver leading_dimension 'padded'", lambda o: _device_solver(leading_dimension="padded"), O,
+        "leading_dimension", device=False),
+    Row("device Solver padding beyond shared memory", lambda o: _device_solver(
+        size=(120, 120, 1), dtype=np.complex128, leading_dimension=(256, 120)), O, "size", device=False),
     Row("device Random direction vectors of xorwow", lambda o: _device_random("xorwow").direction_vectors(4), O,
         "generator", device=False),
     Row("device Random scramble constants of sobol32", lambda o: _device_random().scramble_constants(4), O,
