@@ -12,6 +12,8 @@ cuda.core on the caller's stream, so CUDA graphs capture them.
 - ``set_float8_scales`` writes the float8 scales ``a``, ``b`` and ``d`` into the slots cuBLASLt's
   scale pointers point at (floats 0, 4 and 8: each slot on its own 16-byte boundary), from kernel
   arguments, so that setting a scale neither synchronises nor escapes a CUDA graph's capture.
+- ``copy_float8_scale`` copies a float8 scale given in device memory at an address cuBLASLt refuses
+  (not 16-byte aligned) into its slot, on the stream of the product that reads it.
 
 A thread takes eight neighbouring columns (one byte of the ReLU bitmask) of ``row_block`` rows of
 one matrix, so every output element is written by one thread and bias gradients need no atomics.
@@ -138,10 +140,15 @@ __global__ void set_float8_scales(float* slots, float a, float b, float d)
         slots[8] = d;
     }
 }
+
+__global__ void copy_float8_scale(const float* source, float* slot)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) *slot = *source;
+}
 """
 
 KERNEL_NAMES = ("degenerate<float>", "degenerate<double>", "degenerate_complex<float2, float>",
-                "degenerate_complex<double2, double>", "set_float8_scales")
+                "degenerate_complex<double2, double>", "set_float8_scales", "copy_float8_scale")
 
 KERNELS = KernelSet(KERNEL_SOURCE, KERNEL_NAMES)
 compile_kernels = KERNELS.compile

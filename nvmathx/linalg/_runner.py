@@ -110,6 +110,7 @@ class GpuRunner:
         self.scale_buffer: Any = None  # a cuda.core Buffer where float8 scales need one
         self.scale_keys: tuple[str, ...] = ()
         self.scale_pointers: dict[str, int] = {}  # where each scale's descriptor attribute points
+        self.scale_copies: dict[str, int] = {}  # device scales not 16-byte aligned: copied to their slot per run
         self.scale_values = np.ones(_SCALE_SLOT_BYTES // 4 * len(_SCALE_SLOTS), np.float32)
         if problem.is_fp8:
             self._point_scales_at_buffer(stream)
@@ -142,7 +143,7 @@ class GpuRunner:
         for key in self.scale_keys:  # float8 scales given as device arrays (``"scale:a"``, ...)
             pointer = pointers.get("scale:" + key)
             if pointer is not None:
-                self._point_scale(key, pointer)
+                self._point_device_scale(key, pointer)
 
     def _set_pointer(self, attribute, ptr: int) -> None:
         self.plan.set_pointer(attribute, ptr)
@@ -181,6 +182,22 @@ class GpuRunner:
             self.plan.set_pointer(_SCALE_ATTRIBUTES[key], pointer)
             self.scale_pointers[key] = pointer
 
+    def _point_device_scale(self, key: str, pointer: int) -> None:
+        """Point scale ``key`` at a device float. cuBLASLt refuses a float8 scale that is not 16-byte
+        aligned (CUBLAS_STATUS_NOT_SUPPORTED at launch; scripts/probe-float8-scales): such a scale
+        is copied into the plan's own slot on each run's stream, before the product."""
+        if pointer % _SCALE_SLOT_BYTES:
+            self.scale_copies[key] = pointer
+            self.scale_values[_slot_index(key)] = np.nan  # the slot stops holding the last number given
+            pointer = self._slot_address(key)
+        elif self.scale_copies:
+            self.scale_copies.pop(key, None)
+        self._point_scale(key, pointer)
+
+    def _copy_scales(self, stream: StreamHolder) -> None:
+        for key, source in self.scale_copies.items():
+            _kernels.launch(stream, self.plan.device_id, "copy_float8_scale", 1, source, self._slot_address(key))
+
     def _slot_address(self, key: str) -> int:
         return int(self.scale_buffer.handle) + _SCALE_SLOT_BYTES * _SCALE_SLOTS[key]
 
@@ -206,9 +223,11 @@ class GpuRunner:
                 continue
             operand, value = scale_operand(scales.get(key, 1.0), f"quantization_scales[{key!r}]", plan.device_id)
             if operand is not None:
-                self._point_scale(key, operand.ptr)
+                self._point_device_scale(key, operand.ptr)
                 self.kept[f"scale_{key}"] = operand
                 continue
+            if self.scale_copies:
+                self.scale_copies.pop(key, None)
             index = _slot_index(key)
             changed = changed or self.scale_values[index] != np.float32(value)
             self.scale_values[index] = value
@@ -281,6 +300,8 @@ class GpuRunner:
                 self._c.value = c
         if stream is not self.stream:
             self.use_stream(stream)
+        if self.scale_copies:
+            self._copy_scales(stream)
         if self._simple:
             result, ptr = self._allocate(stream)
             self._d.value = ptr

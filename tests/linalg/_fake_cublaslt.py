@@ -204,6 +204,9 @@ class FakeCublasLt:
         algo_words = (ctypes.c_uint64 * 8).from_address(algo)
         if algo_words[1] != self._scaling_mask(desc):
             return 15  # CUBLAS_STATUS_NOT_SUPPORTED, as the real library answers
+        scales = (_D.A_SCALE_POINTER, _D.B_SCALE_POINTER, _D.D_SCALE_POINTER)
+        if any(self.objects[desc].get(attribute, 0) % 16 for attribute in scales):
+            return 15  # and so it answers a scale not 16-byte aligned (scripts/probe-float8-scales, H200)
         if size:
             assert workspace, "workspace size without a workspace"
             view_at(workspace, (size,), (1,), np.uint8)[...] = 0xCD  # prove it is writable

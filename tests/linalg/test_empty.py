@@ -382,7 +382,7 @@ def test_the_kernels_compile_for_the_gpu():
         if "nvrtc" not in str(error).lower() and not isinstance(error, ImportError):
             raise
         pytest.skip(f"NVRTC is not available: {error}")
-    assert code.code_type == "cubin" and len(KERNEL_NAMES) == 5
+    assert code.code_type == "cubin" and len(KERNEL_NAMES) == 6
 
 
 def test_float8_scales_are_written_by_a_kernel_into_their_slots(rng):

@@ -2,6 +2,7 @@
 float8 scales, staging, plans and caches) on a host stand-in for cuBLASLt and the device (see
 ``_fake_cublaslt.py``), checked against the CPU execution space."""
 
+import ctypes
 import gc
 import pickle
 
@@ -128,6 +129,43 @@ def test_float8_device_scales_are_read_where_each_call_points(rng, fake):
     _check(host, matmul(a, b_rows.T, quantization_scales={"a": 2.0, "b": 0.5}, options=options, execution="cpu"),
            "float32")
     assert fake[0].launches == launches + 4
+
+
+def _scale_at(value, offset_bytes):
+    """A one-float device array ``offset_bytes`` past a 16-byte boundary, holding ``value``."""
+    base = to_device(np.full(8, np.nan, np.float32))
+    assert base.ptr % 16 == 0
+    index = offset_bytes // 4
+    to_host_view = np.frombuffer((ctypes.c_float * 8).from_address(base.ptr), np.float32)
+    to_host_view[index] = value
+    return base.__class__(base.buffer, base.ptr + offset_bytes, (1,), (1,), base.dtype, base.device_id, base.stream)
+
+
+@pytest.mark.parametrize("offset", [4, 8, 12])
+def test_float8_device_scales_off_16_bytes_are_copied_to_an_aligned_slot(rng, fake, offset):
+    """cuBLASLt (and this fake, as measured on the H200) refuses a float8 scale pointer that is not
+    16-byte aligned: matmul copies such a scale into its own slot before each product, on both the
+    cached (by address) and the stateful path, and back to the caller's array once it is aligned."""
+    a, b_rows = random(rng, (32, 48), "float8_e4m3fn"), random(rng, (16, 48), "float8_e4m3fn")
+    options = {"result_type": "float32"}
+    da, db = to_device(a), to_device(b_rows).__class__(*_transposed(to_device(b_rows)))
+
+    def expected(a_scale, b_scale):
+        return matmul(a, b_rows.T, quantization_scales={"a": a_scale, "b": b_scale}, options=options,
+                      execution="cpu")
+
+    held = []
+    for a_scale, b_scale, a_offset in ((0.5, 2.0, offset), (4.0, 0.25, offset), (1.5, 3.0, 0), (2.5, 0.75, offset)):
+        scales = {"a": _scale_at(a_scale, a_offset), "b": _scale_at(b_scale, offset)}
+        held.append(scales)
+        _check(matmul(da, db, quantization_scales=scales, options=options), expected(a_scale, b_scale), "float32")
+    with Matmul(da, db, quantization_scales={"a": _scale_at(0.5, offset), "b": 2.0}, options=options) as mm:
+        mm.plan()
+        _check(mm.execute(), expected(0.5, 2.0), "float32")
+        mm.reset_operands(quantization_scales={"a": 1.0, "b": 2.0})  # a number again: the slot is rewritten
+        _check(mm.execute(), expected(1.0, 2.0), "float32")
+        mm.reset_operands(quantization_scales={"a": _scale_at(3.0, offset), "b": 2.0})
+        _check(mm.execute(), expected(3.0, 2.0), "float32")
 
 
 def _transposed(device_array):

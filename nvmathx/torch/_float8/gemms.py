@@ -203,20 +203,14 @@ class Cast:
         self.data, self.transposed, self.bias_grad, self.scale_inv = data, transposed, bias_grad, scale_inv
 
 
-def _scale_for_gemm(scale_inv: torch.Tensor) -> torch.Tensor:
-    """``scale_inv`` (one element) where cuBLASLt takes it: 16-byte aligned. A state's scales are
-    (see ``padded_scales``); a copy only where a compiled graph handed the op packed ones."""
-    if scale_inv.data_ptr() % 16 == 0:
-        return scale_inv
-    return torch.empty(SCALE_STRIDE, dtype=torch.float32, device=scale_inv.device)[:1].copy_(scale_inv)
-
-
 def _gemm(a: Cast, a_matrix, b: Cast, b_matrix, dtype, fast: bool, preferences, bias=None):
-    """``a_matrix @ b_matrix`` dequantised with a's and b's scales, in ``dtype``, plus ``bias``."""
+    """``a_matrix @ b_matrix`` dequantised with a's and b's scales, in ``dtype``, plus ``bias``. The
+    scales are 16-byte aligned where cuBLASLt reads them in place (a state's, see ``padded_scales``);
+    matmul copies any other to an aligned slot first."""
     return matmul(a_matrix, b_matrix, epilog="BIAS" if bias is not None else None,
                   epilog_inputs={"bias": bias} if bias is not None else None,
-                  quantization_scales={"a": _scale_for_gemm(a.scale_inv), "b": _scale_for_gemm(b.scale_inv)},
-                  options=_options(dtype, fast), preferences=preferences)
+                  quantization_scales={"a": a.scale_inv, "b": b.scale_inv}, options=_options(dtype, fast),
+                  preferences=preferences)
 
 
 def _saved(transposed: torch.Tensor, scale_inv: torch.Tensor, slot: int) -> Cast:
