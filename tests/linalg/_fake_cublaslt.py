@@ -206,7 +206,7 @@ class FakeCublasLt:
             return 15  # CUBLAS_STATUS_NOT_SUPPORTED, as the real library answers
         scales = (_D.A_SCALE_POINTER, _D.B_SCALE_POINTER, _D.D_SCALE_POINTER)
         if any(self.objects[desc].get(attribute, 0) % 16 for attribute in scales):
-            return 15  # and so it answers a scale not 16-byte aligned (scripts/probe-float8-scales, H200)
+            return 15  # and so it answers a scale not 16-byte aligned (H200: logs/2026-12-05/run7-*/probe.txt)
         if size:
             assert workspace, "workspace size without a workspace"
             view_at(workspace, (size,), (1,), np.uint8)[...] = 0xCD  # prove it is writable
