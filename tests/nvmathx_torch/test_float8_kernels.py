@@ -45,8 +45,7 @@ def _float_bits(value) -> np.uint32:
     return np.array([value], np.float32).view(np.uint32)[0]
 
 
-def _run_cast(in_array, aux_array, rows, cols, op, flags, out_dtype, scale, amax_in=None, margin=0, vector=0,
-              tiles=4):
+def _run_cast(in_array, aux_array, rows, cols, op, flags, out_dtype, scale, amax_in=None, margin=0, vector=0):
     """Launch cast_transpose on host arrays; returns (out, out_t, scale, scale_inv, amax, partials)."""
     out = np.full((rows, cols), 0xAB, np.uint8)
     out_t = np.full((cols, rows), 0xCD, np.uint8)
@@ -54,17 +53,16 @@ def _run_cast(in_array, aux_array, rows, cols, op, flags, out_dtype, scale, amax
     scale_inv = np.array([-1.0], np.float32)
     amax = np.zeros(1, np.uint32)
     amax_read = np.array([_float_bits(amax_in if amax_in is not None else 0.0)], np.uint32)
-    parts = -(-rows // (kernels.TILE_ROWS * tiles))
+    parts = -(-rows // kernels.TILE_ROWS)
     partials = np.full((parts, cols), np.nan, np.float32)
     in_dtype = {np.dtype(v): k for k, v in NUMPY_INPUT.items()}[in_array.dtype]
-    HOST.launch(None, 0, kernels.cast_transpose_name(in_dtype, out_dtype), 1,
+    HOST.launch(None, 0, kernels.cast_transpose_name(in_dtype, out_dtype), 1,  # one host thread: every tile
                 in_array.ctypes.data, np.int64(in_array.strides[0] // in_array.itemsize),
                 aux_array.ctypes.data if aux_array is not None else 0,
                 np.int64(aux_array.strides[0] // aux_array.itemsize if aux_array is not None else 0),
                 np.int64(rows), np.int64(cols), np.int32(kernels.OPS[op]), np.int32(flags), out.ctypes.data,
                 out_t.ctypes.data, scale_buffer.ctypes.data, scale_inv.ctypes.data, amax.ctypes.data,
-                amax_read.ctypes.data, np.float32(2.0 ** -margin), partials.ctypes.data, np.int32(vector),
-                np.int32(tiles))
+                amax_read.ctypes.data, np.float32(2.0 ** -margin), partials.ctypes.data, np.int32(vector))
     return out, out_t, scale_buffer[0], scale_inv[0], amax.view(np.float32)[0], partials
 
 
@@ -76,17 +74,21 @@ def _matrix(rng, rows, cols, dtype, ld_extra=0, spread=3.0):
 @pytest.mark.parametrize("in_dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("out_dtype", ["float8_e4m3fn", "float8_e5m2"])
 @pytest.mark.parametrize("op", ["none", "relu", "drelu"])
-@pytest.mark.parametrize("tiles", [1, 2, 4])
-def test_cast_transpose_is_exact_for_the_exact_ops(rng, in_dtype, out_dtype, op, tiles):
-    """Every byte of the cast and of its transpose equals ml_dtypes' saturated cast of ``op(x) * scale``."""
-    rows, cols = 16 * int(rng.integers(1, 9)), 8 * int(rng.integers(1, 12))
+@pytest.mark.parametrize("shape", ["one tile", "several tiles"])
+def test_cast_transpose_is_exact_for_the_exact_ops(rng, in_dtype, out_dtype, op, shape):
+    """Every byte of the cast and of its transpose equals ml_dtypes' saturated cast of ``op(x) * scale``
+    (tiles of 64 x 128: partial ones at the bottom and right edges included)."""
+    if shape == "one tile":
+        rows, cols = 16 * int(rng.integers(1, 5)), 8 * int(rng.integers(1, 17))
+    else:
+        rows, cols = 16 * int(rng.integers(5, 14)), 8 * int(rng.integers(17, 40))
     ld_extra = int(rng.integers(0, 3)) * 8
     x = _matrix(rng, rows, cols, in_dtype, ld_extra)
     aux = _matrix(rng, rows, cols, in_dtype, 8) if op.startswith("d") else None
     scale = float(rng.uniform(0.5, 200.0))
     vector = int(in_dtype != "float32") * (1 | (2 if aux is not None else 0))
     flags = kernels.WRITE | kernels.WRITE_T | kernels.AMAX
-    out, out_t, *_, amax, _ = _run_cast(x, aux, rows, cols, op, flags, out_dtype, scale, vector=vector, tiles=tiles)
+    out, out_t, *_, amax, _ = _run_cast(x, aux, rows, cols, op, flags, out_dtype, scale, vector=vector)
     values = _apply(op, x.astype(np.float64), None if aux is None else aux.astype(np.float64)).astype(np.float32)
     expected = _quantise(values, scale, out_dtype)
     np.testing.assert_array_equal(out, expected)
@@ -112,15 +114,15 @@ def test_cast_transpose_of_gelu_and_its_gradient(rng, out_dtype, op):
     np.testing.assert_allclose(amax, np.abs(values).max(), rtol=1e-5)
 
 
-@pytest.mark.parametrize("tiles", [1, 2, 4])
-def test_cast_transpose_bias_gradient_partials_sum_to_the_column_sums(rng, tiles):
-    """DBIAS partial sums (one row per 16 * tiles input rows), then sum_rows into bfloat16: the column
-    sums of op(x)."""
-    rows, cols = 160, 24  # 160 rows: with 4 tiles, two full blocks of 64 and a partial one
+@pytest.mark.parametrize("cols", [24, 136])
+def test_cast_transpose_bias_gradient_partials_sum_to_the_column_sums(rng, cols):
+    """DBIAS partial sums (one row per 64 input rows), then sum_rows into bfloat16: the column sums
+    of op(x)."""
+    rows = 160  # two full tiles of 64 rows and a partial one; 136 columns: a full tile and a partial one
     grad, z = _matrix(rng, rows, cols, "bfloat16"), _matrix(rng, rows, cols, "bfloat16")
-    *_, partials = _run_cast(grad, z, rows, cols, "dgelu", kernels.DBIAS, "float8_e5m2", 1.0, vector=3, tiles=tiles)
+    *_, partials = _run_cast(grad, z, rows, cols, "dgelu", kernels.DBIAS, "float8_e5m2", 1.0, vector=3)
     values = _apply("dgelu", grad.astype(np.float64), z.astype(np.float64))
-    height = 16 * tiles
+    height = kernels.TILE_ROWS
     parts = -(-rows // height)
     assert partials.shape == (parts, cols)
     for part in range(parts):
@@ -259,12 +261,3 @@ def test_the_kernels_compile_for_hopper_without_local_memory():
     frames = [line for line in report.splitlines() if "stack frame" in line]
     assert len(frames) == len(kernels.KERNEL_NAMES), report
     assert all("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in line for line in frames), report
-
-
-def test_tiles_per_thread_keep_enough_threads_in_flight():
-    for rows, cols in ((16384, 4096), (8192, 1024), (256, 128), (16, 8), (32768, 768)):
-        tiles = kernels.tiles_for(rows, cols)
-        threads = cols // 8 * -(-rows // (16 * tiles))
-        assert tiles in (1, 2, 4)
-        assert tiles == 1 or threads >= kernels.ENOUGH_THREADS  # more rows per thread only while threads remain
-        assert tiles == 4 or cols // 8 * -(-rows // (16 * tiles * 2)) < kernels.ENOUGH_THREADS

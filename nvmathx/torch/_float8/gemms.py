@@ -112,19 +112,19 @@ class Pass:
         """Max-reduce ``amaxes`` (a view of the history) over the recipe's process group, in place."""
         torch.distributed.all_reduce(amaxes, op=torch.distributed.ReduceOp.MAX, group=self.group)
 
-    def _launch_cast(self, t, aux, slot, op, flags, out, out_t, partials, tiles: int) -> None:
+    def _launch_cast(self, t, aux, slot, op, flags, out, out_t, partials) -> None:
         name = kernels.cast_transpose_name(_name(t.dtype), _name(self.state.dtype_of(slot)))
         amax = self.history.data_ptr() + 4 * slot
         vector = int(_aligned(t)) | (int(aux is not None and _aligned(aux)) << 1)
         rows, cols = t.shape
-        threads = (cols // kernels.COLUMNS_PER_THREAD) * -(-rows // (kernels.TILE_ROWS * tiles))
+        threads = kernels.tile_count(rows, cols) * kernels.TILE_THREADS
         kernels.launch(self.stream, self.device_id, name, max(threads, 1), t.data_ptr(), np.int64(t.stride(0)),
                        aux.data_ptr() if aux is not None else 0, np.int64(aux.stride(0) if aux is not None else 0),
                        np.int64(rows), np.int64(cols), np.int32(kernels.OPS[op]), np.int32(flags),
                        out.data_ptr() if out is not None else 0, out_t.data_ptr() if out_t is not None else 0,
                        _element(self.scale, slot), _element(self.scale_inv, slot), amax, amax,
                        np.float32(2.0 ** -self.state.recipe.margin),
-                       partials.data_ptr() if partials is not None else 0, np.int32(vector), np.int32(tiles))
+                       partials.data_ptr() if partials is not None else 0, np.int32(vector))
 
     def cast(self, t: torch.Tensor, slot: int, *, op: str = "none", aux: torch.Tensor | None = None,
              rowmajor: bool = True, transposed: bool = True, bias_grad: bool = False, dynamic: bool | None = None,
@@ -135,21 +135,20 @@ class Pass:
         dtype = self.state.dtype_of(slot)
         out = torch.empty((rows, cols), dtype=dtype, device=t.device) if rowmajor else None
         out_t = torch.empty((cols, rows), dtype=dtype, device=t.device) if transposed else None
-        tiles = kernels.tiles_for(rows, cols)
         partials = None
         if bias_grad:
-            parts = -(-rows // (kernels.TILE_ROWS * tiles))
+            parts = -(-rows // kernels.TILE_ROWS)
             partials = torch.empty((parts, cols), dtype=torch.float32, device=t.device)
         flags = (kernels.WRITE if rowmajor else 0) | (kernels.WRITE_T if transposed else 0)
         flags |= kernels.DBIAS if bias_grad else 0
         if self.dynamic if dynamic is None else dynamic:
-            self._launch_cast(t, aux, slot, op, kernels.AMAX, None, None, None, tiles)  # this step's amax first
+            self._launch_cast(t, aux, slot, op, kernels.AMAX, None, None, None)  # this step's amax first
             if self.group is not None and reduce_amax:
                 self._reduce_amaxes(self.history[0, slot:slot + 1])
             flags |= kernels.DYNAMIC
         else:
             flags |= kernels.AMAX
-        self._launch_cast(t, aux, slot, op, flags, out, out_t, partials, tiles)
+        self._launch_cast(t, aux, slot, op, flags, out, out_t, partials)
         self.state.measured.add(slot)
         bias = self._column_sums(partials, t.dtype) if partials is not None else None
         return Cast(out, out_t, bias, self.scale_inv[slot:slot + 1])

@@ -13,17 +13,17 @@ and, according to ``flags``:
   K-major copy that Hopper's float8 GEMMs need for the gradient GEMMs;
 - ``AMAX``: max-accumulates ``|v|`` into ``amax`` (float32 bits as unsigned int: the order of
   non-negative floats, NaN above every number);
-- ``DBIAS``: writes per-thread column sums of ``v`` to ``dbias_partial`` (one row per ``16 *
-  tiles`` input rows), which ``sum_rows`` then adds up, 32 rows a thread and launch, in a fixed
+- ``DBIAS``: writes the column sums of ``v`` over each tile of 64 rows to ``dbias_partial`` (one
+  row per 64 input rows), which ``sum_rows`` then adds up, 32 rows a thread and launch, in a fixed
   order (deterministic, no atomics);
 - ``DYNAMIC``: takes the scale from the amax already in ``amax_in`` (this step's, from an earlier
   ``AMAX`` pass) instead of ``scale``, and records it in ``scale`` and ``scale_inv``.
 
-A thread takes eight neighbouring columns of ``16 * tiles`` rows (:func:`tiles_for`), a tile of 16
-rows at a time: a 16-byte read per row (when the input is 16-byte aligned), an 8-byte store per row
-and a 16-byte store per transposed column; neighbouring threads take neighbouring columns, so the warp's reads and
-row-major stores are contiguous. ``rows`` must be a multiple of 16 and ``cols`` of 8 (float8
-GEMMs need multiples of 16 anyway).
+A block of :data:`TILE_THREADS` threads takes a tile of 64 rows and 128 columns at a time (grid
+stride over tiles, :func:`tile_count` of them), a thread four rows of eight columns: a 16-byte read
+per row (when the input is 16-byte aligned) and an 8-byte row-major store; the transposed bytes
+pass through shared memory and leave as 64 contiguous bytes per column. ``rows`` must be a multiple
+of 16 and ``cols`` of 8 (float8 GEMMs need multiples of 16 anyway).
 
 ``update_scaling`` applies delayed scaling to the slots in ``mask`` of a layer's state, one warp
 per slot (:data:`WARP` threads of the launch each): from the amax history (``history_len x
@@ -42,35 +42,30 @@ from ..._codegen.float_formats import FLOAT_FORMATS_SOURCE, FORMAT_CODES
 from ..._codegen.launch import KernelSet
 from ..._codegen.launch import launch as launch_kernel
 
-__all__ = ["AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SOURCE", "OPS", "TILE_ROWS", "WRITE", "WRITE_T",
-           "cast_transpose_name", "launch", "tiles_for"]
+__all__ = ["AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SOURCE", "OPS", "TILE_COLS", "TILE_ROWS",
+           "TILE_THREADS", "WRITE", "WRITE_T", "cast_transpose_name", "launch", "tile_count"]
 
 WRITE, WRITE_T, AMAX, DBIAS, DYNAMIC = (1 << bit for bit in range(5))
 OPS = {"none": 0, "relu": 1, "gelu": 2, "drelu": 3, "dgelu": 4}
-TILE_ROWS = 16  # a thread's rows per tile; it takes `tiles` tiles down its eight columns
-COLUMNS_PER_THREAD = 8
-ENOUGH_THREADS = 1 << 17  # about what an H100/H200 needs in flight (16-byte loads) to stream memory
+TILE_ROWS, TILE_COLS = 64, 128  # a block's tile (and the rows per bias-gradient partial row)
+TILE_THREADS = 256  # threads per block: 16 column groups of 8 by 16 groups of 4 rows (the launch's BLOCK)
 WARP = 32  # threads of update_scaling per slot (the lanes of one warp)
 SUM_CHUNK = 32  # rows of partial sums a thread of sum_rows adds: parts / 32 threads per column a launch
 
 
-def tiles_for(rows: int, cols: int) -> int:
-    """Tiles of 16 rows per thread: 4 (fewer bias-gradient partial rows, one per 64 input rows)
-    while that leaves enough threads, else 2, else 1 (small tensors: more threads in flight).
+def tile_count(rows: int, cols: int) -> int:
+    """Tiles of cast_transpose for a ``rows x cols`` matrix (one block's work each).
 
-    >>> tiles_for(16384, 4096), tiles_for(8192, 4096), tiles_for(256, 128)
-    (4, 2, 1)
+    >>> tile_count(16384, 4096), tile_count(64, 136)
+    (8192, 2)
     """
-    threads_per_tile_row = cols // COLUMNS_PER_THREAD * -(-rows // TILE_ROWS)
-    for tiles in (4, 2):
-        if threads_per_tile_row // tiles >= ENOUGH_THREADS:
-            return tiles
-    return 1
+    return -(-rows // TILE_ROWS) * -(-cols // TILE_COLS)
+
 
 KERNEL_SOURCE = FLOAT_FORMATS_SOURCE + r"""
 enum { WRITE = 1, WRITE_T = 2, AMAX = 4, DBIAS = 8, DYNAMIC = 16 };
 enum { OP_NONE = 0, OP_RELU = 1, OP_GELU = 2, OP_DRELU = 3, OP_DGELU = 4 };
-enum { TILE_ROWS = 16, COLS = 8 };
+enum { COLS = 8 };
 
 __device__ inline float largest_finite(int out) { return out == E4M3 ? 448.0f : 57344.0f; }
 
@@ -98,24 +93,41 @@ template <int OUT> __device__ inline unsigned int to_float8x2(float lo, float hi
 #endif
 }
 
-// Eight neighbouring elements of one row as floats: one 16-byte load when `vector` (16-bit
-// formats, 16-byte aligned), else element by element.
-template <int IN> __device__ inline void load8(const void* base, i64 index, bool vector, float* v) {
-    if ((IN == F16 || IN == BF16) && vector) {
-        const uint4 word = *(const uint4*)((const unsigned short*)base + index);
-        const unsigned int halves[4] = {word.x, word.y, word.z, word.w};
-        for (int k = 0; k < 4; ++k) {
-            if (IN == BF16) {
-                v[2 * k] = bits_float(halves[k] << 16);
-                v[2 * k + 1] = bits_float(halves[k] & 0xffff0000u);
-            } else {
-                v[2 * k] = decode(halves[k] & 0xffffu, 10, 5, 15, 1);
-                v[2 * k + 1] = decode(halves[k] >> 16, 10, 5, 15, 1);
-            }
+// Eight neighbouring elements of one row, as loaded: 16-bit formats packed two a word (one 16-byte
+// load when `vector`: 16-byte aligned), float32 as its bits. Decoded only when used, so that a
+// thread's four rows in flight cost half the registers.
+template <int IN> struct Raw8 { unsigned int words[IN == F32 ? 8 : 4]; };
+
+template <int IN> __device__ inline void load_raw8(const void* base, i64 index, bool vector, Raw8<IN>& raw) {
+    if (IN == F16 || IN == BF16) {
+        const unsigned short* halves = (const unsigned short*)base + index;
+        if (vector) {
+            const uint4 word = *(const uint4*)halves;
+            raw.words[0] = word.x;
+            raw.words[1] = word.y;
+            raw.words[2] = word.z;
+            raw.words[3] = word.w;
+        } else {
+            for (int k = 0; k < 4; ++k) raw.words[k] = halves[2 * k] | ((unsigned int)halves[2 * k + 1] << 16);
         }
         return;
     }
-    for (int j = 0; j < COLS; ++j) v[j] = load<float>(base, IN, index + j);
+    for (int j = 0; j < COLS; ++j) raw.words[j] = float_bits(load<float>(base, IN, index + j));
+}
+
+template <int IN> __device__ inline void decode8(const Raw8<IN>& raw, float* v) {
+    for (int k = 0; k < 4; ++k) {
+        if (IN == BF16) {
+            v[2 * k] = bits_float(raw.words[k] << 16);
+            v[2 * k + 1] = bits_float(raw.words[k] & 0xffff0000u);
+        } else if (IN == F16) {
+            v[2 * k] = decode(raw.words[k] & 0xffffu, 10, 5, 15, 1);
+            v[2 * k + 1] = decode(raw.words[k] >> 16, 10, 5, 15, 1);
+        } else {
+            v[2 * k] = bits_float(raw.words[2 * k]);
+            v[2 * k + 1] = bits_float(raw.words[2 * k + 1]);
+        }
+    }
 }
 
 template <int OP> __device__ inline float apply_op(float v, float aux) {
@@ -129,9 +141,13 @@ template <int OP> __device__ inline float apply_op(float v, float aux) {
 #ifdef __CUDA_ARCH__
 enum { WARP = 32 };
 __device__ inline void sync_warp() { __syncwarp(); }
+__device__ inline void sync_block() { __syncthreads(); }
+#define SHARED __shared__
 #else
 enum { WARP = 1 };  // on the host a launch is one thread: a warp of one lane
 inline void sync_warp() {}
+inline void sync_block() {}  // and a block of one thread, which loops over the block's share
+#define SHARED static
 #endif
 
 __device__ inline unsigned int warp_max(unsigned int value) {
@@ -144,15 +160,23 @@ __device__ inline unsigned int warp_max(unsigned int value) {
     return value;
 }
 
-// The elementwise op is a template parameter: a run-time op in the unrolled tile made every element
-// an indirect branch and the kernel ~12k instructions (more than the instruction cache holds:
-// 0.4 TB/s on the H200). cast_transpose below picks the instance once per launch.
+// A block's tile: TILE_ROWS x TILE_COLS elements, a thread's share four rows of eight columns (one
+// 16-byte read per row). Its float8 bytes go to the row-major output directly and, four rows a word,
+// to shared memory, from which the transposed tile leaves as 64 contiguous bytes per column: a
+// thread storing 16 scattered bytes per column instead ran the cast at under 1 TB/s.
+enum { TILE_ROWS = 64, TILE_COLS = 128, QUADS = TILE_ROWS / 4, GROUPS = TILE_COLS / COLS,
+       TILE_THREADS = QUADS * GROUPS, WORDS = QUADS + 1 /* padded: fewer bank conflicts */,
+       CHUNKS = TILE_ROWS / 16 };
+
+// The elementwise op is a template parameter: a run-time op in the unrolled loop made every element
+// an indirect branch. cast_transpose below picks the instance once per launch.
 template <int IN, int OUT, int OP>
 __device__ inline void cast_transpose_op(const void* __restrict__ in, i64 in_ld, const void* __restrict__ aux,
                                          i64 aux_ld, i64 rows, i64 cols, int flags, unsigned char* __restrict__ out,
                                          unsigned char* __restrict__ out_t, float* scale, float* scale_inv,
                                          unsigned int* amax, const unsigned int* amax_in, float margin_factor,
-                                         float* dbias_partial, int vector, int tiles) {
+                                         float* dbias_partial, int vector, unsigned int (*words_t)[WORDS],
+                                         float (*quad_sums)[TILE_COLS]) {
     const float fp8_max = largest_finite(OUT);
     float s;
     if (flags & DYNAMIC) {
@@ -164,60 +188,84 @@ __device__ inline void cast_transpose_op(const void* __restrict__ in, i64 in_ld,
     } else {
         s = *scale;
     }
-    const i64 groups = cols / COLS, row_blocks = (rows + TILE_ROWS * tiles - 1) / (TILE_ROWS * tiles);
-    const i64 count = groups * row_blocks, step = (i64)gridDim.x * blockDim.x;
+    const i64 tile_rows = (rows + TILE_ROWS - 1) / TILE_ROWS, tile_cols = (cols + TILE_COLS - 1) / TILE_COLS;
     const bool vector_in = vector & 1, vector_aux = (vector >> 1) & 1;
+    const bool gradient = OP == OP_DRELU || OP == OP_DGELU;
     unsigned int largest = 0u;
-    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < count; t += step) {
-        const i64 col = (t % groups) * COLS, row_block = t / groups;
-        float sums[COLS];
-        for (int j = 0; j < COLS; ++j) sums[j] = 0.0f;
-        for (int tile = 0; tile < tiles; ++tile) {
-            const i64 first = (row_block * tiles + tile) * TILE_ROWS;
-            if (first >= rows) break;
-            unsigned int columns[COLS][TILE_ROWS / 4];  // the tile's bytes by column, 4 rows a word
-            for (int j = 0; j < COLS; ++j)
-                for (int w = 0; w < TILE_ROWS / 4; ++w) columns[j][w] = 0u;
+    for (i64 tile = blockIdx.x; tile < tile_rows * tile_cols; tile += gridDim.x) {
+        const i64 row0 = tile / tile_cols * TILE_ROWS, col0 = tile % tile_cols * TILE_COLS;
+        // neighbouring threads take neighbouring column groups: 256 contiguous bytes of a row per 16 threads
+        for (int thread = threadIdx.x; thread < TILE_THREADS; thread += blockDim.x) {
+            const int group = thread % GROUPS, quad = thread / GROUPS;
+            const i64 col = col0 + group * COLS, first = row0 + quad * 4;
+            float sums[COLS];
+            unsigned int words[COLS];
+            for (int j = 0; j < COLS; ++j) {
+                sums[j] = 0.0f;
+                words[j] = 0u;
+            }
+            if (col < cols && first < rows) {
+                Raw8<IN> raw[4], raw_aux[4];
 #pragma unroll
-            for (int r = 0; r < TILE_ROWS; ++r) {  // unrolled, and no aliasing: the tile's loads issue together
-                const i64 row = first + r;
-                float v[COLS], a[COLS];
-                for (int j = 0; j < COLS; ++j) a[j] = 0.0f;
-                load8<IN>(in, row * in_ld + col, vector_in, v);
-                if (OP == OP_DRELU || OP == OP_DGELU) load8<IN>(aux, row * aux_ld + col, vector_aux, a);
-                unsigned int bytes[COLS];
-                for (int j = 0; j < COLS; j += 2) {
-                    v[j] = apply_op<OP>(v[j], a[j]);
-                    v[j + 1] = apply_op<OP>(v[j + 1], a[j + 1]);
-                    const unsigned int pair = to_float8x2<OUT>(v[j] * s, v[j + 1] * s);
-                    bytes[j] = pair & 0xffu;
-                    bytes[j + 1] = pair >> 8;
+                for (int r = 0; r < 4; ++r) {  // the four rows' reads first, in flight together
+                    load_raw8<IN>(in, (first + r) * in_ld + col, vector_in, raw[r]);
+                    if (gradient) load_raw8<IN>(aux, (first + r) * aux_ld + col, vector_aux, raw_aux[r]);
                 }
-                for (int j = 0; j < COLS; ++j) {
-                    sums[j] += v[j];
-                    const unsigned int magnitude = float_bits(fabsf(v[j]));
-                    largest = magnitude > largest ? magnitude : largest;
-                    columns[j][r / 4] |= bytes[j] << (8 * (r % 4));
-                }
-                if (flags & WRITE) {
-                    uint2 packed;
-                    packed.x = bytes[0] | (bytes[1] << 8) | (bytes[2] << 16) | (bytes[3] << 24);
-                    packed.y = bytes[4] | (bytes[5] << 8) | (bytes[6] << 16) | (bytes[7] << 24);
-                    *(uint2*)(out + row * cols + col) = packed;
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    float v[COLS], a[COLS];
+                    decode8<IN>(raw[r], v);
+                    if (gradient) decode8<IN>(raw_aux[r], a);
+                    else for (int j = 0; j < COLS; ++j) a[j] = 0.0f;
+                    unsigned int bytes[COLS];
+                    for (int j = 0; j < COLS; j += 2) {
+                        v[j] = apply_op<OP>(v[j], a[j]);
+                        v[j + 1] = apply_op<OP>(v[j + 1], a[j + 1]);
+                        const unsigned int pair = to_float8x2<OUT>(v[j] * s, v[j + 1] * s);
+                        bytes[j] = pair & 0xffu;
+                        bytes[j + 1] = pair >> 8;
+                    }
+                    for (int j = 0; j < COLS; ++j) {
+                        sums[j] += v[j];
+                        const unsigned int magnitude = float_bits(fabsf(v[j]));
+                        largest = magnitude > largest ? magnitude : largest;
+                        words[j] |= bytes[j] << (8 * r);
+                    }
+                    if (flags & WRITE) {
+                        uint2 packed;
+                        packed.x = bytes[0] | (bytes[1] << 8) | (bytes[2] << 16) | (bytes[3] << 24);
+                        packed.y = bytes[4] | (bytes[5] << 8) | (bytes[6] << 16) | (bytes[7] << 24);
+                        *(uint2*)(out + (first + r) * cols + col) = packed;
+                    }
                 }
             }
             if (flags & WRITE_T)
-                for (int j = 0; j < COLS; ++j) {
-                    uint4 packed;
-                    packed.x = columns[j][0];
-                    packed.y = columns[j][1];
-                    packed.z = columns[j][2];
-                    packed.w = columns[j][3];
-                    *(uint4*)(out_t + (col + j) * rows + first) = packed;
-                }
+                for (int j = 0; j < COLS; ++j) words_t[group * COLS + j][quad] = words[j];
+            if (flags & DBIAS)
+                for (int j = 0; j < COLS; ++j) quad_sums[quad][group * COLS + j] = sums[j];
         }
-        if (flags & DBIAS)
-            for (int j = 0; j < COLS; ++j) dbias_partial[row_block * cols + col + j] = sums[j];
+        sync_block();
+        if (flags & WRITE_T)  // four threads per column: its 64 rows as four 16-byte stores side by side
+            for (int k = threadIdx.x; k < TILE_COLS * CHUNKS; k += blockDim.x) {
+                const int c = k / CHUNKS, chunk = k % CHUNKS;
+                const i64 row = row0 + chunk * 16;
+                if (col0 + c < cols && row < rows) {
+                    uint4 packed;
+                    packed.x = words_t[c][4 * chunk];
+                    packed.y = words_t[c][4 * chunk + 1];
+                    packed.z = words_t[c][4 * chunk + 2];
+                    packed.w = words_t[c][4 * chunk + 3];
+                    *(uint4*)(out_t + (col0 + c) * rows + row) = packed;
+                }
+            }
+        if (flags & DBIAS)  // the tile's column sums, quads in a fixed order: deterministic
+            for (int c = threadIdx.x; c < TILE_COLS; c += blockDim.x)
+                if (col0 + c < cols) {
+                    float total = 0.0f;
+                    for (int q = 0; q < QUADS; ++q) total += quad_sums[q][c];
+                    dbias_partial[row0 / TILE_ROWS * cols + col0 + c] = total;
+                }
+        sync_block();  // the next tile overwrites shared memory
     }
     if (flags & AMAX) {
         largest = warp_max(largest);
@@ -230,10 +278,12 @@ __global__ void cast_transpose(const void* __restrict__ in, i64 in_ld, const voi
                                i64 rows, i64 cols, int op, int flags, unsigned char* __restrict__ out,
                                unsigned char* __restrict__ out_t, float* scale, float* scale_inv,
                                unsigned int* amax, const unsigned int* amax_in, float margin_factor,
-                               float* dbias_partial, int vector, int tiles) {
+                               float* dbias_partial, int vector) {
+    SHARED unsigned int words_t[TILE_COLS][WORDS];
+    SHARED float quad_sums[QUADS][TILE_COLS];
 #define NVMATHX_CAST(OP) cast_transpose_op<IN, OUT, OP>(in, in_ld, aux, aux_ld, rows, cols, flags, out, out_t, \
                                                       scale, scale_inv, amax, amax_in, margin_factor, \
-                                                      dbias_partial, vector, tiles)
+                                                      dbias_partial, vector, words_t, quad_sums)
     switch (op) {
     case OP_RELU: NVMATHX_CAST(OP_RELU); break;
     case OP_GELU: NVMATHX_CAST(OP_GELU); break;
