@@ -14,9 +14,9 @@ of the float8 run is within 2% of the bfloat16 run's. There the target carries n
 deviation 0.5 (a loss floor of 0.25), as real training data do: the comparison is of training,
 not of how closely 3-bit mantissas can fit a noise-free function. On the noise-free target, fitted
 to 1.5% of its starting loss in 300 steps, float8 ends 27-33% above bfloat16 (H100, and the same
-for a plain torch simulation of per-tensor float8 scaling on the CPU): the rounding is the floor. Float8 needs a GPU of compute capability 8.9
-or newer; elsewhere (and for the one-output head, whose 1 feature is no multiple of 16) the
-layers run unquantised and say so once at INFO on the ``nvmathx`` logger.
+for a plain torch simulation of per-tensor float8 scaling on the CPU): the rounding is the floor.
+Float8 needs a GPU of compute capability 8.9 or newer; elsewhere (and for the one-output head,
+whose 1 feature is no multiple of 16) the layers run unquantised and say so once at INFO on the ``nvmathx`` logger.
 """
 
 import argparse
