@@ -94,10 +94,10 @@ def smoothed(losses, window=20):
     return [sum(losses[i:i + window]) / window for i in range(0, len(losses) - window + 1, window)]
 
 
-def main_fp8(device, steps, seed=0, noise=0.5):
+def main_fp8(device, steps, seed=0, noise=0.5, **recipe):
     torch.manual_seed(seed)
     bf16 = FusedNet().to(device)
-    fp8 = FusedNet(fp8=Float8Recipe()).to(device)
+    fp8 = FusedNet(fp8=Float8Recipe(**recipe)).to(device)
     fp8.load_state_dict(bf16.state_dict(), strict=False)  # the scaling state starts fresh
     bf16_losses = smoothed(train(bf16, steps, device, seed, noise))
     fp8_losses = smoothed(train(fp8, steps, device, seed, noise))
@@ -136,5 +136,13 @@ if __name__ == "__main__":
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--fp8", action="store_true", help="compare float8 training with bfloat16 instead")
+    parser.add_argument("--scaling", choices=("delayed", "dynamic"), default="delayed", help="the float8 recipe's")
+    parser.add_argument("--exact-accumulation", action="store_true",
+                        help="float8 forward GEMMs without Hopper's fast accumulation")
+    parser.add_argument("--noise", type=float, default=0.5, help="standard deviation of the float8 run's target noise")
     arguments = parser.parse_args()
-    (main_fp8 if arguments.fp8 else main)(arguments.device, arguments.steps)
+    if arguments.fp8:
+        main_fp8(arguments.device, arguments.steps, noise=arguments.noise, scaling=arguments.scaling,
+                 fast_accumulation=not arguments.exact_accumulation)
+    else:
+        main(arguments.device, arguments.steps)

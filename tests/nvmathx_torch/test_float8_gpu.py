@@ -268,3 +268,61 @@ def test_a_long_history_rolls_across_the_lanes(seed):
     column = layer.fp8_state.amax_history[:, layer.fp8_state.slot("input")].tolist()
     assert column[:40] == amaxes[::-1] and not any(column[40:])
     assert float(layer.fp8_state.scale[0]) == pytest.approx(448.0 / max(amaxes[:39]), rel=1e-6)
+
+
+def _launch_cast(x, aux, op, flags, out_dtype, scale):
+    """cast_transpose on the GPU: (out, out_t, amax, partials) of ``x`` (rows x cols, on the device)."""
+    import numpy as np
+
+    from nvmathx._core.streams import resolve_stream
+    from nvmathx.torch._float8 import kernels
+
+    rows, cols = x.shape
+    out = torch.full((rows, cols), 0xAB, dtype=torch.uint8, device=DEVICE)
+    out_t = torch.full((cols, rows), 0xCD, dtype=torch.uint8, device=DEVICE)
+    scales = torch.tensor([scale, 0.0], dtype=torch.float32, device=DEVICE)
+    amax = torch.zeros(1, dtype=torch.int32, device=DEVICE)
+    partials = torch.full((-(-rows // kernels.TILE_ROWS), cols), float("nan"), dtype=torch.float32, device=DEVICE)
+    aligned = [t is not None and t.element_size() == 2 and t.data_ptr() % 16 == 0 and t.stride(0) % 8 == 0
+               for t in (x, aux)]
+    stream = resolve_stream(torch.cuda.current_stream().cuda_stream, torch.cuda.current_device())
+    name = kernels.cast_transpose_name(str(x.dtype).removeprefix("torch."), out_dtype)
+    kernels.launch(stream, torch.cuda.current_device(), name, kernels.tile_count(rows, cols) * kernels.TILE_THREADS,
+                   x.data_ptr(), np.int64(x.stride(0)), aux.data_ptr() if aux is not None else 0,
+                   np.int64(aux.stride(0) if aux is not None else 0), np.int64(rows), np.int64(cols),
+                   np.int32(kernels.OPS[op]), np.int32(flags), out.data_ptr(), out_t.data_ptr(), scales.data_ptr(),
+                   scales.data_ptr() + 4, amax.data_ptr(), amax.data_ptr(), np.float32(1.0), partials.data_ptr(),
+                   np.int32(int(aligned[0]) | (int(aligned[1]) << 1)))
+    torch.cuda.synchronize()
+    return out, out_t, amax.view(torch.float32)[0].item(), partials
+
+
+@pytest.mark.parametrize("in_dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("op", ["none", "relu", "drelu"])
+@pytest.mark.parametrize("shape", [(256, 16), (256, 64), (1024, 392), (4176, 1040)])
+def test_cast_kernel_bytes_are_torchs_float8_casts(seed, in_dtype, op, shape):
+    """Every byte of the GPU cast and its transpose is torch's saturated float8 cast of op(x) * scale,
+    across whole and partial 64 x 128 tiles; amax and the bias-gradient partials against torch."""
+    from nvmathx.torch._float8 import kernels
+
+    gen = generator(seed)
+    rows, cols = shape
+    x = randn(gen, (rows, cols + 8), in_dtype, DEVICE, scale=3.0)[:, :cols]  # a row stride beyond cols
+    aux = randn(gen, (rows, cols), in_dtype, DEVICE) if op == "drelu" else None
+    scale = 37.5
+    flags = kernels.WRITE | kernels.WRITE_T | kernels.AMAX | kernels.DBIAS
+    for out_dtype, largest in (("float8_e4m3fn", 448.0), ("float8_e5m2", 57344.0)):
+        out, out_t, amax, partials = _launch_cast(x, aux, op, flags, out_dtype, scale)
+        values = x.double()
+        if op == "relu":
+            values = values.clamp(min=0)
+        elif op == "drelu":
+            values = torch.where(aux.double() > 0, values, 0.0)
+        values = values.float()
+        expected = (values * scale).clamp(-largest, largest).to(getattr(torch, out_dtype)).view(torch.uint8)
+        assert torch.equal(out, expected), out_dtype
+        assert torch.equal(out_t, expected.T), out_dtype
+        assert amax == values.abs().max().item()
+        blocks = values.double().reshape(-1, kernels.TILE_ROWS, cols).sum(1) if rows % kernels.TILE_ROWS == 0 \
+            else torch.stack([b.sum(0) for b in values.double().split(kernels.TILE_ROWS)])
+        assert torch.allclose(partials.double(), blocks, rtol=1e-4, atol=1e-3), out_dtype
