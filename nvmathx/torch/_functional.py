@@ -187,6 +187,7 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     _check_tensor(x, "x")
     _check_tensor(weight, "weight")
     _check_tensor(bias, "bias", optional=True)
+    master_weight = weight  # float8 casts it as it is: autocast's copy is a new tensor every call
     x, weight, bias = _autocast(x, weight, bias)
     _check_input(x)
     _check_weight(weight, bias, x, ("weight", "bias"))
@@ -194,7 +195,7 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     x2 = _as_rows(x)
     direct = eager(x2)
     y = _float8(fp8, fp8_state, "linear", x2, (weight,), lambda state, rows: float8.linear(
-        rows, weight, bias, op_activation, state, _grad_needed(x2, weight, bias), direct, autotune))
+        rows, master_weight, bias, op_activation, state, _grad_needed(x2, weight, bias), direct, autotune))
     if y is not None:
         return y.view(x.shape[:-1] + (weight.shape[0],))
     if op_activation == "gelu" and _grad_needed(x2, weight, bias):
@@ -271,6 +272,7 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     for name, t, optional in (("x", x, False), ("w1", w1, False), ("b1", b1, True), ("w2", w2, False),
                               ("b2", b2, True)):
         _check_tensor(t, name, optional)
+    master_w1, master_w2 = w1, w2  # as in fused_linear
     x, w1, b1, w2, b2 = _autocast(x, w1, b1, w2, b2)
     _check_input(x)
     _check_weight(w1, b1, x, ("w1", "b1"))
@@ -282,7 +284,7 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     x2 = _as_rows(x)
     direct = eager(x2)
     out = _float8(fp8, fp8_state, "mlp", x2, (w1, w2), lambda state, rows: float8.mlp(
-        rows, w1, b1, w2, b2, op_activation, state, _grad_needed(x2, w1, b1, w2, b2), direct, autotune))
+        rows, master_w1, b1, master_w2, b2, op_activation, state, _grad_needed(x2, w1, b1, w2, b2), direct, autotune))
     if out is not None:
         return out.view(x.shape[:-1] + (w2.shape[0],))
     if _grad_needed(x2, w1, b1, w2, b2):

@@ -442,3 +442,49 @@ def test_float32_layers_run_in_float8_under_autocast(fake_gpu, seed):
     assert out.dtype == torch.bfloat16
     assert block.fp8_state.measured == set(range(6)) and bool(block.fp8_state.amax_history[0].all())
     assert block.fc1.weight.grad.dtype == torch.float32 and bool(block.fc1.weight.grad.isfinite().all())
+
+
+def test_autocast_steps_cast_the_updated_master_weights(fake_gpu, seed):
+    """Under autocast the float8 weights come from the float32 parameters themselves, cast again after
+    each optimizer step (autocast's bfloat16 copies are new tensors, often at a freed one's address and
+    version 0: keyed by address they made every step reuse the first step's float8 weights), and
+    cached while the parameters are unchanged."""
+    torch.manual_seed(seed)
+    block = FusedMLP(16, 32, fp8=Float8Recipe(scaling="dynamic"))
+    optimizer = torch.optim.SGD(block.parameters(), lr=0.5)
+    gen = generator(seed)
+    for _ in range(3):
+        x = randn(gen, (32, 16))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = block(x)
+        w1, b1, w2, b2 = (p.detach() for p in block.parameters())  # the weights quantised from float32
+        b1, b2 = b1.to(torch.bfloat16), b2.to(torch.bfloat16)
+        expected = Float8Model("mlp", scaling="dynamic").mlp(x.to(torch.bfloat16), w1, b1, w2, b2, "gelu",
+                                                             torch.zeros(32, 16, dtype=torch.bfloat16))[0]
+        assert _error(out, expected) < TOLERANCE
+        optimizer.zero_grad()
+        out.float().square().sum().backward()
+        optimizer.step()
+    casts = []
+    for _ in range(2):  # two micro-batches, no step between them: the second reuses the first's casts
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            block(randn(gen, (32, 16)))
+        casts.append({slot: entry[2] for slot, entry in block.fp8_state.weight_cache.items()})
+    assert len(casts[0]) == 2 and all(casts[1][slot] is cast for slot, cast in casts[0].items())
+
+
+def test_a_new_weight_tensor_at_a_cached_address_is_cast_again(fake_gpu, seed):
+    """Two tensor objects over the same memory at the same version, the values changed in between
+    without a version bump (as when a freed copy's address is reused): the second is cast anew."""
+    from nvmathx.torch import fused_linear
+
+    torch.manual_seed(seed)
+    recipe = Float8Recipe(scaling="dynamic")
+    state = Float8State(recipe, kind="linear")
+    storage = randn(generator(seed), (32 * 16,), torch.bfloat16)
+    x = randn(generator(seed + 1), (16, 16), torch.bfloat16)
+    first = fused_linear(x, storage.view(32, 16), fp8=recipe, fp8_state=state)
+    storage.data.mul_(-2)  # .data: no version bump on storage
+    second_weight = storage.view(32, 16)
+    second = fused_linear(x, second_weight, fp8=recipe, fp8_state=state)
+    assert _error(second, -2 * first) < 0.1  # the new values, not the cached cast of the old

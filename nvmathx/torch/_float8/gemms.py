@@ -22,6 +22,8 @@ tensor of the layer's dtype, less than the unquantised layers keep).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import torch
 
@@ -178,17 +180,19 @@ class Pass:
 
     def weight(self, w: torch.Tensor, slot: int) -> Cast:
         """The weight in float8, both layouts; from the state's cache while the weight is unchanged
-        (same storage and version: no optimizer step, no load) and the pass may use it."""
+        (the same tensor object at the same version: no optimizer step, no load) and the pass may use it.
+        The object matters: a new tensor (a copy made per call) may reuse a freed one's address at
+        version 0, and torch's caching allocator makes that the rule."""
         key = (w.data_ptr(), w._version, tuple(w.shape), w.dtype, self.scale_inv.data_ptr())
         cache = self.state.weight_cache
         cached = cache.get(slot) if self.use_cache else None
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        if cached is not None and cached[0] == key and cached[1]() is w:
+            return cached[2]
         dynamic = self._dynamic((slot,))
         self.update((slot,), dynamic)
         cast = self.cast(w, slot, dynamic=dynamic, reduce_amax=False)  # replicas hold equal weights
         if self.use_cache:
-            cache[slot] = (key, cast)
+            cache[slot] = (key, weakref.ref(w), cast)
         return cast
 
 

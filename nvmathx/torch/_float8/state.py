@@ -81,7 +81,7 @@ class Float8State(nn.Module):
         self.e5m2_mask = sum(1 << i for i, name in enumerate(self.slots)
                              if name in _GRADIENTS and recipe.backward_dtype_name == "float8_e5m2")
         self.measured: set = set()  # slots with an amax recorded (a pass with one that has none scales dynamically)
-        self.weight_cache: dict = {}  # slot -> (key, the weight's Cast)
+        self.weight_cache: dict = {}  # slot -> (key, weak reference to the weight, its Cast)
         register(self)
 
     def slot(self, name: str) -> int:
