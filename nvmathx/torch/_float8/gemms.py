@@ -286,13 +286,16 @@ def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, need
     work = Pass(state, tensors, grad.device, (slot_g, slot_dz))
     need_dz = need_x or need_w1 or need_b1
     g8 = work.cast(grad, slot_g, rowmajor=need_dz, transposed=need_w2, bias_grad=need_b2)
+    db2 = g8.bias_grad
     dw2 = _gemm(g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences) if need_w2 else None
     dx = dw1 = db1 = None
     if need_dz:
         dh = _gemm(g8, g8.data, w2_8, w2_8.transposed.T, grad.dtype, False, preferences)
+        del g8  # its two float8 copies are done with: freed before the largest cast (peak memory)
         dz8 = work.cast(dh, slot_dz, op="d" + activation, aux=z, rowmajor=need_x, transposed=need_w1,
                         bias_grad=need_b1)
+        del dh
         dx = _gemm(dz8, dz8.data, w1_8, w1_8.transposed.T, grad.dtype, False, preferences) if need_x else None
         dw1 = _gemm(dz8, dz8.transposed, x8, x8.transposed.T, grad.dtype, False, preferences) if need_w1 else None
         db1 = dz8.bias_grad
-    return dx, dw1, db1, dw2, g8.bias_grad
+    return dx, dw1, db1, dw2, db2
