@@ -135,7 +135,9 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         Problems float8 cannot take (not CUDA, a GPU older than compute capability 8.9, a GEMM
         dimension that is not a multiple of 16, float32 or float64 operands outside
         ``torch.autocast``) run unquantised, logged once at INFO. ``autotune`` applies to the
-        float8 GEMMs as to the others.
+        float8 GEMMs as to the others. Under ``torch.autocast`` the weight is cast to float8
+        from its own dtype (a float32 master weight directly, not autocast's bfloat16 copy),
+        and that cast is reused until the weight changes (an optimizer step, a load).
     fp8_state : Float8State or None
         The scaling state (``kind="linear"``, made for the same recipe, on x's device), passed on
         every call: its amax history and scales are updated in place. May be None for dynamic
