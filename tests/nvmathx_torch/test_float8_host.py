@@ -488,3 +488,24 @@ def test_a_new_weight_tensor_at_a_cached_address_is_cast_again(fake_gpu, seed):
     second_weight = storage.view(32, 16)
     second = fused_linear(x, second_weight, fp8=recipe, fp8_state=state)
     assert _error(second, -2 * first) < 0.1  # the new values, not the cached cast of the old
+
+
+def test_the_custom_op_path_under_autocast_equals_the_eager_one(fake_gpu, monkeypatch, seed):
+    """The ops torch.compile traces (taken here in eager mode) with float32 parameters under
+    autocast: the float8 weights cast from float32, bfloat16 weight gradients cast back by autograd,
+    the same values as the eager Function's."""
+    from nvmathx.torch import _functional
+
+    grads = []
+    for compiled_path in (False, True):
+        monkeypatch.setattr(_functional, "eager", (lambda x: False) if compiled_path else (lambda x: True))
+        torch.manual_seed(seed)
+        block = FusedMLP(16, 32, fp8=Float8Recipe())
+        x = randn(generator(seed), (32, 16))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = block(x)
+        out.float().square().sum().backward()
+        grads.append([p.grad for p in block.parameters()])
+    for eager_grad, op_grad in zip(*grads):
+        assert op_grad.dtype == torch.float32
+        torch.testing.assert_close(op_grad, eager_grad)
