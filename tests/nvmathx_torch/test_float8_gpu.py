@@ -326,3 +326,26 @@ def test_cast_kernel_bytes_are_torchs_float8_casts(seed, in_dtype, op, shape):
         blocks = values.double().reshape(-1, kernels.TILE_ROWS, cols).sum(1) if rows % kernels.TILE_ROWS == 0 \
             else torch.stack([b.sum(0) for b in values.double().split(kernels.TILE_ROWS)])
         assert torch.allclose(partials.double(), blocks, rtol=1e-4, atol=1e-3), out_dtype
+
+
+def test_autocast_steps_use_the_updated_weights(seed):
+    """float32 parameters under autocast, three optimizer steps: every step's float8 forward is the
+    float8 model's of the current weights (torch's caching allocator puts autocast's per-call
+    bfloat16 weight copies at the same address at version 0; a cache keyed by address served the
+    first step's float8 weights ever after)."""
+    torch.manual_seed(seed)
+    block = FusedMLP(128, 256, device=DEVICE, fp8=Float8Recipe(scaling="dynamic"))
+    optimizer = torch.optim.SGD(block.parameters(), lr=0.5)
+    gen = generator(seed)
+    for _ in range(3):
+        x = randn(gen, (64, 128), torch.float32, DEVICE)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = block(x)
+        w1, b1, w2, b2 = (p.detach() for p in block.parameters())
+        expected = Float8Model("mlp", scaling="dynamic").mlp(
+            x.to(torch.bfloat16), w1, b1.to(torch.bfloat16), w2, b2.to(torch.bfloat16), "gelu",
+            torch.zeros(64, 128, dtype=torch.bfloat16, device=DEVICE))[0]
+        assert relative_error(out, expected) < TOLERANCE_MODEL
+        optimizer.zero_grad()
+        out.float().square().sum().backward()
+        optimizer.step()
