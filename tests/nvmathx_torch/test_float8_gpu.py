@@ -275,7 +275,7 @@ def _launch_cast(x, aux, op, flags, out_dtype, scale):
     import numpy as np
 
     from nvmathx._core.streams import resolve_stream
-    from nvmathx.torch._float8 import kernels
+    from nvmathx.torch._float8 import gemms, kernels
 
     rows, cols = x.shape
     out = torch.full((rows, cols), 0xAB, dtype=torch.uint8, device=DEVICE)
@@ -283,8 +283,7 @@ def _launch_cast(x, aux, op, flags, out_dtype, scale):
     scales = torch.tensor([scale, 0.0], dtype=torch.float32, device=DEVICE)
     amax = torch.zeros(1, dtype=torch.int32, device=DEVICE)
     partials = torch.full((-(-rows // kernels.TILE_ROWS), cols), float("nan"), dtype=torch.float32, device=DEVICE)
-    aligned = [t is not None and t.element_size() == 2 and t.data_ptr() % 16 == 0 and t.stride(0) % 8 == 0
-               for t in (x, aux)]
+    aligned = [t is not None and gemms._aligned(t) for t in (x, aux)]
     stream = resolve_stream(torch.cuda.current_stream().cuda_stream, torch.cuda.current_device())
     name = kernels.cast_transpose_name(str(x.dtype).removeprefix("torch."), out_dtype)
     kernels.launch(stream, torch.cuda.current_device(), name, kernels.tile_count(rows, cols) * kernels.TILE_THREADS,

@@ -48,7 +48,7 @@ __all__ = ["AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SOURCE", "OPS", "
 WRITE, WRITE_T, AMAX, DBIAS, DYNAMIC = (1 << bit for bit in range(5))
 OPS = {"none": 0, "relu": 1, "gelu": 2, "drelu": 3, "dgelu": 4}
 TILE_ROWS, TILE_COLS = 64, 128  # a block's tile (and the rows per bias-gradient partial row)
-TILE_THREADS = 256  # threads per block: 16 column groups of 8 by 16 groups of 4 rows (the launch's BLOCK)
+TILE_THREADS = TILE_ROWS // 4 * (TILE_COLS // 8)  # a block: groups of 4 rows by groups of 8 columns (256)
 WARP = 32  # threads of update_scaling per slot (the lanes of one warp)
 SUM_CHUNK = 32  # rows of partial sums a thread of sum_rows adds: parts / 32 threads per column a launch
 
