@@ -37,13 +37,19 @@ def gpu_available() -> bool:
         return False
 
 
-def build_kernel(forward, inverse, cuda=None):
-    """The kernel, compiled by ``cuda`` (a Numba compiler's ``cuda`` module; default :func:`numba_cuda`)."""
+def build_kernel(forward, inverse, cuda=None, *, taps_first=True, launch_bounds=None):
+    """The kernel, compiled by ``cuda`` (a Numba compiler's ``cuda`` module; default :func:`numba_cuda`).
+
+    ``taps_first``: read the filter's spectrum with the signal, before the forward transform (its
+    latency hidden; its registers held through the transform), else just before the multiply.
+    ``launch_bounds``: passed to ``cuda.jit`` where given (``(threads per block, blocks per SM)``).
+    """
     cuda = cuda or numba_cuda()
+    jit = cuda.jit if launch_bounds is None else cuda.jit(launch_bounds=launch_bounds)
 
     scale = np.float32(1.0 / forward.size)  # the inverse transform is unnormalised
 
-    @cuda.jit
+    @jit
     def convolve(signals, filter_spectrum, out):
         regs = cuda.local.array(forward.storage_size, dtype=forward.value_type, alignment=forward.alignment)
         taps = cuda.local.array(forward.storage_size, dtype=forward.value_type, alignment=forward.alignment)
@@ -52,8 +58,11 @@ def build_kernel(forward, inverse, cuda=None):
         forward.load(signals, regs, row)
         # the filter's spectrum (in the order the transform leaves regs in), read with the signal so
         # that its latency (an L2 hit for every block after the first) hides behind the signal's
-        forward.load(filter_spectrum, taps, 0)
+        if taps_first:
+            forward.load(filter_spectrum, taps, 0)
         forward.execute(regs, shared)
+        if not taps_first:
+            forward.load(filter_spectrum, taps, 0)
         for i in range(forward.elements_per_thread):
             regs[i] = regs[i] * taps[i] * scale
         cuda.syncthreads()  # the two transforms share the scratch space

@@ -33,7 +33,7 @@ from ...linalg import MatmulOptions, matmul
 from .._fused import preferences_for
 from .._reference import activate
 from . import kernels
-from .state import SCALE_STRIDE, Float8State, slot_mask
+from .state import SCALE_STRIDE, Float8State, is_padded, slot_mask
 
 __all__ = ["Cast", "Pass", "linear_backward", "linear_forward", "mlp_backward", "mlp_forward"]
 
@@ -158,8 +158,11 @@ class Pass:
     def snapshot(self) -> torch.Tensor:
         """The inverse scales as this pass cast with them, for the backward pass (a later pass may
         change the state's): contiguous, slot ``i`` at element ``SCALE_STRIDE * i`` (16-byte aligned)."""
-        copy = torch.empty(len(self.state.slots) * SCALE_STRIDE, dtype=torch.float32, device=self.scale_inv.device)
-        copy.view(-1, SCALE_STRIDE)[:, 0] = self.scale_inv
+        scale_inv, length = self.scale_inv, len(self.state.slots) * SCALE_STRIDE
+        if is_padded(scale_inv) and scale_inv.untyped_storage().nbytes() >= 4 * (scale_inv.storage_offset() + length):
+            return scale_inv.as_strided((length,), (1,)).clone()  # the padded storage as it is: one copy
+        copy = torch.empty(length, dtype=torch.float32, device=scale_inv.device)
+        copy.view(-1, SCALE_STRIDE)[:, 0] = scale_inv
         return copy
 
     def _column_sums(self, partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -287,15 +290,20 @@ def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, need
     need_dz = need_x or need_w1 or need_b1
     g8 = work.cast(grad, slot_g, rowmajor=need_dz, transposed=need_w2, bias_grad=need_b2)
     db2 = g8.bias_grad
-    dw2 = _gemm(g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences) if need_w2 else None
-    dx = dw1 = db1 = None
+    # Peak memory: the hidden gradient's cast (dh, dz8 and dz8t alive with the saved z) comes before
+    # fc2's weight gradient is allocated, with g8's row-major copy already freed.
+    dx = dw1 = db1 = dz8 = None
     if need_dz:
         dh = _gemm(g8, g8.data, w2_8, w2_8.transposed.T, grad.dtype, False, preferences)
-        del g8  # its two float8 copies are done with: freed before the largest cast (peak memory)
+        g8.data = None
         dz8 = work.cast(dh, slot_dz, op="d" + activation, aux=z, rowmajor=need_x, transposed=need_w1,
                         bias_grad=need_b1)
         del dh
+    dw2 = _gemm(g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences) if need_w2 else None
+    del g8
+    if dz8 is not None:
         dx = _gemm(dz8, dz8.data, w1_8, w1_8.transposed.T, grad.dtype, False, preferences) if need_x else None
+        dz8.data = None
         dw1 = _gemm(dz8, dz8.transposed, x8, x8.transposed.T, grad.dtype, False, preferences) if need_w1 else None
         db1 = dz8.bias_grad
     return dx, dw1, db1, dw2, db2
