@@ -5,7 +5,7 @@ numba-cuda's too, so that history compares.
 
 - ``fused_conv_16384x1024_c64``: forward FFT, multiply by a filter, inverse FFT and scale of
   16384 complex64 signals of 1024 points in one Numba kernel (the kernel of
-  ``examples/device_fft_convolution.py``; 8 elements per thread, 2 FFTs per block), beside torch's
+  ``examples/device_fft_convolution.py``; 16 elements per thread, 1 FFT per block), beside torch's
   ``fft -> multiply -> ifft``. TB/s counts one read and one write of the signals.
 - ``copy_4gib_f32``: torch copying 2**30 float32 (the bandwidth ``rng_normal`` is held to).
 - ``rng_normal_2p30_f32``: 2**30 normals written by a kernel calling ``Random.generate``
@@ -473,7 +473,8 @@ def cases(ctx):
     return [
         Case(
             name=f"fused_conv_{_BATCH}x{_SIZE}_c64" if not ctx.quick else f"fused_conv_{batch}x{_SIZE}_c64",
-            params={"batch": batch, "size": _SIZE, "dtype": "complex64", "elements_per_thread": 8, "ffts_per_block": 2},
+            params={"batch": batch, "size": _SIZE, "dtype": "complex64", "elements_per_thread": 16,
+                    "ffts_per_block": 1},
             unit="ms",
             setups=_fused_setups(ctx, batch, _SIZE),
             derive=bandwidth(2 * batch * _SIZE * 8),

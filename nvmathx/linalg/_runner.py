@@ -146,8 +146,9 @@ class GpuRunner:
                 self._point_device_scale(key, pointer)
 
     def _set_pointer(self, attribute, ptr: int) -> None:
-        self.plan.set_pointer(attribute, ptr)
-        self.pointers[attribute] = ptr
+        if self.pointers.get(attribute) != ptr:  # a bias stays where it is from call to call: no C call
+            self.plan.set_pointer(attribute, ptr)
+            self.pointers[attribute] = ptr
 
     def unbind(self) -> None:
         """Forget the bound operands (a cached plan must not keep its first caller's arrays alive)."""

@@ -290,16 +290,23 @@ def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, need
     need_dz = need_x or need_w1 or need_b1
     g8 = work.cast(grad, slot_g, rowmajor=need_dz, transposed=need_w2, bias_grad=need_b2)
     db2 = g8.bias_grad
-    # Peak memory: the hidden gradient's cast (dh, dz8 and dz8t alive with the saved z) comes before
-    # fc2's weight gradient is allocated, with g8's row-major copy already freed.
-    dx = dw1 = db1 = dz8 = None
+    # Peak memory is reached in the hidden gradient's cast (dh, dz8 and dz8t beside the saved z and
+    # h8t), with g8's row-major copy already freed: fc2's weight gradient is made before it when
+    # that is smaller than g8's transposed copy, which it frees (hidden * itemsize vs tokens bytes
+    # a column), else after it.
+    dw2_first = need_dz and need_w2 and z.shape[1] * grad.element_size() < grad.shape[0]
+    dw2 = dx = dw1 = db1 = dz8 = None
     if need_dz:
         dh = _gemm(g8, g8.data, w2_8, w2_8.transposed.T, grad.dtype, False, preferences)
         g8.data = None
+        if dw2_first:
+            dw2 = _gemm(g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences)
+            g8.transposed = None
         dz8 = work.cast(dh, slot_dz, op="d" + activation, aux=z, rowmajor=need_x, transposed=need_w1,
                         bias_grad=need_b1)
         del dh
-    dw2 = _gemm(g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences) if need_w2 else None
+    if need_w2 and not dw2_first:
+        dw2 = _gemm(g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences)
     del g8
     if dz8 is not None:
         dx = _gemm(dz8, dz8.data, w1_8, w1_8.transposed.T, grad.dtype, False, preferences) if need_x else None
