@@ -86,8 +86,14 @@ def _extra_key(epilog_inputs, scales) -> tuple:
         pointers[name] = ptr
     if isinstance(scales, dict):
         kinds: list = []
-        for k, v in sorted(scales.items(), key=lambda item: str(item[0])):
-            device_scale = _device_scale(k, v)
+        for k in sorted(scales, key=str):  # (str: the names may mix strings and enum members)
+            v = scales[k]
+            key = operand_keys.get(type(v))  # an array type's own key: one call (numpy's says host)
+            if key is not None:
+                signature, ptr, device_id = key(v)
+                device_scale = (signature, ptr) if device_id >= 0 else None
+            else:
+                device_scale = _device_scale(k, v)
             if device_scale is not None:  # its signature keys the plan; its address is set per call
                 kinds.append((k, "array", device_scale[0]))
                 pointers[f"scale:{k}"] = device_scale[1]
