@@ -87,13 +87,7 @@ def _extra_key(epilog_inputs, scales) -> tuple:
     if isinstance(scales, dict):
         kinds: list = []
         for k in sorted(scales, key=str):  # (str: the names may mix strings and enum members)
-            v = scales[k]
-            key = operand_keys.get(type(v))  # an array type's own key: one call (numpy's says host)
-            if key is not None:
-                signature, ptr, device_id = key(v)
-                device_scale = (signature, ptr) if device_id >= 0 else None
-            else:
-                device_scale = _device_scale(k, v)
+            device_scale = _device_scale(k, scales[k])
             if device_scale is not None:  # its signature keys the plan; its address is set per call
                 kinds.append((k, "array", device_scale[0]))
                 pointers[f"scale:{k}"] = device_scale[1]
@@ -108,9 +102,11 @@ def _extra_key(epilog_inputs, scales) -> tuple:
 def _device_scale(name, value) -> tuple | None:
     """(signature, address) of a float8 scale held in device memory; None for numbers and host arrays,
     whose values are read on each call."""
-    if not hasattr(value, "shape") or isinstance(value, (np.ndarray, np.generic)):
-        return None
-    key = operand_keys.get(type(value)) or key_function(value, f"quantization_scales[{name!r}]")
+    key = operand_keys.get(type(value))  # an array type seen before: its key says where it lives
+    if key is None:
+        if not hasattr(value, "shape") or isinstance(value, (np.ndarray, np.generic)):
+            return None
+        key = key_function(value, f"quantization_scales[{name!r}]")
     signature, ptr, device_id = key(value)
     return (signature, ptr) if device_id >= 0 else None
 
