@@ -18,6 +18,9 @@ no accumulation kernel runs), ``out = block(x)`` with ``x.requires_grad``, then
   gradients, eager: not graphed); the recipe's first (dynamic) step runs during setup.
 - ``nvmathx.graphed`` and ``torch.graphed``: ``nvmathx`` and ``torch``'s blocks through
   ``torch.cuda.make_graphed_callables`` (forward and backward each one CUDA graph replay).
+- ``nvmathx.fp8.graphed``: the ``nvmathx.fp8`` block the same way (delayed scaling: the scale
+  updates are kernels the graphs replay). Where the eager float8 step is host-bound (the smaller
+  shapes), this is its GPU time.
 - ``torchao.float8`` (where torchao is installed): torch's block converted by
   ``torchao.float8.convert_to_float8_training`` (tensorwise dynamic scaling) under ``torch.compile``.
 
@@ -220,6 +223,7 @@ def _case(ctx, tokens, d_model, hidden):
         "nvmathx.fp8": _module_setup(ctx, shape, memory, "nvmathx.fp8", _fp8_block),
         "nvmathx.graphed": _module_setup(ctx, shape, memory, "nvmathx.graphed", _nvmathx_block, graphed=True),
         "torch.graphed": _module_setup(ctx, shape, memory, "torch.graphed", _torch_mlp, graphed=True),
+        "nvmathx.fp8.graphed": _module_setup(ctx, shape, memory, "nvmathx.fp8.graphed", _fp8_block, graphed=True),
         "torchao.float8": _module_setup(ctx, shape, memory, "torchao.float8", _torchao_block),
     }
     params = {"tokens": tokens, "d_model": d_model, "hidden": hidden, "dtype": "bfloat16", "activation": "gelu_tanh",

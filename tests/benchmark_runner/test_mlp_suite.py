@@ -12,7 +12,7 @@ from benchmarks._report import validate_result
 from benchmarks.suites import mlp
 
 COLUMNS = {"nvmathx", "nvmathx.autotuned", "torch", "torch.compile", "torch.gemm_only", "nvmathx.fp8",
-           "nvmathx.graphed", "torch.graphed", "torchao.float8"}
+           "nvmathx.graphed", "torch.graphed", "nvmathx.fp8.graphed", "torchao.float8"}
 
 
 def test_cases_declare_without_importing_torch():
