@@ -242,6 +242,32 @@ def test_function_form_cache(rng, fake):
     assert plan_cache.info(0).size == 2 and fake_lt.launches == 6
 
 
+def test_a_cached_plan_sets_the_bias_pointer_only_when_it_moves(rng, fake, monkeypatch):
+    """Calls with the same bias set cuBLASLt's bias pointer once; a bias elsewhere sets it again and
+    is the one added."""
+    from nvmathx._bindings import cublaslt as lt
+    from nvmathx.linalg import _cublaslt_plan
+
+    settings = []
+    real = _cublaslt_plan.lt.matmul_desc_set
+
+    def recording(desc, attribute, value):
+        if attribute == lt.MatmulDescAttribute.BIAS_POINTER:
+            settings.append(value)
+        return real(desc, attribute, value)
+
+    monkeypatch.setattr(_cublaslt_plan.lt, "matmul_desc_set", recording)
+    a, b = random(rng, (6, 4)), random(rng, (4, 5))
+    da, db = to_device(a), to_device(b)
+    bias1, bias2 = random(rng, (5,)), random(rng, (5,))
+    d_bias1, d_bias2 = to_device(bias1), to_device(bias2)
+    for bias, d_bias in ((bias1, d_bias1), (bias1, d_bias1), (bias1, d_bias1), (bias2, d_bias2)):
+        _check(matmul(da, db, epilog="BIAS", epilog_inputs={"bias": d_bias}),
+               matmul(a, b, epilog="BIAS", epilog_inputs={"bias": bias}, execution="cpu"), "float32")
+    # (planning points the descriptor at a placeholder first)
+    assert settings[-2:] == [d_bias1.ptr, d_bias2.ptr] and settings.count(d_bias1.ptr) == 1
+
+
 def test_failed_plan_rolls_back(rng, fake):
     fake_lt, _ = fake
     a, b = random(rng, (6, 4)), random(rng, (4, 5))
