@@ -11,21 +11,27 @@ forward                   ``x @ weight.T`` (weight.T: a transpose     [RELU|GELU
                           flag, no copy)                              or BIAS
 grad_input                ``grad @ weight``                           none
 grad_weight               ``grad.T @ x`` (grad.T: a transpose flag)   BGRADA (bias gradient =
-                                                                      ``grad.T`` summed over K)
+                                                                      ``grad.T`` summed over K);
+                                                                      large gradients: none, and
+                                                                      :mod:`._column_sums`
 grad_activation           ``grad @ weight``                           DGELU / DRELU [_BGRAD]
 ========================  ==========================================  ==========================
 """
 
 from __future__ import annotations
 
+import torch
+
 from .._core.errors import OptionsError
 from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME
 from ..linalg import MatmulPlanPreferences, matmul
+from . import _column_sums
 
 __all__ = ["backward_epilog", "check_autotune", "forward", "forward_epilog", "grad_activation", "grad_input",
            "grad_weight", "preferences_for", "set_autotune"]
 
 _AUX_NAMES = {"relu": RELU_AUX_NAME, "gelu": GELU_AUX_NAME}
+_DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 _AUTOTUNED = MatmulPlanPreferences(autotune=True)
 _preferences = None  # the default plan preferences (set_autotune): None takes the heuristic's first pick
 
@@ -121,12 +127,16 @@ def grad_input(grad, weight, autotune: bool | None = None):
 
 
 def grad_weight(grad, x, bias_grad: bool, autotune: bool | None = None):
-    """``(grad.T @ x, grad.sum(0) or None)``: BGRADA sums cuBLASLt's transposed A in the GEMM."""
+    """``(grad.T @ x, grad.sum(0) or None)``: the bias gradient from one read of ``grad`` where
+    :func:`._column_sums.in_kernel` says so (large gradients), else BGRADA (cuBLASLt's transposed A
+    summed by the GEMM's epilog)."""
     preferences = preferences_for(autotune)
-    if not bias_grad:
-        return matmul(grad.T, x, preferences=preferences), None
-    weight_grad, outputs = matmul(grad.T, x, epilog="BGRADA", preferences=preferences)
-    return weight_grad, outputs["bgrada"]
+    rows, cols = grad.shape
+    if bias_grad and not _column_sums.in_kernel(rows, cols, grad.stride(1), _DTYPE_NAMES.get(grad.dtype, "")):
+        weight_grad, outputs = matmul(grad.T, x, epilog="BGRADA", preferences=preferences)
+        return weight_grad, outputs["bgrada"]
+    weight_grad = matmul(grad.T, x, preferences=preferences)
+    return weight_grad, _column_sums.column_sums(grad) if bias_grad else None
 
 
 def grad_activation(grad, weight, aux, activation: str, bias_grad: bool, autotune: bool | None = None):

@@ -226,3 +226,43 @@ def test_nothing_held_after_a_training_step(seed):
     x.grad = None
     torch.cuda.synchronize()
     assert torch.cuda.memory_allocated() - start < x.numel() * x.element_size()
+
+
+@pytest.mark.parametrize("shape", [(16384, 1024), (4096, 4100), (20000, 4096)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_column_sums_equal_float64_sums(seed, dtype, shape):
+    """The column-sum pass that gives large layers their bias gradient, against float64 sums (a
+    padded row stride: the scalar-load path)."""
+    from nvmathx.torch import _column_sums
+
+    rows, cols = shape
+    t = (randn(generator(seed), (rows, cols + 8), dtype, DEVICE) + 0.25)[:, :cols]
+    result = _column_sums.column_sums(t)
+    expected = t.double().sum(0)
+    assert result.dtype == dtype
+    assert relative_error(result, expected) < {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}[dtype]
+
+
+@pytest.mark.parametrize("activation", ["gelu", "relu"])
+def test_mlp_bias_gradients_of_large_layers_match_bgrada(seed, monkeypatch, refused, activation):
+    """Above the column-sum threshold (16384 tokens x 1024 features), the block's gradients equal
+    those of the BGRADA path (the threshold out of reach) to the dtype's rounding; the GEMMs' own
+    results are the same bits."""
+    from nvmathx.torch import _column_sums
+
+    gen = generator(seed)
+    dtype = torch.bfloat16
+    x = randn(gen, (16384, 1024), dtype, DEVICE)
+    w1, b1, w2, b2 = _mlp_params(gen, 1024, 1024, dtype)
+    grad = randn(gen, (16384, 1024), dtype, DEVICE)
+    assert _column_sums.in_kernel(16384, 1024, 1, "bfloat16")
+    steps = {}
+    for name, threshold in (("kernel", _column_sums.MIN_ELEMENTS), ("bgrada", 1 << 62)):
+        monkeypatch.setattr(_column_sums, "MIN_ELEMENTS", threshold)
+        out = fused_mlp(x, w1, b1, w2, b2, activation=activation)
+        steps[name] = torch.autograd.grad(out, (w1, b1, w2, b2), grad)
+    for index in (0, 2):
+        assert torch.equal(steps["kernel"][index], steps["bgrada"][index]), index
+    for index in (1, 3):
+        assert relative_error(steps["kernel"][index], steps["bgrada"][index].double()) < 1e-2, index
+    _assert_fused(refused, dtype)

@@ -27,9 +27,9 @@ import weakref
 import numpy as np
 import torch
 
-from ..._codegen.float_formats import FORMAT_CODES
 from ..._core.streams import resolve_stream
 from ...linalg import MatmulOptions, matmul
+from .._column_sums import sum_partials
 from .._fused import preferences_for
 from .._reference import activate
 from . import kernels
@@ -152,7 +152,7 @@ class Pass:
             flags |= kernels.AMAX
         self._launch_cast(t, aux, slot, op, flags, out, out_t, partials)
         self.state.measured.add(slot)
-        bias = self._column_sums(partials, t.dtype) if partials is not None else None
+        bias = sum_partials(partials, t.dtype, self.stream, self.device_id) if partials is not None else None
         return Cast(out, out_t, bias, self.scale_inv[slot:slot + 1])
 
     def snapshot(self) -> torch.Tensor:
@@ -164,22 +164,6 @@ class Pass:
         copy = torch.empty(length, dtype=torch.float32, device=scale_inv.device)
         copy.view(-1, SCALE_STRIDE)[:, 0] = scale_inv
         return copy
-
-    def _column_sums(self, partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        """The column sums of the bias-gradient partial sums, in ``dtype``: 32 rows per thread per
-        launch until one launch covers what is left (two launches up to 32768 partial rows)."""
-        parts, cols = partials.shape
-        result = torch.empty(cols, dtype=dtype, device=partials.device)
-        chunk = kernels.SUM_CHUNK
-        while True:
-            chunks = -(-parts // chunk)
-            sums = torch.empty((chunks, cols), dtype=torch.float32, device=partials.device) if chunks > 1 else None
-            kernels.launch(self.stream, self.device_id, "sum_rows", chunks * cols, partials.data_ptr(),
-                           np.int64(parts), np.int64(cols), np.int64(chunk), sums.data_ptr() if sums is not None else 0,
-                           result.data_ptr(), np.int32(FORMAT_CODES[_name(dtype)]))
-            if sums is None:
-                return result
-            partials, parts = sums, chunks
 
     def weight(self, w: torch.Tensor, slot: int) -> Cast:
         """The weight in float8, both layouts; from the state's cache while the weight is unchanged

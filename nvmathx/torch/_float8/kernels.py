@@ -15,7 +15,8 @@ and, according to ``flags``:
   non-negative floats, NaN above every number);
 - ``DBIAS``: writes the column sums of ``v`` over each tile of 64 rows to ``dbias_partial`` (one
   row per 64 input rows), which ``sum_rows`` then adds up, 32 rows a thread and launch, in a fixed
-  order (deterministic, no atomics);
+  order (deterministic, no atomics). Alone (no ``WRITE``, ``WRITE_T`` or ``DYNAMIC``) it reads no
+  scale and converts nothing: the bias gradient of the unquantised layers (:func:`column_sums`);
 - ``DYNAMIC``: takes the scale from the amax already in ``amax_in`` (this step's, from an earlier
   ``AMAX`` pass) instead of ``scale``, and records it in ``scale`` and ``scale_inv``.
 
@@ -178,14 +179,15 @@ __device__ inline void cast_transpose_op(const void* __restrict__ in, i64 in_ld,
                                          float* dbias_partial, int vector, unsigned int (*words_t)[WORDS],
                                          float (*quad_sums)[TILE_COLS]) {
     const float fp8_max = largest_finite(OUT);
-    float s;
+    const bool writes = flags & (WRITE | WRITE_T);  // without either, only sums and amax: no scale, no bytes
+    float s = 1.0f;
     if (flags & DYNAMIC) {
         s = scale_for(bits_float(*amax_in), fp8_max, margin_factor, 1.0f);
         if (blockIdx.x == 0 && threadIdx.x == 0) {
             *scale = s;
             *scale_inv = 1.0f / s;
         }
-    } else {
+    } else if (writes) {
         s = *scale;
     }
     const i64 tile_rows = (rows + TILE_ROWS - 1) / TILE_ROWS, tile_cols = (cols + TILE_COLS - 1) / TILE_COLS;
@@ -221,7 +223,7 @@ __device__ inline void cast_transpose_op(const void* __restrict__ in, i64 in_ld,
                     for (int j = 0; j < COLS; j += 2) {
                         v[j] = apply_op<OP>(v[j], a[j]);
                         v[j + 1] = apply_op<OP>(v[j + 1], a[j + 1]);
-                        const unsigned int pair = to_float8x2<OUT>(v[j] * s, v[j + 1] * s);
+                        const unsigned int pair = writes ? to_float8x2<OUT>(v[j] * s, v[j + 1] * s) : 0u;
                         bytes[j] = pair & 0xffu;
                         bytes[j + 1] = pair >> 8;
                     }
