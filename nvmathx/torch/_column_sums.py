@@ -4,9 +4,9 @@ cuBLASLt's BGRADA epilog runs its sum as a second kernel after the GEMM, and on 
 more than reading the gradient once: on an H100 at 16384 tokens, +23 us over the plain GEMM for a
 16384 x 1024 gradient and +83 us for 16384 x 4096, where one pass at memory speed needs about
 11 and 43 us. So from :data:`MIN_ELEMENTS` elements on, the weight-gradient GEMM runs plain and
-the bias gradient comes from the float8 cast kernel run with its ``DBIAS`` pass only
-(:mod:`._float8.kernels`: 64-row partial sums, then ``sum_rows``; a fixed order, so the result is
-deterministic); smaller gradients keep BGRADA, which costs no extra launch.
+the bias gradient comes from one column-sum pass (``column_partials`` of :mod:`._float8.kernels`,
+sums over bands of rows, then ``sum_rows``; a fixed order, so the result is deterministic);
+smaller gradients keep BGRADA, which costs no extra launch.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from .._codegen.float_formats import FORMAT_CODES
 from .._core.streams import StreamHolder, resolve_stream
 from ._float8 import kernels
 
-__all__ = ["MIN_ELEMENTS", "column_sums", "in_kernel", "sum_partials", "torch_stream"]
+__all__ = ["MIN_ELEMENTS", "TARGET_BLOCKS", "bands", "column_sums", "in_kernel", "sum_partials", "torch_stream"]
 
 MIN_ELEMENTS = 1 << 24  # gradients from this size on take their bias gradient from the kernel
+TARGET_BLOCKS = 512  # blocks of column_partials: four a multiprocessor on Hopper, each reading 128 rows or more
 _FORMATS = ("float16", "bfloat16", "float32")
 
 
@@ -42,28 +43,39 @@ def torch_stream(device: torch.device) -> tuple[StreamHolder, int]:
     return resolve_stream(torch.cuda.current_stream(device).cuda_stream, index), index
 
 
+def bands(rows: int, cols: int) -> int:
+    """Bands of rows that :func:`column_sums` sums apart: about :data:`TARGET_BLOCKS` blocks of one
+    256-column strip and one band each, every band at least 128 rows (16 per warp).
+
+    >>> bands(16384, 4096), bands(32768, 768), bands(100, 64)
+    (32, 171, 1)
+    """
+    strips = -(-cols // kernels.PARTIAL_STRIP)
+    return max(1, min(rows // 128, -(-TARGET_BLOCKS // strips)))
+
+
 def column_sums(t: torch.Tensor) -> torch.Tensor:
-    """``t.sum(0)`` in ``t``'s dtype (accumulated in float32) for a 2-D CUDA tensor with unit
-    column stride that :func:`in_kernel` takes, on torch's current stream."""
+    """``t.sum(0)`` in ``t``'s dtype (accumulated in float32, in a fixed order) for a 2-D CUDA
+    tensor that :func:`in_kernel` takes, on torch's current stream: column sums over bands of rows
+    (``column_partials``), then the bands added up (``sum_rows``, eight rows a thread and launch)."""
     rows, cols = t.shape
     stream, device_id = torch_stream(t.device)
-    partials = torch.empty((-(-rows // kernels.TILE_ROWS), cols), dtype=torch.float32, device=t.device)
-    dtype_name = str(t.dtype).removeprefix("torch.")
-    vector = int(t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0 and t.element_size() == 2)
-    # the output format is a template argument only: without WRITE the kernel converts nothing
-    kernels.launch(stream, device_id, kernels.cast_transpose_name(dtype_name, "float8_e4m3fn"),
-                   kernels.tile_count(rows, cols) * kernels.TILE_THREADS, t.data_ptr(), np.int64(t.stride(0)),
-                   0, np.int64(0), np.int64(rows), np.int64(cols), np.int32(kernels.OPS["none"]),
-                   np.int32(kernels.DBIAS), 0, 0, 0, 0, 0, 0, np.float32(1.0), partials.data_ptr(), np.int32(vector))
-    return sum_partials(partials, t.dtype, stream, device_id)
+    splits = bands(rows, cols)
+    partials = torch.empty((splits, cols), dtype=torch.float32, device=t.device)
+    vector = int(t.element_size() == 2 and t.data_ptr() % 16 == 0 and (t.stride(0) * 2) % 16 == 0)
+    strips = -(-cols // kernels.PARTIAL_STRIP)
+    kernels.launch(stream, device_id, kernels.column_partials_name(str(t.dtype).removeprefix("torch.")),
+                   strips * splits * kernels.PARTIAL_THREADS, t.data_ptr(), np.int64(t.stride(0)), np.int64(rows),
+                   np.int64(cols), np.int64(splits), np.int32(vector), partials.data_ptr())
+    return sum_partials(partials, t.dtype, stream, device_id, chunk=8)
 
 
-def sum_partials(partials: torch.Tensor, dtype: torch.dtype, stream: StreamHolder, device_id: int) -> torch.Tensor:
-    """The column sums of ``partials`` (float32 rows of partial sums) in ``dtype``: 32 rows per
-    thread per launch until one launch covers what is left (two launches up to 32768 rows)."""
+def sum_partials(partials: torch.Tensor, dtype: torch.dtype, stream: StreamHolder, device_id: int,
+                 chunk: int = kernels.SUM_CHUNK) -> torch.Tensor:
+    """The column sums of ``partials`` (float32 rows of partial sums) in ``dtype``: ``chunk`` rows
+    per thread per launch until one launch covers what is left (32: two launches up to 32768 rows)."""
     parts, cols = partials.shape
     result = torch.empty(cols, dtype=dtype, device=partials.device)
-    chunk = kernels.SUM_CHUNK
     while True:
         chunks = -(-parts // chunk)
         sums = torch.empty((chunks, cols), dtype=torch.float32, device=partials.device) if chunks > 1 else None

@@ -15,8 +15,7 @@ and, according to ``flags``:
   non-negative floats, NaN above every number);
 - ``DBIAS``: writes the column sums of ``v`` over each tile of 64 rows to ``dbias_partial`` (one
   row per 64 input rows), which ``sum_rows`` then adds up, 32 rows a thread and launch, in a fixed
-  order (deterministic, no atomics). Alone (no ``WRITE``, ``WRITE_T`` or ``DYNAMIC``) it reads no
-  scale and converts nothing: the bias gradient of the unquantised layers (:func:`column_sums`);
+  order (deterministic, no atomics);
 - ``DYNAMIC``: takes the scale from the amax already in ``amax_in`` (this step's, from an earlier
   ``AMAX`` pass) instead of ``scale``, and records it in ``scale`` and ``scale_inv``.
 
@@ -25,6 +24,9 @@ stride over tiles, :func:`tile_count` of them), a thread four rows of eight colu
 per row (when the input is 16-byte aligned) and an 8-byte row-major store; the transposed bytes
 pass through shared memory and leave as 64 contiguous bytes per column. ``rows`` must be a multiple
 of 16 and ``cols`` of 8 (float8 GEMMs need multiples of 16 anyway).
+
+``column_partials<IN>`` sums the columns of a matrix over bands of rows (the bias gradient of the
+unquantised layers, :mod:`nvmathx.torch._column_sums`; ``sum_rows`` adds the bands up).
 
 ``update_scaling`` applies delayed scaling to the slots in ``mask`` of a layer's state, one warp
 per slot (:data:`WARP` threads of the launch each): from the amax history (``history_len x
@@ -44,13 +46,16 @@ from ..._codegen.launch import KernelSet
 from ..._codegen.launch import launch as launch_kernel
 
 __all__ = ["AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SOURCE", "OPS", "TILE_COLS", "TILE_ROWS",
-           "TILE_THREADS", "WRITE", "WRITE_T", "cast_transpose_name", "launch", "tile_count"]
+           "TILE_THREADS", "WRITE", "WRITE_T", "PARTIAL_STRIP", "PARTIAL_THREADS", "cast_transpose_name",
+           "column_partials_name", "launch", "tile_count"]
 
 WRITE, WRITE_T, AMAX, DBIAS, DYNAMIC = (1 << bit for bit in range(5))
 OPS = {"none": 0, "relu": 1, "gelu": 2, "drelu": 3, "dgelu": 4}
 TILE_ROWS, TILE_COLS = 64, 128  # a block's tile (and the rows per bias-gradient partial row)
 TILE_THREADS = TILE_ROWS // 4 * (TILE_COLS // 8)  # a block: groups of 4 rows by groups of 8 columns (256)
 WARP = 32  # threads of update_scaling per slot (the lanes of one warp)
+PARTIAL_STRIP = 256  # columns of a column_partials block (32 lanes of eight)
+PARTIAL_THREADS = 256  # its threads: eight warps
 SUM_CHUNK = 32  # rows of partial sums a thread of sum_rows adds: parts / 32 threads per column a launch
 
 
@@ -179,15 +184,14 @@ __device__ inline void cast_transpose_op(const void* __restrict__ in, i64 in_ld,
                                          float* dbias_partial, int vector, unsigned int (*words_t)[WORDS],
                                          float (*quad_sums)[TILE_COLS]) {
     const float fp8_max = largest_finite(OUT);
-    const bool writes = flags & (WRITE | WRITE_T);  // without either, only sums and amax: no scale, no bytes
-    float s = 1.0f;
+    float s;
     if (flags & DYNAMIC) {
         s = scale_for(bits_float(*amax_in), fp8_max, margin_factor, 1.0f);
         if (blockIdx.x == 0 && threadIdx.x == 0) {
             *scale = s;
             *scale_inv = 1.0f / s;
         }
-    } else if (writes) {
+    } else {
         s = *scale;
     }
     const i64 tile_rows = (rows + TILE_ROWS - 1) / TILE_ROWS, tile_cols = (cols + TILE_COLS - 1) / TILE_COLS;
@@ -223,7 +227,7 @@ __device__ inline void cast_transpose_op(const void* __restrict__ in, i64 in_ld,
                     for (int j = 0; j < COLS; j += 2) {
                         v[j] = apply_op<OP>(v[j], a[j]);
                         v[j + 1] = apply_op<OP>(v[j + 1], a[j + 1]);
-                        const unsigned int pair = writes ? to_float8x2<OUT>(v[j] * s, v[j + 1] * s) : 0u;
+                        const unsigned int pair = to_float8x2<OUT>(v[j] * s, v[j + 1] * s);
                         bytes[j] = pair & 0xffu;
                         bytes[j + 1] = pair >> 8;
                     }
@@ -296,6 +300,60 @@ __global__ void cast_transpose(const void* __restrict__ in, i64 in_ld, const voi
 #undef NVMATHX_CAST
 }
 
+// Column sums of a rows x cols matrix (row stride `ld`, format IN) over `splits` bands of rows, into
+// partial[split * cols + c]: a block takes a strip of 256 columns of one band, each warp every
+// eighth row of it (a warp reads 512 contiguous bytes of a row, eight rows in flight per thread),
+// then adds its eight warps' sums in a fixed order. One read at memory speed; sum_rows finishes.
+enum { PARTIAL_WARPS = 8, PARTIAL_STRIP = 32 * COLS, PARTIAL_DEPTH = 8 };
+
+template <int IN>
+__global__ void column_partials(const void* __restrict__ in, i64 ld, i64 rows, i64 cols, i64 splits, int vector,
+                                float* __restrict__ partial) {
+    SHARED float warp_sums[PARTIAL_WARPS][PARTIAL_STRIP];
+    const i64 strips = (cols + PARTIAL_STRIP - 1) / PARTIAL_STRIP, band = (rows + splits - 1) / splits;
+    for (i64 item = blockIdx.x; item < strips * splits; item += gridDim.x) {
+        const i64 col0 = item % strips * PARTIAL_STRIP, first = item / strips * band;
+        const i64 last = first + band < rows ? first + band : rows;
+        for (int thread = threadIdx.x; thread < PARTIAL_WARPS * 32; thread += blockDim.x) {
+            const int warp = thread / 32, lane = thread % 32;
+            const i64 col = col0 + lane * COLS;
+            float sums[COLS];
+            for (int j = 0; j < COLS; ++j) sums[j] = 0.0f;
+            if (col < cols) {
+                i64 row = first + warp;
+                for (; row + (PARTIAL_DEPTH - 1) * PARTIAL_WARPS < last; row += PARTIAL_DEPTH * PARTIAL_WARPS) {
+                    Raw8<IN> raw[PARTIAL_DEPTH];
+#pragma unroll
+                    for (int r = 0; r < PARTIAL_DEPTH; ++r)
+                        load_raw8<IN>(in, (row + r * PARTIAL_WARPS) * ld + col, vector, raw[r]);
+#pragma unroll
+                    for (int r = 0; r < PARTIAL_DEPTH; ++r) {
+                        float v[COLS];
+                        decode8<IN>(raw[r], v);
+                        for (int j = 0; j < COLS; ++j) sums[j] += v[j];
+                    }
+                }
+                for (; row < last; row += PARTIAL_WARPS) {
+                    Raw8<IN> raw;
+                    float v[COLS];
+                    load_raw8<IN>(in, row * ld + col, vector, raw);
+                    decode8<IN>(raw, v);
+                    for (int j = 0; j < COLS; ++j) sums[j] += v[j];
+                }
+            }
+            for (int j = 0; j < COLS; ++j) warp_sums[warp][lane * COLS + j] = sums[j];
+        }
+        sync_block();
+        for (int c = threadIdx.x; c < PARTIAL_STRIP; c += blockDim.x)
+            if (col0 + c < cols) {
+                float total = 0.0f;
+                for (int w = 0; w < PARTIAL_WARPS; ++w) total += warp_sums[w][c];
+                partial[item / strips * cols + col0 + c] = total;
+            }
+        sync_block();  // the next item overwrites shared memory
+    }
+}
+
 // Column sums of `parts` rows of partial sums, `chunk` rows at a time: thread (k, c) adds rows
 // [k * chunk, (k + 1) * chunk) of column c into sums[k * cols + c] or, when one chunk covers every
 // row, into result[c] in format result_code (the bias gradient). A fixed order: deterministic.
@@ -357,13 +415,19 @@ __global__ void update_scaling(float* history, i64 history_len, i64 slots, unsig
 """
 
 
+def column_partials_name(in_dtype: str) -> str:
+    """The column-sum kernel instance for a torch dtype name (the unquantised layers' bias gradient)."""
+    return f"column_partials<{FORMAT_CODES[in_dtype]}>"
+
+
 def cast_transpose_name(in_dtype: str, out_dtype: str) -> str:
     """The kernel instance for torch dtype names, e.g. ``("bfloat16", "float8_e4m3fn")``."""
     return f"cast_transpose<{FORMAT_CODES[in_dtype]}, {FORMAT_CODES[out_dtype]}>"
 
 
 KERNEL_NAMES = tuple(cast_transpose_name(i, o) for i in ("float16", "bfloat16", "float32")
-                     for o in ("float8_e4m3fn", "float8_e5m2")) + ("sum_rows", "update_scaling")
+                     for o in ("float8_e4m3fn", "float8_e5m2")) + ("sum_rows", "update_scaling") + tuple(
+    column_partials_name(i) for i in ("float16", "bfloat16", "float32"))
 
 KERNELS = KernelSet(KERNEL_SOURCE, KERNEL_NAMES)
 
