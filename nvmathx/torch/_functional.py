@@ -163,7 +163,8 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     -----
     CUDA float16, bfloat16 and float32 tensors run on cuBLASLt: the forward GEMM fuses the bias
     and the activation (keeping the pre-activation for GELU when gradients are needed), the
-    backward computes the weight gradient with the bias gradient fused (BGRADA) and the input
+    backward computes the weight gradient with the bias gradient fused (BGRADA; for gradients of
+    2^24 elements or more, one column-sum pass over the gradient, faster on Hopper) and the input
     gradient, after one elementwise kernel for the activation's derivative (which
     :func:`fused_mlp` fuses too). Everything else (CPU, float64, a problem cuBLASLt refuses) runs
     the same computation as torch ops, logged at DEBUG on the ``nvmathx`` logger.
@@ -252,9 +253,9 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     keeping the pre-activation or a ReLU bitmask, then BIAS) and saves ``x``, the hidden
     activation and that auxiliary output (what torch saves for the same block, or less). Its
     backward is four GEMMs: ``grad @ w2`` with the activation's derivative fused (DGELU /
-    DRELU), ``grad.T @ h`` and ``dz.T @ x`` with the bias gradients fused (BGRADA), and plain
-    ``dz @ w1``. Without gradients it is two GEMMs that keep
-    nothing. CPU tensors, float64 and problems cuBLASLt refuses run as torch ops.
+    DRELU), ``grad.T @ h`` and ``dz.T @ x`` with the bias gradients fused (BGRADA, or from one
+    column-sum pass for gradients of 2^24 elements or more), and plain ``dz @ w1``. Without
+    gradients it is two GEMMs that keep nothing. CPU tensors, float64 and problems cuBLASLt refuses run as torch ops.
 
     Double backward, empty problems (no tokens, ``d_model`` or ``hidden`` of 0) and meta tensors
     behave as for two ``torch.nn.functional.linear`` calls, as described for :func:`fused_linear`.

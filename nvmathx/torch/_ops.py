@@ -23,7 +23,8 @@ op                                               computes
 ===============================================  =============================================
 
 ``mlp``'s backward is four GEMMs and no elementwise kernel: ``dz`` from ``grad_activation``
-(DGELU / DRELU), ``dW1, db1`` and ``dW2, db2`` from ``grad_weight`` (BGRADA), ``dx`` plain.
+(DGELU / DRELU), ``dW1, db1`` and ``dW2, db2`` from ``grad_weight`` (BGRADA, or a column-sum
+pass for large gradients: :mod:`._column_sums`), ``dx`` plain.
 ``linear``'s backward applies the activation's derivative elementwise (from the saved output for
 ReLU; for GELU it recomputes the pre-activation, which :func:`~nvmathx.torch.fused_linear` avoids
 by calling ``linear_aux`` when gradients are needed).
