@@ -5,7 +5,7 @@ more than reading the gradient once: on an H100 at 16384 tokens, +23 us over the
 16384 x 1024 gradient and +83 us for 16384 x 4096; this pass sums 16384 x 4096 bfloat16 in 54 us
 (2.5 TB/s with its two finishing launches; torch's ``sum(0)`` 62 us). So from :data:`MIN_ELEMENTS`
 elements on, the weight-gradient GEMM runs plain and the bias gradient comes from one column-sum
-pass (``column_partials`` of :mod:`._float8.kernels`, sums over bands of rows, then ``sum_rows``; a
+pass (``column_partials`` of :mod:`._float8.kernels`, sums over bands of rows, then ``add_rows``; a
 fixed order, so the result is deterministic); smaller gradients keep BGRADA, which costs no extra
 launch. Measured on the bfloat16 ``FusedMLP`` step (H100, ``scripts/probe-bias-grad``): -1.5% and
 -2.3% on the ``mlp`` suite's two smaller shapes, no change beyond noise on the largest.
@@ -59,7 +59,7 @@ def bands(rows: int, cols: int) -> int:
 def column_sums(t: torch.Tensor) -> torch.Tensor:
     """``t.sum(0)`` in ``t``'s dtype (accumulated in float32, in a fixed order) for a 2-D CUDA
     tensor that :func:`in_kernel` takes, on torch's current stream: column sums over bands of rows
-    (``column_partials``), then the bands added up (``sum_rows``, eight rows a thread and launch)."""
+    (``column_partials``), then the bands added up (``add_rows``): two launches."""
     rows, cols = t.shape
     stream, device_id = torch_stream(t.device)
     splits = bands(rows, cols)
@@ -69,21 +69,15 @@ def column_sums(t: torch.Tensor) -> torch.Tensor:
     kernels.launch(stream, device_id, kernels.column_partials_name(str(t.dtype).removeprefix("torch.")),
                    strips * splits * kernels.PARTIAL_THREADS, t.data_ptr(), np.int64(t.stride(0)), np.int64(rows),
                    np.int64(cols), np.int64(splits), np.int32(vector), partials.data_ptr())
-    return sum_partials(partials, t.dtype, stream, device_id, chunk=8)
+    return sum_partials(partials, t.dtype, stream, device_id)
 
 
-def sum_partials(partials: torch.Tensor, dtype: torch.dtype, stream: StreamHolder, device_id: int,
-                 chunk: int = kernels.SUM_CHUNK) -> torch.Tensor:
-    """The column sums of ``partials`` (float32 rows of partial sums) in ``dtype``: ``chunk`` rows
-    per thread per launch until one launch covers what is left (32: two launches up to 32768 rows)."""
+def sum_partials(partials: torch.Tensor, dtype: torch.dtype, stream: StreamHolder, device_id: int) -> torch.Tensor:
+    """The column sums of ``partials`` (float32 rows of partial sums) in ``dtype``, in one launch
+    (``add_rows``: 32 columns a block, a fixed order)."""
     parts, cols = partials.shape
     result = torch.empty(cols, dtype=dtype, device=partials.device)
-    while True:
-        chunks = -(-parts // chunk)
-        sums = torch.empty((chunks, cols), dtype=torch.float32, device=partials.device) if chunks > 1 else None
-        kernels.launch(stream, device_id, "sum_rows", chunks * cols, partials.data_ptr(), np.int64(parts),
-                       np.int64(cols), np.int64(chunk), sums.data_ptr() if sums is not None else 0,
-                       result.data_ptr(), np.int32(FORMAT_CODES[str(dtype).removeprefix("torch.")]))
-        if sums is None:
-            return result
-        partials, parts = sums, chunks
+    kernels.launch(stream, device_id, "add_rows", -(-cols // kernels.ADD_COLUMNS) * kernels.PARTIAL_THREADS,
+                   partials.data_ptr(), np.int64(parts), np.int64(cols), result.data_ptr(),
+                   np.int32(FORMAT_CODES[str(dtype).removeprefix("torch.")]))
+    return result

@@ -27,9 +27,9 @@ def host_kernels(monkeypatch):
 @pytest.mark.parametrize("rows, cols, ld_extra",
                          [(64, 128, 0), (100, 136, 0), (4, 8, 0), (4160, 264, 8), (68, 40, 3), (1000, 520, 0)])
 def test_column_sums_equal_float64_sums(seed, host_kernels, dtype, rows, cols, ld_extra):
-    """A strip of columns cut at the right edge, several sum_rows launches (4160 rows: 32 bands, eight
-    rows a launch), a last band shorter than the others (1000 rows in 7 bands), padded
-    rows (16-byte vector loads) and an odd row stride (scalar loads)."""
+    """A strip of columns cut at the right edge, 32 bands of rows (4160 rows), a last band shorter
+    than the others (1000 rows in 7 bands), padded rows (16-byte vector loads) and an odd row stride
+    (scalar loads)."""
     base = randn(generator(seed), (rows, cols + ld_extra), dtype) + 0.5  # non-zero means: sums that matter
     t = base[:, :cols]
     result = _column_sums.column_sums(t)

@@ -14,8 +14,8 @@ and, according to ``flags``:
 - ``AMAX``: max-accumulates ``|v|`` into ``amax`` (float32 bits as unsigned int: the order of
   non-negative floats, NaN above every number);
 - ``DBIAS``: writes the column sums of ``v`` over each tile of 64 rows to ``dbias_partial`` (one
-  row per 64 input rows), which ``sum_rows`` then adds up, 32 rows a thread and launch, in a fixed
-  order (deterministic, no atomics);
+  row per 64 input rows), which ``add_rows`` then adds up in one launch, in a fixed order
+  (deterministic, no atomics);
 - ``DYNAMIC``: takes the scale from the amax already in ``amax_in`` (this step's, from an earlier
   ``AMAX`` pass) instead of ``scale``, and records it in ``scale`` and ``scale_inv``.
 
@@ -26,7 +26,7 @@ pass through shared memory and leave as 64 contiguous bytes per column. ``rows``
 of 16 and ``cols`` of 8 (float8 GEMMs need multiples of 16 anyway).
 
 ``column_partials<IN>`` sums the columns of a matrix over bands of rows (the bias gradient of the
-unquantised layers, :mod:`nvmathx.torch._column_sums`; ``sum_rows`` adds the bands up).
+unquantised layers, :mod:`nvmathx.torch._column_sums`; ``add_rows`` adds the bands up).
 
 ``update_scaling`` applies delayed scaling to the slots in ``mask`` of a layer's state, one warp
 per slot (:data:`WARP` threads of the launch each): from the amax history (``history_len x
@@ -45,8 +45,8 @@ from ..._codegen.float_formats import FLOAT_FORMATS_SOURCE, FORMAT_CODES
 from ..._codegen.launch import KernelSet
 from ..._codegen.launch import launch as launch_kernel
 
-__all__ = ["AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SOURCE", "OPS", "TILE_COLS", "TILE_ROWS",
-           "TILE_THREADS", "WRITE", "WRITE_T", "PARTIAL_STRIP", "PARTIAL_THREADS", "cast_transpose_name",
+__all__ = ["ADD_COLUMNS", "AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SOURCE", "OPS", "PARTIAL_STRIP",
+           "PARTIAL_THREADS", "TILE_COLS", "TILE_ROWS", "TILE_THREADS", "WRITE", "WRITE_T", "cast_transpose_name",
            "column_partials_name", "launch", "tile_count"]
 
 WRITE, WRITE_T, AMAX, DBIAS, DYNAMIC = (1 << bit for bit in range(5))
@@ -56,7 +56,7 @@ TILE_THREADS = TILE_ROWS // 4 * (TILE_COLS // 8)  # a block: groups of 4 rows by
 WARP = 32  # threads of update_scaling per slot (the lanes of one warp)
 PARTIAL_STRIP = 256  # columns of a column_partials block (32 lanes of eight)
 PARTIAL_THREADS = 256  # its threads: eight warps
-SUM_CHUNK = 32  # rows of partial sums a thread of sum_rows adds: parts / 32 threads per column a launch
+ADD_COLUMNS = 32  # columns of an add_rows block (its eight warps: 256 threads)
 
 
 def tile_count(rows: int, cols: int) -> int:
@@ -303,7 +303,7 @@ __global__ void cast_transpose(const void* __restrict__ in, i64 in_ld, const voi
 // Column sums of a rows x cols matrix (row stride `ld`, format IN) over `splits` bands of rows, into
 // partial[split * cols + c]: a block takes a strip of 256 columns of one band, each warp every
 // eighth row of it (a warp reads 512 contiguous bytes of a row, eight rows in flight per thread),
-// then adds its eight warps' sums in a fixed order. One read at memory speed; sum_rows finishes.
+// then adds its eight warps' sums in a fixed order. One read at memory speed; add_rows finishes.
 enum { PARTIAL_WARPS = 8, PARTIAL_STRIP = 32 * COLS, PARTIAL_DEPTH = 8 };
 
 template <int IN>
@@ -354,22 +354,34 @@ __global__ void column_partials(const void* __restrict__ in, i64 ld, i64 rows, i
     }
 }
 
-// Column sums of `parts` rows of partial sums, `chunk` rows at a time: thread (k, c) adds rows
-// [k * chunk, (k + 1) * chunk) of column c into sums[k * cols + c] or, when one chunk covers every
-// row, into result[c] in format result_code (the bias gradient). A fixed order: deterministic.
-__global__ void sum_rows(const float* __restrict__ partial, i64 parts, i64 cols, i64 chunk, float* __restrict__ sums,
-                         void* result, int result_code) {
-    const i64 chunks = (parts + chunk - 1) / chunk, count = chunks * cols, step = (i64)gridDim.x * blockDim.x;
-    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < count; t += step) {
-        const i64 c = t % cols, k = t / cols;
-        const i64 last = (k + 1) * chunk < parts ? (k + 1) * chunk : parts;
-        float sum = 0.0f;
-#pragma unroll 4
-        for (i64 p = k * chunk; p < last; ++p) sum += partial[p * cols + c];
-        if (chunks == 1)
-            store<float>(result, result_code, c, sum);
-        else
-            sums[k * cols + c] = sum;
+// Column sums of `parts` rows of partial sums into result[c], format result_code (the bias
+// gradient), in one launch: a block of ADD_WARPS warps takes 32 columns, each warp every
+// ADD_WARPS-th row of them (128 contiguous bytes a row), then the warps' sums are added in a fixed
+// order: deterministic.
+enum { ADD_WARPS = 8 };
+
+__global__ void add_rows(const float* __restrict__ partial, i64 parts, i64 cols, void* result, int result_code) {
+    SHARED float warp_sums[ADD_WARPS][32];
+    const i64 groups = (cols + 31) / 32;
+    for (i64 group = blockIdx.x; group < groups; group += gridDim.x) {
+        for (int thread = threadIdx.x; thread < ADD_WARPS * 32; thread += blockDim.x) {
+            const int warp = thread / 32, lane = thread % 32;
+            const i64 c = group * 32 + lane;
+            float sum = 0.0f;
+            if (c < cols) {
+#pragma unroll 8
+                for (i64 p = warp; p < parts; p += ADD_WARPS) sum += partial[p * cols + c];
+            }
+            warp_sums[warp][lane] = sum;
+        }
+        sync_block();
+        for (int lane = threadIdx.x; lane < 32; lane += blockDim.x)
+            if (group * 32 + lane < cols) {
+                float total = 0.0f;
+                for (int w = 0; w < ADD_WARPS; ++w) total += warp_sums[w][lane];
+                store<float>(result, result_code, group * 32 + lane, total);
+            }
+        sync_block();  // the next group overwrites shared memory
     }
 }
 
@@ -426,7 +438,7 @@ def cast_transpose_name(in_dtype: str, out_dtype: str) -> str:
 
 
 KERNEL_NAMES = tuple(cast_transpose_name(i, o) for i in ("float16", "bfloat16", "float32")
-                     for o in ("float8_e4m3fn", "float8_e5m2")) + ("sum_rows", "update_scaling") + tuple(
+                     for o in ("float8_e4m3fn", "float8_e5m2")) + ("add_rows", "update_scaling") + tuple(
     column_partials_name(i) for i in ("float16", "bfloat16", "float32"))
 
 KERNELS = KernelSet(KERNEL_SOURCE, KERNEL_NAMES)
