@@ -166,6 +166,18 @@ __device__ inline unsigned int warp_max(unsigned int value) {
     return value;
 }
 
+// Columns c < count of ROWS rows of per-column sums in shared memory, added in a fixed order
+// (deterministic), into out[c]: the last step of a block's column sums.
+template <int ROWS, int COLUMNS>
+__device__ inline void add_shared_rows(const float (*sums)[COLUMNS], i64 count, float* out) {
+    for (int c = threadIdx.x; c < COLUMNS; c += blockDim.x)
+        if (c < count) {
+            float total = 0.0f;
+            for (int r = 0; r < ROWS; ++r) total += sums[r][c];
+            out[c] = total;
+        }
+}
+
 // A block's tile: TILE_ROWS x TILE_COLS elements, a thread's share four rows of eight columns (one
 // 16-byte read per row). Its float8 bytes go to the row-major output directly and, four rows a word,
 // to shared memory, from which the transposed tile leaves as 64 contiguous bytes per column: a
@@ -264,13 +276,8 @@ __device__ inline void cast_transpose_op(const void* __restrict__ in, i64 in_ld,
                     *(uint4*)(out_t + (col0 + c) * rows + row) = packed;
                 }
             }
-        if (flags & DBIAS)  // the tile's column sums, quads in a fixed order: deterministic
-            for (int c = threadIdx.x; c < TILE_COLS; c += blockDim.x)
-                if (col0 + c < cols) {
-                    float total = 0.0f;
-                    for (int q = 0; q < QUADS; ++q) total += quad_sums[q][c];
-                    dbias_partial[row0 / TILE_ROWS * cols + col0 + c] = total;
-                }
+        if (flags & DBIAS)  // the tile's column sums
+            add_shared_rows<QUADS, TILE_COLS>(quad_sums, cols - col0, dbias_partial + row0 / TILE_ROWS * cols + col0);
         sync_block();  // the next tile overwrites shared memory
     }
     if (flags & AMAX) {
@@ -344,12 +351,7 @@ __global__ void column_partials(const void* __restrict__ in, i64 ld, i64 rows, i
             for (int j = 0; j < COLS; ++j) warp_sums[warp][lane * COLS + j] = sums[j];
         }
         sync_block();
-        for (int c = threadIdx.x; c < PARTIAL_STRIP; c += blockDim.x)
-            if (col0 + c < cols) {
-                float total = 0.0f;
-                for (int w = 0; w < PARTIAL_WARPS; ++w) total += warp_sums[w][c];
-                partial[item / strips * cols + col0 + c] = total;
-            }
+        add_shared_rows<PARTIAL_WARPS, PARTIAL_STRIP>(warp_sums, cols - col0, partial + item / strips * cols + col0);
         sync_block();  // the next item overwrites shared memory
     }
 }
