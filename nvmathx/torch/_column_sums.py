@@ -2,8 +2,8 @@
 
 cuBLASLt's BGRADA epilog runs its sum as a second kernel after the GEMM, and on Hopper it costs
 more than reading the gradient once: on an H100 at 16384 tokens, +23 us over the plain GEMM for a
-16384 x 1024 gradient and +83 us for 16384 x 4096; this pass sums 16384 x 4096 bfloat16 in 54 us
-(2.5 TB/s with its two finishing launches; torch's ``sum(0)`` 62 us). So from :data:`MIN_ELEMENTS`
+16384 x 1024 gradient and +83 us for 16384 x 4096; this pass sums 16384 x 4096 bfloat16 in 54-57 us
+(2.3-2.5 TB/s with its finishing launch; torch's ``sum(0)`` 62 us). So from :data:`MIN_ELEMENTS`
 elements on, the weight-gradient GEMM runs plain and the bias gradient comes from one column-sum
 pass (``column_partials`` of :mod:`._float8.kernels`, sums over bands of rows, then ``add_rows``; a
 fixed order, so the result is deterministic); smaller gradients keep BGRADA, which costs no extra
@@ -30,13 +30,12 @@ _FORMATS = ("float16", "bfloat16", "float32")
 def in_kernel(rows: int, cols: int, column_stride: int, dtype_name: str) -> bool:
     """Whether the bias gradient of a ``rows x cols`` gradient of ``dtype_name`` comes from
     :func:`column_sums` (else from cuBLASLt's BGRADA epilog): large enough, rows of unit stride,
-    whole groups of four rows and eight columns (the kernel's unit of work), a format it reads.
+    whole groups of eight columns (a thread's 16-byte read), a format the kernel reads.
 
     >>> in_kernel(16384, 4096, 1, "bfloat16"), in_kernel(16384, 4100, 1, "bfloat16"), in_kernel(256, 256, 1, "float16")
     (True, False, False)
     """
-    return (rows * cols >= MIN_ELEMENTS and column_stride == 1 and rows % 4 == 0 and cols % 8 == 0
-            and dtype_name in _FORMATS)
+    return rows * cols >= MIN_ELEMENTS and column_stride == 1 and cols % 8 == 0 and dtype_name in _FORMATS
 
 
 def torch_stream(device: torch.device) -> tuple[StreamHolder, int]:
