@@ -20,7 +20,8 @@ from .._codegen.float_formats import FORMAT_CODES
 from .._core.streams import StreamHolder, resolve_stream
 from ._float8 import kernels
 
-__all__ = ["MIN_ELEMENTS", "TARGET_BLOCKS", "bands", "column_sums", "in_kernel", "sum_partials", "torch_stream"]
+__all__ = ["MIN_ELEMENTS", "TARGET_BLOCKS", "bands", "column_sums", "dtype_name", "in_kernel", "sum_partials",
+           "torch_stream", "vector_aligned"]
 
 MIN_ELEMENTS = 1 << 24  # gradients from this size on take their bias gradient from the kernel
 TARGET_BLOCKS = 512  # blocks of column_partials: four a multiprocessor on Hopper, each reading 128 rows or more
@@ -36,6 +37,16 @@ def in_kernel(rows: int, cols: int, column_stride: int, dtype_name: str) -> bool
     (True, False, False)
     """
     return rows * cols >= MIN_ELEMENTS and column_stride == 1 and cols % 8 == 0 and dtype_name in _FORMATS
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """A torch dtype's name without its module, as the kernels' names and format codes spell it."""
+    return str(dtype).removeprefix("torch.")
+
+
+def vector_aligned(t: torch.Tensor) -> bool:
+    """16-byte vector loads: an aligned base and a row stride of whole 16-byte units (16-bit types)."""
+    return t.element_size() == 2 and t.data_ptr() % 16 == 0 and (t.stride(0) * 2) % 16 == 0
 
 
 def torch_stream(device: torch.device) -> tuple[StreamHolder, int]:
@@ -63,11 +74,10 @@ def column_sums(t: torch.Tensor) -> torch.Tensor:
     stream, device_id = torch_stream(t.device)
     splits = bands(rows, cols)
     partials = torch.empty((splits, cols), dtype=torch.float32, device=t.device)
-    vector = int(t.element_size() == 2 and t.data_ptr() % 16 == 0 and (t.stride(0) * 2) % 16 == 0)
     strips = -(-cols // kernels.PARTIAL_STRIP)
-    kernels.launch(stream, device_id, kernels.column_partials_name(str(t.dtype).removeprefix("torch.")),
+    kernels.launch(stream, device_id, kernels.column_partials_name(dtype_name(t.dtype)),
                    strips * splits * kernels.PARTIAL_THREADS, t.data_ptr(), np.int64(t.stride(0)), np.int64(rows),
-                   np.int64(cols), np.int64(splits), np.int32(vector), partials.data_ptr())
+                   np.int64(cols), np.int64(splits), np.int32(vector_aligned(t)), partials.data_ptr())
     return sum_partials(partials, t.dtype, stream, device_id)
 
 
@@ -78,5 +88,5 @@ def sum_partials(partials: torch.Tensor, dtype: torch.dtype, stream: StreamHolde
     result = torch.empty(cols, dtype=dtype, device=partials.device)
     kernels.launch(stream, device_id, "add_rows", -(-cols // kernels.ADD_COLUMNS) * kernels.PARTIAL_THREADS,
                    partials.data_ptr(), np.int64(parts), np.int64(cols), result.data_ptr(),
-                   np.int32(FORMAT_CODES[str(dtype).removeprefix("torch.")]))
+                   np.int32(FORMAT_CODES[dtype_name(dtype)]))
     return result

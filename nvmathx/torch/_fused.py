@@ -20,8 +20,6 @@ grad_activation           ``grad @ weight``                           DGELU / DR
 
 from __future__ import annotations
 
-import torch
-
 from .._core.errors import OptionsError
 from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME
 from ..linalg import MatmulPlanPreferences, matmul
@@ -31,7 +29,6 @@ __all__ = ["backward_epilog", "check_autotune", "forward", "forward_epilog", "gr
            "grad_weight", "preferences_for", "set_autotune"]
 
 _AUX_NAMES = {"relu": RELU_AUX_NAME, "gelu": GELU_AUX_NAME}
-_DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 _AUTOTUNED = MatmulPlanPreferences(autotune=True)
 _preferences = None  # the default plan preferences (set_autotune): None takes the heuristic's first pick
 
@@ -132,7 +129,7 @@ def grad_weight(grad, x, bias_grad: bool, autotune: bool | None = None):
     summed by the GEMM's epilog)."""
     preferences = preferences_for(autotune)
     rows, cols = grad.shape
-    if bias_grad and not _column_sums.in_kernel(rows, cols, grad.stride(1), _DTYPE_NAMES.get(grad.dtype, "")):
+    if bias_grad and not _column_sums.in_kernel(rows, cols, grad.stride(1), _column_sums.dtype_name(grad.dtype)):
         weight_grad, outputs = matmul(grad.T, x, epilog="BGRADA", preferences=preferences)
         return weight_grad, outputs["bgrada"]
     weight_grad = matmul(grad.T, x, preferences=preferences)

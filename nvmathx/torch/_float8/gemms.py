@@ -29,7 +29,7 @@ import torch
 
 from ..._core.streams import resolve_stream
 from ...linalg import MatmulOptions, matmul
-from .._column_sums import sum_partials
+from .._column_sums import dtype_name, sum_partials, vector_aligned
 from .._fused import preferences_for
 from .._reference import activate
 from . import kernels
@@ -44,7 +44,7 @@ def _options(dtype: torch.dtype, fast: bool) -> MatmulOptions:
     key = (dtype, fast)
     options = _OPTIONS.get(key)
     if options is None:
-        options = _OPTIONS[key] = MatmulOptions(result_type=_name(dtype), fast_accumulation=fast)
+        options = _OPTIONS[key] = MatmulOptions(result_type=dtype_name(dtype), fast_accumulation=fast)
     return options
 
 
@@ -61,18 +61,9 @@ def capturing() -> bool:
     return torch.cuda.is_current_stream_capturing()
 
 
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
 def _element(vector: torch.Tensor, index: int) -> int:
     """The address of ``vector[index]`` (a state's scales are strided views)."""
     return vector.data_ptr() + 4 * vector.stride(0) * index
-
-
-def _aligned(t: torch.Tensor) -> bool:
-    """16-byte vector loads: an aligned base and a row stride of whole 16-byte units (16-bit types)."""
-    return t.element_size() == 2 and t.data_ptr() % 16 == 0 and (t.stride(0) * 2) % 16 == 0
 
 
 class Pass:
@@ -115,9 +106,9 @@ class Pass:
         torch.distributed.all_reduce(amaxes, op=torch.distributed.ReduceOp.MAX, group=self.group)
 
     def _launch_cast(self, t, aux, slot, op, flags, out, out_t, partials) -> None:
-        name = kernels.cast_transpose_name(_name(t.dtype), _name(self.state.dtype_of(slot)))
+        name = kernels.cast_transpose_name(dtype_name(t.dtype), dtype_name(self.state.dtype_of(slot)))
         amax = self.history.data_ptr() + 4 * slot
-        vector = int(_aligned(t)) | (int(aux is not None and _aligned(aux)) << 1)
+        vector = int(vector_aligned(t)) | (int(aux is not None and vector_aligned(aux)) << 1)
         rows, cols = t.shape
         threads = kernels.tile_count(rows, cols) * kernels.TILE_THREADS
         kernels.launch(self.stream, self.device_id, name, max(threads, 1), t.data_ptr(), np.int64(t.stride(0)),
