@@ -276,7 +276,8 @@ def _launch_cast(x, aux, op, flags, out_dtype, scale):
     import numpy as np
 
     from nvmathx._core.streams import resolve_stream
-    from nvmathx.torch._float8 import gemms, kernels
+    from nvmathx.torch._column_sums import vector_aligned
+    from nvmathx.torch._float8 import kernels
 
     rows, cols = x.shape
     out = torch.full((rows, cols), 0xAB, dtype=torch.uint8, device=DEVICE)
@@ -284,7 +285,7 @@ def _launch_cast(x, aux, op, flags, out_dtype, scale):
     scales = torch.tensor([scale, 0.0], dtype=torch.float32, device=DEVICE)
     amax = torch.zeros(1, dtype=torch.int32, device=DEVICE)
     partials = torch.full((-(-rows // kernels.TILE_ROWS), cols), float("nan"), dtype=torch.float32, device=DEVICE)
-    aligned = [t is not None and gemms._aligned(t) for t in (x, aux)]
+    aligned = [t is not None and vector_aligned(t) for t in (x, aux)]
     stream = resolve_stream(torch.cuda.current_stream().cuda_stream, torch.cuda.current_device())
     name = kernels.cast_transpose_name(str(x.dtype).removeprefix("torch."), out_dtype)
     kernels.launch(stream, torch.cuda.current_device(), name, kernels.tile_count(rows, cols) * kernels.TILE_THREADS,
