@@ -68,9 +68,22 @@ def core_stream(stream):
 
 
 def launch(stream, kernel, count: int, *args) -> None:
-    """Launch ``kernel`` over ``count`` elements on ``stream`` (a StreamHolder); pointers are Python
-    ints, every other argument a numpy scalar of the parameter's type."""
-    from cuda.core import LaunchConfig
-    from cuda.core import launch as core_launch
+    """Launch ``kernel`` over ``count`` elements on ``stream`` (a StreamHolder). Pointers and 64-bit
+    integers (``long long``, ``unsigned long long`` below 2**63) are Python ints, which cuda.core
+    passes as ``intptr_t``, 64 bits on every platform CUDA supports (and cheaper to make and to
+    pack than numpy scalars); every other argument is a numpy scalar of the parameter's type."""
+    core = _core()
+    core.launch(core_stream(stream), core.LaunchConfig(grid=grid(count), block=BLOCK), kernel, *args)
 
-    core_launch(core_stream(stream), LaunchConfig(grid=grid(count), block=BLOCK), kernel, *args)
+
+def _core():
+    """cuda.core, imported on the first launch (importing it costs an import of the driver bindings)."""
+    global _CUDA_CORE
+    if _CUDA_CORE is None:
+        import cuda.core
+
+        _CUDA_CORE = cuda.core
+    return _CUDA_CORE
+
+
+_CUDA_CORE = None

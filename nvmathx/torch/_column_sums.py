@@ -20,8 +20,8 @@ from .._codegen.float_formats import FORMAT_CODES
 from .._core.streams import StreamHolder, resolve_stream
 from ._float8 import kernels
 
-__all__ = ["MIN_ELEMENTS", "TARGET_BLOCKS", "bands", "column_sums", "dtype_name", "in_kernel", "sum_partials",
-           "torch_stream", "vector_aligned"]
+__all__ = ["MIN_ELEMENTS", "TARGET_BLOCKS", "bands", "column_sums", "current_stream_handle", "dtype_name", "in_kernel",
+           "sum_partials", "torch_stream", "vector_aligned"]
 
 MIN_ELEMENTS = 1 << 24  # gradients from this size on take their bias gradient from the kernel
 TARGET_BLOCKS = 512  # blocks of column_partials: four a multiprocessor on Hopper, each reading 128 rows or more
@@ -44,6 +44,10 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+# add_rows' result format per result dtype (a kernel argument, made once)
+_FORMAT_CODES = {getattr(torch, name): np.int32(FORMAT_CODES[name]) for name in _FORMATS}
+
+
 def vector_aligned(t: torch.Tensor) -> bool:
     """16-byte vector loads: an aligned base and a row stride of whole 16-byte units (16-bit types)."""
     return t.element_size() == 2 and t.data_ptr() % 16 == 0 and (t.stride(0) * 2) % 16 == 0
@@ -52,7 +56,18 @@ def vector_aligned(t: torch.Tensor) -> bool:
 def torch_stream(device: torch.device) -> tuple[StreamHolder, int]:
     """torch's current stream on ``device`` and the device's index."""
     index = device.index if device.index is not None else torch.cuda.current_device()
-    return resolve_stream(torch.cuda.current_stream(device).cuda_stream, index), index
+    return resolve_stream(current_stream_handle(index), index), index
+
+
+_RAW_CURRENT_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def current_stream_handle(index: int) -> int:
+    """The handle of torch's current stream on device ``index``: torch's C function where it has
+    one (``torch.cuda.current_stream`` makes a Stream object per call, several microseconds)."""
+    if _RAW_CURRENT_STREAM is not None:
+        return _RAW_CURRENT_STREAM(index)
+    return torch.cuda.current_stream(index).cuda_stream
 
 
 def bands(rows: int, cols: int) -> int:
@@ -76,8 +91,8 @@ def column_sums(t: torch.Tensor) -> torch.Tensor:
     partials = torch.empty((splits, cols), dtype=torch.float32, device=t.device)
     strips = -(-cols // kernels.PARTIAL_STRIP)
     kernels.launch(stream, device_id, kernels.column_partials_name(dtype_name(t.dtype)),
-                   strips * splits * kernels.PARTIAL_THREADS, t.data_ptr(), np.int64(t.stride(0)), np.int64(rows),
-                   np.int64(cols), np.int64(splits), np.int32(vector_aligned(t)), partials.data_ptr())
+                   strips * splits * kernels.PARTIAL_THREADS, t.data_ptr(), t.stride(0), rows, cols, splits,
+                   np.int32(vector_aligned(t)), partials.data_ptr())
     return sum_partials(partials, t.dtype, stream, device_id)
 
 
@@ -87,6 +102,5 @@ def sum_partials(partials: torch.Tensor, dtype: torch.dtype, stream: StreamHolde
     parts, cols = partials.shape
     result = torch.empty(cols, dtype=dtype, device=partials.device)
     kernels.launch(stream, device_id, "add_rows", -(-cols // kernels.ADD_COLUMNS) * kernels.PARTIAL_THREADS,
-                   partials.data_ptr(), np.int64(parts), np.int64(cols), result.data_ptr(),
-                   np.int32(FORMAT_CODES[dtype_name(dtype)]))
+                   partials.data_ptr(), parts, cols, result.data_ptr(), _FORMAT_CODES[dtype])
     return result

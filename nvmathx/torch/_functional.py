@@ -47,7 +47,7 @@ def _autocast_enabled(device_type: str) -> bool:
 
 def _autocast(x, *tensors):
     """The operands as ``nn.Linear`` sees them under ``torch.autocast``: cast to its dtype."""
-    device_type = x.device.type
+    device_type = "cuda" if x.is_cuda else x.device.type  # (x.device makes a new object per call)
     if not _autocast_enabled(device_type):
         return (x, *tensors)
     dtype = torch.get_autocast_dtype(device_type)
@@ -69,6 +69,22 @@ def _check_weight(weight, bias, x, names: tuple) -> None:
             raise OperandError(name, f"lives on {t.device} but the input lives on {x.device}")
 
 
+def _weights_fit(x, *weights) -> bool:
+    """Whether every ``(weight, bias)`` pair passes :func:`_check_weight` for ``x``: the per-call
+    check, which says only yes or no (and makes no device objects on CUDA); :func:`_check_weight`
+    finds the error."""
+    dtype, cuda, index = x.dtype, x.is_cuda, x.get_device()
+    for weight, bias in weights:
+        if weight.dim() != 2 or weight.dtype != dtype:
+            return False
+        if bias is not None and (bias.dim() != 1 or bias.shape[0] != weight.shape[0] or bias.dtype != dtype):
+            return False
+        for t in (weight, bias):
+            if t is not None and not (t.is_cuda and t.get_device() == index if cuda else t.device == x.device):
+                return False
+    return True
+
+
 def _check_features(x, weight, weight_name: str) -> None:
     if x.dim() < 1 or x.shape[-1] != weight.shape[1]:
         raise OperandError("x", f"last dimension must be in_features={weight.shape[1]} of {weight_name} "
@@ -82,14 +98,25 @@ def _check_input(x) -> None:
 
 def _as_rows(x: torch.Tensor) -> torch.Tensor:
     """``x`` as the (tokens, features) matrix the ops take; a view when the layout allows."""
+    if x.dim() == 2:  # already one: no view (and no view node in the backward graph)
+        return as_matrix(x)
     features = x.shape[-1]
     # With no features, reshape cannot infer the token count (-1) from zero elements.
     rows = x.reshape(-1, features) if features else x.reshape(x.shape[:-1].numel(), 0)
     return as_matrix(rows)
 
 
+def _as_input_shape(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The op's ``(tokens, out_features)`` result in x's leading shape."""
+    return y if x.dim() == 2 else y.view(x.shape[:-1] + (y.shape[-1],))
+
+
 def _grad_needed(*tensors) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _all_tensors(*tensors) -> bool:
+    return all(t is None or isinstance(t, torch.Tensor) for t in tensors)
 
 
 def _float8(recipe, state, kind: str, x2, weights: tuple, run):
@@ -187,20 +214,23 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     """
     op_activation = _activation(activation, allow_none=True)
     check_autotune(autotune)
-    _check_tensor(x, "x")
-    _check_tensor(weight, "weight")
-    _check_tensor(bias, "bias", optional=True)
+    if not (isinstance(x, torch.Tensor) and isinstance(weight, torch.Tensor) and _all_tensors(bias)):
+        _check_tensor(x, "x")
+        _check_tensor(weight, "weight")
+        _check_tensor(bias, "bias", optional=True)
     master_weight = weight  # float8 casts it as it is: autocast's copy is a new tensor every call
     x, weight, bias = _autocast(x, weight, bias)
     _check_input(x)
-    _check_weight(weight, bias, x, ("weight", "bias"))
+    if not _weights_fit(x, (weight, bias)):
+        _check_weight(weight, bias, x, ("weight", "bias"))
     _check_features(x, weight, "weight")
     x2 = _as_rows(x)
     direct = eager(x2)
-    y = _float8(fp8, fp8_state, "linear", x2, (weight,), lambda state, rows: float8.linear(
-        rows, master_weight, bias, op_activation, state, _grad_needed(x2, weight, bias), direct, autotune))
-    if y is not None:
-        return y.view(x.shape[:-1] + (weight.shape[0],))
+    if fp8 is not None or fp8_state is not None:
+        y = _float8(fp8, fp8_state, "linear", x2, (weight,), lambda state, rows: float8.linear(
+            rows, master_weight, bias, op_activation, state, _grad_needed(x2, weight, bias), direct, autotune))
+        if y is not None:
+            return _as_input_shape(y, x)
     if op_activation == "gelu" and _grad_needed(x2, weight, bias):
         if direct:
             y = EagerLinearAux.apply(x2, weight, bias, op_activation, autotune)[0]
@@ -210,7 +240,7 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         y = EagerLinear.apply(x2, weight, bias, op_activation, autotune)
     else:
         y = torch.ops.nvmathx.linear.default(x2, weight, bias, op_activation, autotune)
-    return y.view(x.shape[:-1] + (weight.shape[0],))
+    return _as_input_shape(y, x)
 
 
 def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: torch.Tensor,
@@ -272,28 +302,33 @@ def fused_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: to
     """
     op_activation = _activation(activation, allow_none=False)
     check_autotune(autotune)
-    for name, t, optional in (("x", x, False), ("w1", w1, False), ("b1", b1, True), ("w2", w2, False),
-                              ("b2", b2, True)):
-        _check_tensor(t, name, optional)
+    if not (isinstance(x, torch.Tensor) and isinstance(w1, torch.Tensor) and isinstance(w2, torch.Tensor)
+            and _all_tensors(b1, b2)):
+        for name, t, optional in (("x", x, False), ("w1", w1, False), ("b1", b1, True), ("w2", w2, False),
+                                  ("b2", b2, True)):
+            _check_tensor(t, name, optional)
     master_w1, master_w2 = w1, w2  # as in fused_linear
     x, w1, b1, w2, b2 = _autocast(x, w1, b1, w2, b2)
     _check_input(x)
-    _check_weight(w1, b1, x, ("w1", "b1"))
-    _check_weight(w2, b2, x, ("w2", "b2"))
+    if not _weights_fit(x, (w1, b1), (w2, b2)):
+        _check_weight(w1, b1, x, ("w1", "b1"))
+        _check_weight(w2, b2, x, ("w2", "b2"))
     _check_features(x, w1, "w1")
     if w2.shape[1] != w1.shape[0]:
         raise OperandError("w2",
                            f"expected {w1.shape[0]} columns, the hidden features of w1 (got shape {tuple(w2.shape)})")
     x2 = _as_rows(x)
     direct = eager(x2)
-    out = _float8(fp8, fp8_state, "mlp", x2, (w1, w2), lambda state, rows: float8.mlp(
-        rows, master_w1, b1, master_w2, b2, op_activation, state, _grad_needed(x2, w1, b1, w2, b2), direct, autotune))
-    if out is not None:
-        return out.view(x.shape[:-1] + (w2.shape[0],))
+    if fp8 is not None or fp8_state is not None:
+        out = _float8(fp8, fp8_state, "mlp", x2, (w1, w2), lambda state, rows: float8.mlp(
+            rows, master_w1, b1, master_w2, b2, op_activation, state, _grad_needed(x2, w1, b1, w2, b2), direct,
+            autotune))
+        if out is not None:
+            return _as_input_shape(out, x)
     if _grad_needed(x2, w1, b1, w2, b2):
         mlp = EagerMLP.apply if direct else torch.ops.nvmathx.mlp.default
         out = mlp(x2, w1, b1, w2, b2, op_activation, autotune)[0]
     else:
         linear = EagerLinear.apply if direct else torch.ops.nvmathx.linear.default
         out = linear(linear(x2, w1, b1, op_activation, autotune), w2, b2, "none", autotune)
-    return out.view(x.shape[:-1] + (w2.shape[0],))
+    return _as_input_shape(out, x)

@@ -90,9 +90,16 @@ def backward_epilog(activation: str, bias_grad: bool) -> str:
     return f"D{activation.upper()}" + ("_BGRAD" if bias_grad else "")
 
 
+# every call's epilog names, made once
+_FORWARD_EPILOGS = {(activation, bias, keep_aux): forward_epilog(activation, bias, keep_aux)
+                    for activation in ("none", "relu", "gelu") for bias in (False, True) for keep_aux in (False, True)}
+_BACKWARD_EPILOGS = {(activation, bias_grad): backward_epilog(activation, bias_grad)
+                     for activation in ("relu", "gelu") for bias_grad in (False, True)}
+
+
 def forward(x, weight, bias, activation: str, keep_aux: bool, autotune: bool | None = None):
     """``(act(x @ weight.T + bias), aux or None)`` in one GEMM (formats of :mod:`._reference`)."""
-    epilog = forward_epilog(activation, bias is not None, keep_aux)
+    epilog = _FORWARD_EPILOGS[activation, bias is not None, keep_aux]
     result = matmul(x, weight.T, epilog=epilog, epilog_inputs=None if bias is None else {"bias": bias},
                     preferences=preferences_for(autotune))
     if not keep_aux:
@@ -141,7 +148,7 @@ def grad_activation(grad, weight, aux, activation: str, bias_grad: bool, autotun
     n = weight.shape[1]
     if activation == "gelu" and aux.shape[1] != n:
         aux = aux[:, :n]
-    result = matmul(grad, weight, epilog=backward_epilog(activation, bias_grad),
+    result = matmul(grad, weight, epilog=_BACKWARD_EPILOGS[activation, bias_grad],
                     epilog_inputs={_AUX_NAMES[activation]: aux}, preferences=preferences_for(autotune))
     if not bias_grad:
         return result, None

@@ -209,10 +209,13 @@ def _no_grads(ctx, first: int) -> tuple:
     return (None,) * (len(ctx.needs_input_grad) - first)
 
 
-def _linear_grads(needs: tuple, grad: Tensor, x: Tensor, weight: Tensor, autotune: bool | None) -> tuple:
-    """(dx, dweight, dbias) of ``x @ weight.T + bias`` for the gradient ``grad`` of that product."""
+def _linear_grads(needs: tuple, grad: Tensor, x: Tensor, weight: Tensor, autotune: bool | None,
+                  direct: bool | None = None) -> tuple:
+    """(dx, dweight, dbias) of ``x @ weight.T + bias`` for the gradient ``grad`` of that product;
+    ``direct``: :func:`eager` of ``grad`` where the caller knows it."""
     need_x, need_weight, need_bias = needs
-    direct = eager(grad)
+    if direct is None:
+        direct = eager(grad)
     dx = (_grad_input if direct else grad_input)(grad, weight, autotune) if need_x else None
     dweight = dbias = None
     if need_weight or need_bias:
@@ -271,14 +274,15 @@ def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
     x, w1, _, w2, _, h, aux = ctx.saved_tensors
     need_x, need_w1, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:5]
     grad = as_matrix(grad)
+    direct = eager(grad)  # (dz is made as grad is: eagerly or traced)
     dx = dw1 = db1 = None
     if need_x or need_w1 or need_b1:
         # The bias-1 gradient comes from dW1's GEMM (BGRADA), not from DGELU_BGRAD / DRELU_BGRAD,
         # which cuBLASLt ran several times slower than DGELU alone.
-        (dz,) = (_grad_activation if eager(grad) else grad_activation)(grad, w2, aux, ctx.activation, False,
-                                                                       ctx.autotune)
-        dx, dw1, db1 = _linear_grads((need_x, need_w1, need_b1), dz, x, w1, ctx.autotune)
-    _, dw2, db2 = _linear_grads((False, need_w2, need_b2), grad, h, w2, ctx.autotune)
+        (dz,) = (_grad_activation if direct else grad_activation)(grad, w2, aux, ctx.activation, False,
+                                                                  ctx.autotune)
+        dx, dw1, db1 = _linear_grads((need_x, need_w1, need_b1), dz, x, w1, ctx.autotune, direct)
+    _, dw2, db2 = _linear_grads((False, need_w2, need_b2), grad, h, w2, ctx.autotune, direct)
     return dx, dw1, db1, dw2, db2, *_no_grads(ctx, 5)
 
 

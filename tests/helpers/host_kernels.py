@@ -97,6 +97,10 @@ class HostKernels:
                 assert type(arg) is int, f"{name} argument {position}: a pointer must be a Python int, got {arg!r}"
                 values.append(ctypes.c_void_p(arg))
                 continue
+            if type(arg) is int:  # cuda.core passes a Python int as intptr_t: only for 64-bit integers
+                assert (kind, size) == ("i", 8) and -(1 << 63) <= arg < 1 << 63, (name, position, arg, kind, size)
+                values.append(ctypes.c_int64(arg))
+                continue
             assert isinstance(arg, np.generic) and arg.dtype.itemsize == size, (position, arg, kind, size)
             assert (arg.dtype.kind == "f") == (kind == "f"), (position, arg, kind)
             values.append(_CTYPES[kind, size](arg.item()))

@@ -60,3 +60,22 @@ def test_key_holds_every_operands_device_and_library():
     assert key == plan_key(device_array(0), device_array(0))
     assert key != plan_key(a, device_array(1))  # b on another device: not this plan
     assert key != plan_key(a, device_array(0), device_array(1))
+
+
+class _InputDict(dict):
+    """A dict of epilog inputs that is not exactly a dict: keyed by the general path."""
+
+
+def test_one_epilog_input_keys_as_the_general_path(rng):
+    """The one-input key (every call of the torch layers) is the key the general path makes: a
+    call hits the plan another spelling of the same problem planned."""
+    a, b = _aligned(rng.standard_normal((8, 4))), _aligned(rng.standard_normal((4, 6)))
+    bias = _aligned(rng.standard_normal(6))
+    aux = np.zeros((8, 6), np.float32)
+    for epilog, inputs in (("BIAS", {"bias": bias}), ("BIAS", {"bias": bias[:6]}), ("DRELU", {"relu_aux": aux})):
+        key = plan_key(a, b, epilog=epilog, epilog_inputs=inputs)
+        assert key == plan_key(a, b, epilog=epilog, epilog_inputs=_InputDict(inputs))
+        assert hash(key) == hash(plan_key(a, b, epilog=epilog, epilog_inputs=_InputDict(inputs)))
+    misaligned = _aligned(rng.standard_normal(7))[1:]  # 4-byte aligned: another plan
+    assert plan_key(a, b, epilog="BIAS", epilog_inputs={"bias": misaligned}) != plan_key(
+        a, b, epilog="BIAS", epilog_inputs={"bias": bias})

@@ -159,6 +159,15 @@ def test_errors_name_the_argument(seed):
         (lambda: fused_mlp(x, w1, b1, w2[:, :9], b2), nvmathx.OperandError, "w2"),
         (lambda: fused_mlp(x, w1, b1, w2, b2[:2]), nvmathx.OperandError, "b2"),
         (lambda: fused_mlp(x, w1, b1.half(), w2, b2), nvmathx.OperandError, "b1"),
+        (lambda: fused_linear(x, weight, bias[None, :]), nvmathx.OperandError, "bias"),
+        (lambda: fused_linear(x, weight.to("meta")), nvmathx.OperandError, "weight"),
+        (lambda: fused_linear(x, weight, bias.to("meta")), nvmathx.OperandError, "bias"),
+        (lambda: fused_linear(x, weight[None]), nvmathx.OperandError, "weight"),
+        (lambda: fused_linear(x, weight, bias.tolist()), nvmathx.UnsupportedOperandError, "bias"),
+        (lambda: fused_mlp(x, w1, b1, w2.to("meta"), b2), nvmathx.OperandError, "w2"),
+        (lambda: fused_mlp(x, w1, b1, w2, b2.double()), nvmathx.OperandError, "b2"),
+        (lambda: fused_mlp(x, w1, b1, w2.detach().numpy(), b2), nvmathx.UnsupportedOperandError, "w2"),
+        (lambda: fused_mlp(x, w1, [0.0] * 10, w2, b2), nvmathx.UnsupportedOperandError, "b1"),
     ]
     for call, error, argument in cases:
         with pytest.raises(error) as info:
@@ -193,3 +202,18 @@ def test_ops_pass_opcheck(seed):
     ]
     for op, args in calls:
         torch.library.opcheck(op, args)
+
+
+@pytest.mark.parametrize("leading", [(), (3,), (2, 3)])
+def test_results_are_the_ops_own_for_matrices(seed, leading):
+    """A (tokens, features) input gives the op's result itself (no view, so no view node in the
+    backward graph); other shapes a view in the input's leading shape, with the same values."""
+    gen = generator(seed)
+    x = randn(gen, leading + (4, 6)).requires_grad_()
+    weight, bias = _linear_tensors(gen, 6, 5, True)
+    w1, b1, w2, b2 = _mlp_tensors(gen, 6, 10, True)
+    for y, reference in ((fused_linear(x, weight, bias, "relu"), torch.relu(x @ weight.T + bias)),
+                         (fused_mlp(x, w1, b1, w2, b2, "relu"), torch.relu(x @ w1.T + b1) @ w2.T + b2)):
+        assert y.shape == reference.shape
+        assert relative_error(y, reference) < 1e-5
+        assert (y.grad_fn.name() == "ViewBackward0") == bool(leading), y.grad_fn.name()

@@ -243,6 +243,24 @@ def test_column_sums_equal_float64_sums(seed, dtype, shape):
     assert relative_error(result, expected) < {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}[dtype]
 
 
+def test_column_sums_run_on_torchs_current_stream(seed):
+    """The layers' own kernels are queued on torch's current stream (a side stream here): the
+    handle they take is that stream's, and the sums are right once it has run."""
+    from nvmathx.torch import _column_sums
+
+    side = torch.cuda.Stream()
+    index = torch.cuda.current_device()
+    assert _column_sums.current_stream_handle(index) == torch.cuda.current_stream().cuda_stream
+    t = randn(generator(seed), (16384, 1024), torch.float32, DEVICE) + 0.25
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        assert _column_sums.current_stream_handle(index) == side.cuda_stream
+        assert _column_sums.torch_stream(t.device)[0].handle == side.cuda_stream
+        result = _column_sums.column_sums(t)
+    side.synchronize()
+    assert relative_error(result, t.double().sum(0)) < 1e-6
+
+
 @pytest.mark.parametrize("activation", ["gelu", "relu"])
 def test_mlp_bias_gradients_of_large_layers_match_bgrada(seed, monkeypatch, refused, activation):
     """Above the column-sum threshold (16384 tokens x 1024 features), the block's gradients equal

@@ -29,6 +29,7 @@ import torch
 
 from ..._core.streams import resolve_stream
 from ...linalg import MatmulOptions, matmul
+from .._column_sums import current_stream_handle as torch_stream_handle
 from .._column_sums import dtype_name, sum_partials, vector_aligned
 from .._fused import preferences_for
 from .._reference import activate
@@ -54,11 +55,26 @@ def device_id(device: torch.device) -> int:
 
 
 def current_stream_handle(device: torch.device) -> int:
-    return torch.cuda.current_stream(device).cuda_stream
+    return torch_stream_handle(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def capturing() -> bool:
     return torch.cuda.is_current_stream_capturing()
+
+
+# The kernels' 32-bit arguments that take few values (op codes, flags, booleans), made once:
+# making a numpy scalar costs more than looking one up. (64-bit ones are Python ints, see kernels.launch.)
+_INT32 = tuple(np.int32(value) for value in range(1 << 6))
+_CAST_NAMES: dict = {}
+
+
+def _cast_name(in_dtype: torch.dtype, out_dtype: torch.dtype) -> str:
+    """The cast kernel's name for these dtypes (made once per pair)."""
+    name = _CAST_NAMES.get((in_dtype, out_dtype))
+    if name is None:
+        name = _CAST_NAMES[in_dtype, out_dtype] = kernels.cast_transpose_name(dtype_name(in_dtype),
+                                                                               dtype_name(out_dtype))
+    return name
 
 
 def _element(vector: torch.Tensor, index: int) -> int:
@@ -81,6 +97,7 @@ class Pass:
         self.device_id = device_id(device)
         self.stream = resolve_stream(current_stream_handle(device), self.device_id)
         self.group = state.recipe.process_group
+        self.margin_factor = np.float32(2.0 ** -state.recipe.margin)
         self.use_cache = use_cache and not capturing()  # a graph replay must recast
         self.dynamic = self._dynamic(slots)
         self.update(slots, self.dynamic)
@@ -94,30 +111,27 @@ class Pass:
         if self.group is not None and not zero_only:
             self._reduce_amaxes(history[0])
         kernels.launch(self.stream, self.device_id, "update_scaling", len(state.slots) * kernels.WARP,
-                       history.data_ptr(),
-                       np.int64(history.shape[0]), np.int64(history.shape[1]), slot_mask(slots),
-                       np.uint64(state.e5m2_mask), self.scale.data_ptr(), np.int64(self.scale.stride(0)),
-                       self.scale_inv.data_ptr(), np.int64(self.scale_inv.stride(0)),
-                       np.float32(2.0 ** -state.recipe.margin),
-                       np.int32(state.recipe.amax_compute_algo == "most_recent"), np.int32(zero_only))
+                       history.data_ptr(), history.shape[0], history.shape[1], slot_mask(slots), state.e5m2_mask,
+                       self.scale.data_ptr(), self.scale.stride(0), self.scale_inv.data_ptr(),
+                       self.scale_inv.stride(0), self.margin_factor,
+                       _INT32[state.recipe.amax_compute_algo == "most_recent"], _INT32[zero_only])
 
     def _reduce_amaxes(self, amaxes: torch.Tensor) -> None:
         """Max-reduce ``amaxes`` (a view of the history) over the recipe's process group, in place."""
         torch.distributed.all_reduce(amaxes, op=torch.distributed.ReduceOp.MAX, group=self.group)
 
     def _launch_cast(self, t, aux, slot, op, flags, out, out_t, partials) -> None:
-        name = kernels.cast_transpose_name(dtype_name(t.dtype), dtype_name(self.state.dtype_of(slot)))
+        name = _cast_name(t.dtype, self.state.dtype_of(slot))
         amax = self.history.data_ptr() + 4 * slot
-        vector = int(vector_aligned(t)) | (int(aux is not None and vector_aligned(aux)) << 1)
+        vector = vector_aligned(t) | (aux is not None and vector_aligned(aux)) << 1
         rows, cols = t.shape
         threads = kernels.tile_count(rows, cols) * kernels.TILE_THREADS
-        kernels.launch(self.stream, self.device_id, name, max(threads, 1), t.data_ptr(), np.int64(t.stride(0)),
-                       aux.data_ptr() if aux is not None else 0, np.int64(aux.stride(0) if aux is not None else 0),
-                       np.int64(rows), np.int64(cols), np.int32(kernels.OPS[op]), np.int32(flags),
+        kernels.launch(self.stream, self.device_id, name, max(threads, 1), t.data_ptr(), t.stride(0),
+                       aux.data_ptr() if aux is not None else 0, aux.stride(0) if aux is not None else 0,
+                       rows, cols, _INT32[kernels.OPS[op]], _INT32[flags],
                        out.data_ptr() if out is not None else 0, out_t.data_ptr() if out_t is not None else 0,
-                       _element(self.scale, slot), _element(self.scale_inv, slot), amax, amax,
-                       np.float32(2.0 ** -self.state.recipe.margin),
-                       partials.data_ptr() if partials is not None else 0, np.int32(vector))
+                       _element(self.scale, slot), _element(self.scale_inv, slot), amax, amax, self.margin_factor,
+                       partials.data_ptr() if partials is not None else 0, _INT32[vector])
 
     def cast(self, t: torch.Tensor, slot: int, *, op: str = "none", aux: torch.Tensor | None = None,
              rowmajor: bool = True, transposed: bool = True, bias_grad: bool = False, dynamic: bool | None = None,

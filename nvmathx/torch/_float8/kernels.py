@@ -447,6 +447,6 @@ KERNELS = KernelSet(KERNEL_SOURCE, KERNEL_NAMES)
 
 
 def launch(stream, device_id: int, name: str, count: int, *args) -> None:
-    """Launch kernel ``name`` for ``count`` threads' work on ``stream`` (a StreamHolder); pointers
-    are Python ints, every other argument a numpy scalar of the parameter's type."""
+    """Launch kernel ``name`` for ``count`` threads' work on ``stream`` (a StreamHolder); arguments
+    as :func:`nvmathx._codegen.launch.launch` takes them."""
     launch_kernel(stream, KERNELS.kernel(device_id, name), count, *args)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import weakref
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -140,6 +139,6 @@ def is_padded(scales: torch.Tensor) -> bool:
     return scales.stride(0) == SCALE_STRIDE and scales.data_ptr() % 16 == 0
 
 
-def slot_mask(slots) -> np.uint64:
-    """The bit mask of slot indices ``slots``."""
-    return np.uint64(sum(1 << slot for slot in slots))
+def slot_mask(slots) -> int:
+    """The bit mask of slot indices ``slots`` (fewer than 63 slots: a kernel's 64-bit argument as a Python int)."""
+    return sum(1 << slot for slot in slots)
