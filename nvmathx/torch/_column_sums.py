@@ -88,7 +88,7 @@ def column_sums(t: torch.Tensor) -> torch.Tensor:
     rows, cols = t.shape
     stream, device_id = torch_stream(t.device)
     splits = bands(rows, cols)
-    partials = torch.empty((splits, cols), dtype=torch.float32, device=t.device)
+    partials = t.new_empty((splits, cols), dtype=torch.float32)
     strips = -(-cols // kernels.PARTIAL_STRIP)
     kernels.launch(stream, device_id, kernels.column_partials_name(dtype_name(t.dtype)),
                    strips * splits * kernels.PARTIAL_THREADS, t.data_ptr(), t.stride(0), rows, cols, splits,
@@ -100,7 +100,7 @@ def sum_partials(partials: torch.Tensor, dtype: torch.dtype, stream: StreamHolde
     """The column sums of ``partials`` (float32 rows of partial sums) in ``dtype``, in one launch
     (``add_rows``: 32 columns a block, a fixed order)."""
     parts, cols = partials.shape
-    result = torch.empty(cols, dtype=dtype, device=partials.device)
+    result = partials.new_empty(cols, dtype=dtype)
     kernels.launch(stream, device_id, "add_rows", -(-cols // kernels.ADD_COLUMNS) * kernels.PARTIAL_THREADS,
                    partials.data_ptr(), parts, cols, result.data_ptr(), _FORMAT_CODES[dtype])
     return result

@@ -140,12 +140,12 @@ class Pass:
         (the bias gradient, in ``t``'s dtype) when ``bias_grad``; its amax recorded in row 0."""
         rows, cols = t.shape
         dtype = self.state.dtype_of(slot)
-        out = torch.empty((rows, cols), dtype=dtype, device=t.device) if rowmajor else None
-        out_t = torch.empty((cols, rows), dtype=dtype, device=t.device) if transposed else None
+        out = t.new_empty((rows, cols), dtype=dtype) if rowmajor else None  # (no device object to make)
+        out_t = t.new_empty((cols, rows), dtype=dtype) if transposed else None
         partials = None
         if bias_grad:
             parts = -(-rows // kernels.TILE_ROWS)
-            partials = torch.empty((parts, cols), dtype=torch.float32, device=t.device)
+            partials = t.new_empty((parts, cols), dtype=torch.float32)
         flags = (kernels.WRITE if rowmajor else 0) | (kernels.WRITE_T if transposed else 0)
         flags |= kernels.DBIAS if bias_grad else 0
         if self.dynamic if dynamic is None else dynamic:
