@@ -23,7 +23,7 @@ from ._layout import pointer_alignment
 from ._operands import array_likes, check_together, copied, info, inputs_as_arrays, stage, wrap_all, wrap_factor
 from ._options import MatmulOptions, MatmulPlanPreferences, as_int
 from ._planning import Runner, build_runner
-from ._problem import MatmulProblem, check_quantization_scales, describe_problem
+from ._problem import MatmulProblem, OperandInfo, check_quantization_scales, describe_problem
 from ._runner import GpuRunner
 
 __all__ = ["Matmul"]
@@ -151,6 +151,7 @@ class Matmul:
         self._host = a_op
         self._operands = {"a": a_op, "b": b_op, "c": c_op}
         self._inputs: dict[str, Any] = {}
+        self._alignments: dict[str, int] = {}  # per operand, set by plan() on the GPU
         self._runner: Runner | None = None
         self._problem: MatmulProblem | None = None
         self._epilog: EpilogSpec | None = None
@@ -298,6 +299,9 @@ class Matmul:
             old.free()
         self._runner, self._problem, self._inputs, self._state = runner, problem, inputs, _PLANNED
         self._epilog, self._ready = spec, True
+        # what reset_operands holds new operands to: the heuristic chose for these pointers
+        self._alignments = {name: pointer_alignment(op.ptr) for name, op in self._operands.items() if op is not None}
+        self._alignments.update({f"epilog_inputs[{name!r}]": pointer_alignment(op.ptr) for name, op in inputs.items()})
         if preferences.autotune:
             self.autotune()
             # The fastest only, with no more workspace than they need (an extent of 0 has no algorithms).
@@ -436,40 +440,47 @@ class Matmul:
         self._check_state(_CONSTRUCTED, _PLANNED)
         a, b, c = array_likes(a, b, c)
         epilog_inputs = inputs_as_arrays(epilog_inputs)
-        new, given = {}, {}
+        new, pairs = {}, []  # the operands viewed, and (Operand, array given) pairs
         for name, value in (("a", a), ("b", b), ("c", c)):
             if value is None:
                 continue
-            if self._infos[name] is None:
+            expected = self._infos[name]
+            if expected is None:
                 raise OperandError(name, "was not given at construction, so it cannot be reset")
-            operand = wrap_factor(value, name) if name in ("a", "b") else wrap_operand(value, name)
-            new[name], given[name] = self._checked(operand, name, self._infos[name], self._operands[name]), value
+            operand = wrap_factor(value, name) if name != "c" else wrap_operand(value, name)
+            new[name] = self._checked(operand, name, expected)
+            pairs.append((operand, value))
         new_inputs = {}
         for name, value in _input_dict(epilog_inputs).items():
             if name not in self._inputs:
                 raise OperandError("epilog_inputs", f"{name!r} is not an input of the planned epilog")
             argument = f"epilog_inputs[{name!r}]"
-            new_inputs[name] = self._checked(wrap_operand(value, argument), argument, self._input_infos[name],
-                                             self._inputs[name])
-            given[argument] = value
-        alpha, beta = check_scalars(self._alpha if alpha is None else alpha, self._beta if beta is None else beta,
-                                    complex_ok=self._base.a_dtype.startswith("complex"),
-                                    has_c=self._infos["c"] is not None)
+            new_inputs[name] = self._checked(wrap_operand(value, argument), argument, self._input_infos[name])
+            pairs.append((new_inputs[name], value))
+        if alpha is None and beta is None:  # the values held were checked when they were given
+            alpha, beta = self._alpha, self._beta
+        else:
+            alpha, beta = check_scalars(self._alpha if alpha is None else alpha, self._beta if beta is None else beta,
+                                        complex_ok=self._base.a_dtype.startswith("complex"),
+                                        has_c=self._infos["c"] is not None)
         scales = check_quantization_scales(quantization_scales, self._base) if quantization_scales is not None else {}
-        if not self._cpu:
+        stream = None
+        if not self._cpu and (scales or copied(*pairs) or any(op.device_id < 0 for op, _ in pairs)):
+            # lazy views materialised, host arrays to stage, scales to upload: the stream is needed
             device_id, mr, stream = self._execution.device_id, self._options.memory_resource, self._streams()
-            operands = {**new, **{f"epilog_inputs[{name!r}]": op for name, op in new_inputs.items()}}
-            self._after_copies(stream, *((operands[name], value) for name, value in given.items()))
+            self._after_copies(stream, *pairs)
             new = {name: stage(op, device_id, stream, mr) for name, op in new.items()}
             new_inputs = {name: stage(op, device_id, stream, mr) for name, op in new_inputs.items()}
         self._operands.update(new)
         self._inputs.update(new_inputs)
+        scalars_changed = alpha is not self._alpha or beta is not self._beta
         self._alpha, self._beta = alpha, beta
         self._scales.update(scales)
         if self._runner is not None:
             # the info and operand dicts hold an Optional c; a and b are never None
             self._runner.bind(self._operands["a"], self._operands["b"], self._operands["c"], self._inputs)  # type: ignore[arg-type]
-            self._runner.set_scalars(alpha, beta)
+            if scalars_changed:
+                self._runner.set_scalars(alpha, beta)
             if scales:
                 self._runner.set_scales(scales, stream=stream)
 
@@ -482,15 +493,19 @@ class Matmul:
         order_after(stream, self._library_streams())
         return True
 
-    def _checked(self, operand, name, expected, current):
+    def _checked(self, operand, name, expected: OperandInfo):
+        """``operand``, once it is known to take the place of the operand ``name`` was planned with:
+        the same library, device and layout (:func:`info`'s fields, compared one by one), and at
+        least the pointer alignment the plan was chosen for (none before planning)."""
         if operand.package != self._host.package or operand.device_id != self._host.device_id:
             raise OperandError(name, f"must be a {self._host.package} array on the same device as before")
-        if info(operand) != expected:
+        if (tuple(operand.shape) != expected.shape or tuple(operand.strides) != expected.strides
+                or operand.dtype.name != expected.dtype or operand.conj != expected.conj):
             raise OperandError(name, f"must match the planned operand: {_layout(expected)} (got {_layout(operand)})")
-        if (operand.device_id >= 0 and current is not None
-                and pointer_alignment(operand.ptr) < pointer_alignment(current.ptr)):
-            raise OperandError(name, f"is aligned to {pointer_alignment(operand.ptr)} bytes, less than the planned "
-                               f"{pointer_alignment(current.ptr)}; plan a new Matmul")
+        planned = self._alignments.get(name)
+        if planned is not None and operand.device_id >= 0 and pointer_alignment(operand.ptr) < planned:
+            raise OperandError(name, f"is aligned to {pointer_alignment(operand.ptr)} bytes, less than the "
+                               f"{planned} the plan was made for; plan again")
         return operand
 
 

@@ -502,3 +502,61 @@ def test_float8_scales_reset_after_the_workspace_was_released(rng, fake):
         got = mm.execute()
     expected = matmul(a, b_rows.T, quantization_scales={"a": 0.25, "b": 2.0}, options=options, execution="cpu")
     _check(got, expected, "bfloat16")
+
+
+def _at_alignment(array, alignment):
+    """A DeviceArray copy of ``array`` whose data starts ``alignment`` bytes past a 256-byte boundary
+    (``alignment`` 256: on the boundary), so its pointer is aligned to exactly that many bytes."""
+    from helpers.fake_memory import FakeBuffer
+    from nvmathx._core.device_array import DeviceArray
+
+    from ._fake_cublaslt import view_at
+
+    array = np.ascontiguousarray(array)
+    buffer = FakeBuffer(array.nbytes + 512)
+    start = buffer.handle + (-buffer.handle % 256) + alignment % 256
+    view_at(start, array.shape, tuple(s // array.itemsize for s in array.strides), array.dtype)[...] = array
+    result = DeviceArray(buffer, start, array.shape, tuple(s // array.itemsize for s in array.strides), array.dtype,
+                         0, None)
+    assert start % alignment == 0 and (alignment == 256 or start % (2 * alignment))
+    return result
+
+
+def test_reset_operands_holds_operands_to_the_planned_alignment(rng, fake):
+    """reset_operands takes any operand at least as aligned as the one the plan was made for, and
+    refuses (naming it) one less aligned; before plan() any alignment goes, as plan() chooses for
+    the operands it finds."""
+    a, b = random(rng, (8, 4)), random(rng, (4, 6))
+    mm = Matmul(_at_alignment(a, 256), _at_alignment(b, 256))
+    mm.reset_operands(a=_at_alignment(a, 16))  # before planning: the plan will be made for this one
+    mm.plan()
+    for alignment in (256, 16, 64, 16):  # back down to the planned alignment after a better one
+        a2 = random(rng, (8, 4))
+        mm.reset_operands(a=_at_alignment(a2, alignment))
+        _check(mm.execute(), matmul(a2, b, execution="cpu"), "float32")
+    with pytest.raises(OperandError, match="aligned to 8 bytes, less than the 16") as info:
+        mm.reset_operands(a=_at_alignment(a, 8))
+    assert info.value.argument == "a"
+    with pytest.raises(OperandError, match="less than the 256") as info:
+        mm.reset_operands(b=_at_alignment(b, 128))
+    assert info.value.argument == "b"
+    mm.free()
+
+
+def test_reset_operands_checks_scalars_only_when_given(rng, fake):
+    """Operands alone keep alpha and beta; a new beta is checked (and needs c)."""
+    a, b, c = random(rng, (8, 4)), random(rng, (4, 6)), random(rng, (8, 6))
+    with Matmul(to_device(a), to_device(b), to_device(c), alpha=2.0, beta=0.5) as mm:
+        mm.plan()
+        a2 = random(rng, (8, 4))
+        mm.reset_operands(a=to_device(a2))
+        _check(mm.execute(), matmul(a2, b, c, alpha=2.0, beta=0.5, execution="cpu"), "float32")
+        mm.reset_operands(beta=-1.0)
+        _check(mm.execute(), matmul(a2, b, c, alpha=2.0, beta=-1.0, execution="cpu"), "float32")
+        with pytest.raises(Exception) as info:
+            mm.reset_operands(alpha="two")
+        assert getattr(info.value, "argument", None) == "alpha"
+    with Matmul(to_device(a), to_device(b)) as mm:
+        with pytest.raises(Exception) as info:
+            mm.reset_operands(beta=1.0)
+        assert getattr(info.value, "argument", None) == "beta"
