@@ -560,3 +560,55 @@ def test_reset_operands_checks_scalars_only_when_given(rng, fake):
         with pytest.raises(Exception) as info:
             mm.reset_operands(beta=1.0)
         assert getattr(info.value, "argument", None) == "beta"
+
+
+def test_reset_operands_of_the_held_layout_take_the_cheap_check(rng, fake, monkeypatch):
+    """Arrays of the layout held are swapped in on their key alone (no full view and check); the
+    results are the new arrays' products, epilog inputs included, before and after plan()."""
+    from nvmathx.linalg import _matmul
+
+    full_checks = []
+    original = _matmul.Matmul._checked
+    monkeypatch.setattr(_matmul.Matmul, "_checked", lambda self, *args: full_checks.append(args[1]) or original(
+        self, *args))
+    a, b, bias = random(rng, (8, 4)), random(rng, (4, 6)), random(rng, (6,))
+    with Matmul(to_device(a), to_device(b)) as mm:
+        a = random(rng, (8, 4))
+        mm.reset_operands(a=to_device(a))  # before plan(): held since construction
+        mm.plan(epilog="BIAS", epilog_inputs={"bias": to_device(bias)})
+        for _ in range(3):
+            a, b, bias = random(rng, (8, 4)), random(rng, (4, 6)), random(rng, (6,))
+            mm.reset_operands(to_device(a), to_device(b), epilog_inputs={"bias": to_device(bias)})
+            _check(mm.execute(), matmul(a, b, epilog="BIAS", epilog_inputs={"bias": bias}, execution="cpu"),
+                   "float32")
+        assert full_checks == []
+        with pytest.raises(OperandError):  # another layout: checked in full, and refused
+            mm.reset_operands(a=to_device(np.asfortranarray(a)))
+        assert full_checks == ["a"]
+
+
+def test_reset_operands_full_check_where_the_cheap_one_cannot_say(rng, fake):
+    """Another layout, a host array, a freed plan, an input of an earlier plan: the full check
+    answers (accepting or naming the argument), as without the cheap path."""
+    a, b, bias = random(rng, (8, 4)), random(rng, (4, 6)), random(rng, (6,))
+    mm = Matmul(to_device(a), to_device(b))
+    mm.plan(epilog="BIAS", epilog_inputs={"bias": to_device(bias)})
+    with pytest.raises(OperandError) as info:
+        mm.reset_operands(a=to_device(np.asfortranarray(a)))
+    assert info.value.argument == "a"
+    with pytest.raises(OperandError) as info:
+        mm.reset_operands(b=a)  # a host array where a device one was planned
+    assert info.value.argument == "b"
+    with pytest.raises(OperandError) as info:
+        mm.reset_operands(epilog_inputs={"bias": to_device(random(rng, (7,)))})
+    assert info.value.argument == "epilog_inputs['bias']"
+    mm.plan()  # no epilog now: the bias is no input any more
+    with pytest.raises(OperandError) as info:
+        mm.reset_operands(epilog_inputs={"bias": to_device(bias)})
+    assert info.value.argument == "epilog_inputs"
+    a2 = random(rng, (8, 4))
+    mm.reset_operands(a=to_device(a2))
+    _check(mm.execute(), matmul(a2, b, execution="cpu"), "float32")
+    mm.free()
+    with pytest.raises(InvalidStateError):
+        mm.reset_operands(a=to_device(a2))
