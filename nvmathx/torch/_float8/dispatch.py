@@ -77,7 +77,7 @@ def resolve_state(recipe, state, kind: str, device: torch.device) -> Float8State
         raise OptionsError("fp8_state", f"expected a Float8State or None (got {type(state).__name__})")
     if state.kind != kind:
         raise OptionsError("fp8_state", f"made for kind={state.kind!r}; this call needs kind={kind!r}")
-    if state.recipe != recipe:
+    if state.recipe is not recipe and state.recipe != recipe:
         raise OptionsError("fp8_state", f"made for {state.recipe!r}, not for the fp8 recipe given")
     if state.amax_history.device != device:
         raise OperandError("fp8_state", f"lives on {state.amax_history.device} but the input lives on {device}")
@@ -88,19 +88,22 @@ def _state_args(state: Float8State) -> tuple:
     return state.amax_history, state.scale, state.scale_inv, id(state)
 
 
+def _signature(kind: str, tensors: tuple) -> tuple:
+    return (kind, *((tuple(t.shape), t.dtype, t.device) for t in tensors if t is not None))
+
+
 def _run_forward(kind: str, call, tensors: tuple, direct: bool):
     """``call()``'s output, or None when cuBLASLt refuses the float8 problem (remembered by shape,
     dtype and device, logged once): the caller then runs the unquantised layer. A refusal can only
     be caught in eager mode; compiled graphs raise it."""
-    signature = (kind, *((tuple(t.shape), t.dtype, t.device) for t in tensors if t is not None))
-    if refused and signature in refused:
+    if refused and _signature(kind, tensors) in refused:  # (made only once something was refused)
         return None
     try:
         return call()
     except NvmathxError as error:
         if not direct or not _is_refusal(error):
             raise
-        refused.add(signature)
+        refused.add(_signature(kind, tensors))
         log_fallback(f"{kind} {[tuple(t.shape) for t in tensors if t is not None]} {tensors[0].dtype} "
                      f"(cuBLASLt refused it: {type(error).__name__}: {error})")
         return None
