@@ -493,9 +493,8 @@ class Matmul:
         scalars_changed = alpha is not self._alpha or beta is not self._beta
         self._alpha, self._beta = alpha, beta
         self._scales.update(scales)
+        self._bind()
         if self._runner is not None:
-            # the info and operand dicts hold an Optional c; a and b are never None
-            self._runner.bind(self._operands["a"], self._operands["b"], self._operands["c"], self._inputs)  # type: ignore[arg-type]
             if scalars_changed:
                 self._runner.set_scalars(alpha, beta)
             if scales:
@@ -532,8 +531,9 @@ class Matmul:
         if signature != held_signature:
             return None
         planned = self._alignments.get(name)
-        if planned is not None and (ptr & 255 and ptr & -ptr or 256) < planned:
+        if planned is not None and pointer_alignment(ptr) < planned:
             return None
+        # equal signatures: the held operand's layout, library and device are this array's
         return Operand(value, ptr, operand.shape, operand.strides, operand.dtype, operand.device_id, operand.adapter,
                        operand.conj)
 
@@ -557,17 +557,16 @@ class Matmul:
                 operand = inputs[name] = self._held_like(f"epilog_inputs[{name!r}]", value)
                 if operand is None:
                     return False
-        for name, operand in new.items():
-            self._signatures[name] = (self._signatures[name][0], operand)
-        for name, operand in inputs.items():
-            argument = f"epilog_inputs[{name!r}]"
-            self._signatures[argument] = (self._signatures[argument][0], operand)
         self._operands.update(new)
         self._inputs.update(inputs)
+        self._bind()
+        return True
+
+    def _bind(self) -> None:
+        """Point a planned runner at the operands and epilog inputs held."""
         if self._runner is not None:
             # the info and operand dicts hold an Optional c; a and b are never None
             self._runner.bind(self._operands["a"], self._operands["b"], self._operands["c"], self._inputs)  # type: ignore[arg-type]
-        return True
 
     def _checked(self, operand, name, expected: OperandInfo):
         """``operand``, once it is known to take the place of the operand ``name`` was planned with:

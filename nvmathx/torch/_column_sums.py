@@ -18,6 +18,7 @@ import torch
 
 from .._codegen.float_formats import FORMAT_CODES
 from .._core.streams import StreamHolder, resolve_stream
+from .._core.tensor import adapter_for
 from ._float8 import kernels
 
 __all__ = ["MIN_ELEMENTS", "TARGET_BLOCKS", "bands", "column_sums", "current_stream_handle", "dtype_name", "in_kernel",
@@ -59,15 +60,14 @@ def torch_stream(device: torch.device) -> tuple[StreamHolder, int]:
     return resolve_stream(current_stream_handle(index), index), index
 
 
-_RAW_CURRENT_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-
-
 def current_stream_handle(index: int) -> int:
-    """The handle of torch's current stream on device ``index``: torch's C function where it has
-    one (``torch.cuda.current_stream`` makes a Stream object per call, several microseconds)."""
-    if _RAW_CURRENT_STREAM is not None:
-        return _RAW_CURRENT_STREAM(index)
-    return torch.cuda.current_stream(index).cuda_stream
+    """The handle of torch's current stream on device ``index``, as nvmathx's torch adapter asks for
+    it (torch's C function where it has one: ``torch.cuda.current_stream`` makes a Stream object
+    per call, several microseconds)."""
+    return _TORCH_CURRENT_STREAM(index)
+
+
+_TORCH_CURRENT_STREAM = adapter_for(torch.empty(0)).current_stream
 
 
 def bands(rows: int, cols: int) -> int:
