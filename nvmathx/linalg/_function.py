@@ -16,7 +16,7 @@ from .._matmulcore.epilogs import EpilogLike, MatmulEpilog, epilog_spec
 from .._matmulcore.scalars import check_scalars
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._matmul import Matmul
-from ._operands import copied, has_array_likes, wrap_all
+from ._operands import copied, has_array_likes, input_argument, wrap_all
 from ._options import MatmulOptions, MatmulPlanPreferences
 from ._problem import check_quantization_scales
 
@@ -84,12 +84,12 @@ def _extra_key(epilog_inputs, scales) -> tuple:
     if scales is None and type(epilog_inputs) is dict and len(epilog_inputs) == 1:
         # one input (a bias, an aux): the layers' every call; the same key as the loop below makes
         ((name, value),) = epilog_inputs.items()
-        signature, ptr, _ = (operand_keys.get(type(value)) or key_function(value, f"epilog_inputs[{name!r}]"))(value)
+        signature, ptr, _ = (operand_keys.get(type(value)) or key_function(value, input_argument(name)))(value)
         return (((name, signature, ptr & 255 and ptr & -ptr or 256),), _NO_SCALES), {name: ptr}
     inputs = []
     pointers = {}
     for name, value in sorted(epilog_inputs.items()) if isinstance(epilog_inputs, dict) else ():
-        signature, ptr, _ = (operand_keys.get(type(value)) or key_function(value, f"epilog_inputs[{name!r}]"))(value)
+        signature, ptr, _ = (operand_keys.get(type(value)) or key_function(value, input_argument(name)))(value)
         inputs.append((name, signature, _alignment(ptr)))
         pointers[name] = ptr
     if isinstance(scales, dict):

@@ -20,7 +20,17 @@ from ._autotune import autotune_algorithms
 from ._cpu import cpu_matmul
 from ._cublaslt_plan import MatmulAlgorithm
 from ._layout import pointer_alignment
-from ._operands import array_likes, check_together, copied, info, inputs_as_arrays, stage, wrap_all, wrap_factor
+from ._operands import (
+    array_likes,
+    check_together,
+    copied,
+    info,
+    input_argument,
+    inputs_as_arrays,
+    stage,
+    wrap_all,
+    wrap_factor,
+)
 from ._options import MatmulOptions, MatmulPlanPreferences, as_int
 from ._planning import Runner, build_runner
 from ._problem import MatmulProblem, OperandInfo, check_quantization_scales, describe_problem
@@ -280,9 +290,9 @@ class Matmul:
         preferences = check_or_create_options(MatmulPlanPreferences, preferences, "preferences")
         spec = epilog_spec(epilog)
         epilog_inputs = inputs_as_arrays(epilog_inputs)
-        inputs = {name: wrap_operand(value, f"epilog_inputs[{name!r}]")
+        inputs = {name: wrap_operand(value, input_argument(name))
                   for name, value in _input_dict(epilog_inputs).items()}
-        check_together(self._host, [(f"epilog_inputs[{name!r}]", op) for name, op in inputs.items()])
+        check_together(self._host, [(input_argument(name), op) for name, op in inputs.items()])
         # the info and operand dicts hold an Optional c; a and b are never None
         problem = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=self._beta, epilog=spec,  # type: ignore[arg-type]
                                    epilog_inputs={name: info(op) for name, op in inputs.items()}, options=self._options)
@@ -295,10 +305,10 @@ class Matmul:
         self._after_copies(stream, *((inputs[name], value) for name, value in _input_dict(epilog_inputs).items()))
         inputs = {name: stage(op, self._execution.device_id, stream, self._options.memory_resource)
                   for name, op in inputs.items()}
-        for name in [name for name in self._signatures if name.startswith("epilog_inputs[")]:
-            del self._signatures[name]  # the inputs of an earlier plan
+        for name in [name for name in self._signatures if name not in ("a", "b", "c")]:
+            del self._signatures[name]  # the epilog inputs of an earlier plan
         for name, value in _input_dict(epilog_inputs).items():
-            self._hold(f"epilog_inputs[{name!r}]", inputs[name], value)
+            self._hold(input_argument(name), inputs[name], value)
         runner = build_runner(problem, self._operands, inputs, options=self._options, preferences=preferences,
                               stream=stream, alpha=self._alpha, beta=self._beta, scales=self._scales,
                               algorithms=algorithms, host_like=self._host if self._staged else None,
@@ -310,7 +320,7 @@ class Matmul:
         self._epilog, self._ready = spec, True
         # what reset_operands holds new operands to: the heuristic chose for these pointers
         self._alignments = {name: pointer_alignment(op.ptr) for name, op in self._operands.items() if op is not None}
-        self._alignments.update({f"epilog_inputs[{name!r}]": pointer_alignment(op.ptr) for name, op in inputs.items()})
+        self._alignments.update({input_argument(name): pointer_alignment(op.ptr) for name, op in inputs.items()})
         if preferences.autotune:
             self.autotune()
             # The fastest only, with no more workspace than they need (an extent of 0 has no algorithms).
@@ -465,7 +475,7 @@ class Matmul:
         for name, value in _input_dict(epilog_inputs).items():
             if name not in self._inputs:
                 raise OperandError("epilog_inputs", f"{name!r} is not an input of the planned epilog")
-            argument = f"epilog_inputs[{name!r}]"
+            argument = input_argument(name)
             new_inputs[name] = self._checked(wrap_operand(value, argument), argument, self._input_infos[name])
             pairs.append((new_inputs[name], value))
         if alpha is None and beta is None:  # the values held were checked when they were given
@@ -489,7 +499,7 @@ class Matmul:
                 if name in new:
                     self._hold(name, new[name], value)
             for name, operand in new_inputs.items():
-                self._hold(f"epilog_inputs[{name!r}]", operand, epilog_inputs[name])
+                self._hold(input_argument(name), operand, epilog_inputs[name])
         scalars_changed = alpha is not self._alpha or beta is not self._beta
         self._alpha, self._beta = alpha, beta
         self._scales.update(scales)
@@ -554,7 +564,7 @@ class Matmul:
             if type(epilog_inputs) is not dict:
                 return False
             for name, value in epilog_inputs.items():
-                operand = inputs[name] = self._held_like(f"epilog_inputs[{name!r}]", value)
+                operand = inputs[name] = self._held_like(input_argument(name), value)
                 if operand is None:
                     return False
         self._operands.update(new)

@@ -14,7 +14,7 @@ from ._layout import matrix_layout
 from ._problem import OperandInfo
 
 __all__ = ["info", "wrap_all", "wrap_factor", "copied", "check_together", "stage", "array_like", "array_likes",
-           "inputs_as_arrays", "has_array_likes"]
+           "input_argument", "inputs_as_arrays", "has_array_likes"]
 
 # What numpy.matmul converts with numpy.asarray: nested sequences and scalars (Python's or numpy's).
 _ARRAY_LIKES = (list, tuple, numbers.Number, np.generic)
@@ -36,11 +36,16 @@ def array_likes(a, b, c) -> tuple:
     return array_like(a, "a"), array_like(b, "b"), array_like(c, "c") if c is not None else None
 
 
+def input_argument(name: str) -> str:
+    """How errors (and per-argument records) name epilog input ``name``: ``"epilog_inputs['bias']"``."""
+    return f"epilog_inputs[{name!r}]"
+
+
 def inputs_as_arrays(epilog_inputs):
     """The epilog inputs with array-likes converted (anything but a dict as it is, for the check)."""
     if not isinstance(epilog_inputs, dict):
         return epilog_inputs
-    return {name: array_like(value, f"epilog_inputs[{name!r}]") for name, value in epilog_inputs.items()}
+    return {name: array_like(value, input_argument(name)) for name, value in epilog_inputs.items()}
 
 
 def has_array_likes(a, b, c, epilog_inputs) -> bool:
@@ -88,7 +93,7 @@ def wrap_all(a, b, c, epilog_inputs) -> tuple[Operand, Operand, Operand | None, 
     a_op = wrap_factor(a, "a")
     b_op = wrap_factor(b, "b")
     c_op = wrap_operand(c, "c") if c is not None else None
-    inputs = {name: wrap_operand(value, f"epilog_inputs[{name!r}]") for name, value in (epilog_inputs or {}).items()}
+    inputs = {name: wrap_operand(value, input_argument(name)) for name, value in (epilog_inputs or {}).items()}
     check_together(a_op, [("b", b_op), ("c", c_op)] + [(f"epilog_inputs[{k!r}]", v) for k, v in inputs.items()])
     return a_op, b_op, c_op, inputs
 

@@ -55,7 +55,7 @@ def device_id(device: torch.device) -> int:
 
 
 def current_stream_handle(device: torch.device) -> int:
-    return torch_stream_handle(device.index if device.index is not None else torch.cuda.current_device())
+    return torch_stream_handle(device_id(device))
 
 
 def capturing() -> bool:
