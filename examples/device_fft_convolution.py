@@ -64,7 +64,10 @@ def build_kernel(forward, inverse, cuda=None, *, taps_first=True, launch_bounds=
         if not taps_first:
             forward.load(filter_spectrum, taps, 0)
         for i in range(forward.elements_per_thread):
-            regs[i] = regs[i] * taps[i] * scale
+            # the real scale on each part: a complex times a real would be promoted to a complex
+            # product (its zero imaginary part multiplied in: 3 more instructions an element)
+            value = regs[i] * taps[i]
+            regs[i] = complex(value.real * scale, value.imag * scale)
         cuda.syncthreads()  # the two transforms share the scratch space
         inverse.execute(regs, shared)
         inverse.store(regs, out, row)

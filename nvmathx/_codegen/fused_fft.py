@@ -28,6 +28,7 @@ user data, and the shared-memory pointer is null. The epilog gets the value mult
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from . import cache, descriptors, nvrtc
 __all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached",
            "shared_memory_bytes"]
 
-FORMAT = 7  # bump when the generated source changes meaning
+FORMAT = 8  # bump when the generated source changes meaning
 
 _C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", "float64": "double"}
 
@@ -133,7 +134,7 @@ _STORE_PAIRS = """\
         const unsigned position = threadIdx.x + i * {stride}u;
         if (position < {output_length}u) {{
             const long long offset = row * out_row_stride + 2ll * position * out_step;
-            const {element} value{{thread_data[i].x * scale, thread_data[i].y * scale}};
+            const {element} value{{{pair_scaled}}};
             if (vector_stores) {{
                 reinterpret_cast<{element}*>(out)[offset / 2] = value;
             }} else {{
@@ -174,15 +175,20 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
     if store is not None:
         declarations.append(_STORE_DECLARATION.format(output=c_output, name=store))
         store_statement = f"{store}(out, (unsigned long long)offset, value, store_info, nullptr)"
-    scaled = f"{c_output}{{results[i].x * scale, results[i].y * scale}}" if output.startswith("complex") \
-        else "results[i] * scale"
     fields = dict(element=c_element, input=c_input, output=c_output, input_length=input_length,
                   output_length=output_length, stride=stride, input_count=input_count, output_count=output_count,
-                  scaled=scaled, vector_loads="false" if load is not None else "true",
+                  vector_loads="false" if load is not None else "true",
                   vector_stores="false" if store is not None else "true", real_length=2 * input_length,
                   staged_count=-(-2 * input_length // stride))
     load_loop = (_LOAD_STAGED if staged_loads else _LOAD_PAIRS if input_pairs else _LOAD_ELEMENTS).format(**fields)
-    store_loop = (_STORE_PAIRS if output_pairs else _STORE_ELEMENTS).format(**fields)
+    store = _STORE_PAIRS if output_pairs else _STORE_ELEMENTS
+    # a unit scale (no norm) is stored without its multiplies: a branch uniform over the grid
+    unscaled = store.format(**fields, scaled="results[i]", pair_scaled="thread_data[i].x, thread_data[i].y")
+    scaled = store.format(**fields, pair_scaled="thread_data[i].x * scale, thread_data[i].y * scale",
+                          scaled=f"{c_output}{{results[i].x * scale, results[i].y * scale}}"
+                          if output.startswith("complex") else "results[i] * scale")
+    store_loop = (f"    if (scale == 1) {{\n{textwrap.indent(unscaled, '    ')}\n    }} else {{\n"
+                  f"{textwrap.indent(scaled, '    ')}\n    }}")
     return _SOURCE.format(symbol=symbol, fft=fft_symbol, element=c_element, input=c_input, output=c_output,
                           real=c_element[:-1], storage=storage, ffts_per_block=ffts_per_block, stride=stride,
                           bounds=threads if min_blocks is None else f"{threads}, {min_blocks}",
