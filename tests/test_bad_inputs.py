@@ -534,6 +534,13 @@ def _torch_float8():
     return nvmathx_torch
 
 
+class _StandInGroup:
+    """Has what Float8Recipe asks of a torch.distributed ProcessGroup (a size)."""
+
+    def size(self):
+        return 1
+
+
 def _recipe(**kwargs):
     return _torch_float8().Float8Recipe(**kwargs)
 
@@ -559,6 +566,7 @@ TORCH_FLOAT8 = [
     Row("Float8Recipe amax_history_len 2.0", lambda o: _recipe(amax_history_len=2.0), O, "amax_history_len",
         device=False),
     Row("Float8Recipe margin -1", lambda o: _recipe(margin=-1), O, "margin", device=False),
+    Row("Float8Recipe margin 17", lambda o: _recipe(margin=17), O, "margin", device=False),
     Row("Float8Recipe amax_compute_algo 'mean'", lambda o: _recipe(amax_compute_algo="mean"), O,
         "amax_compute_algo", device=False),
     Row("Float8Recipe fast_accumulation 1", lambda o: _recipe(fast_accumulation=1), O, "fast_accumulation",
@@ -566,6 +574,8 @@ TORCH_FLOAT8 = [
     Row("Float8Recipe process_group 'world'", lambda o: _recipe(process_group="world"), O, "process_group",
         device=False),
     Row("Float8State kind 'conv'", lambda o: _torch_float8().Float8State(_recipe(), "conv"), O, "kind",
+        device=False),
+    Row("Float8State kind a list", lambda o: _torch_float8().Float8State(_recipe(), ["linear"]), O, "kind",
         device=False),
     Row("Float8State recipe a dict", lambda o: _torch_float8().Float8State({"scaling": "delayed"}), O, "recipe",
         device=False),
@@ -580,6 +590,10 @@ TORCH_FLOAT8 = [
         device=False),
     Row("fused_mlp state of another recipe",
         lambda o: _float8_call("fused_mlp", "mlp", _recipe(margin=1), fp8=_recipe()), O, "fp8_state", device=False),
+    # recipes compare equal whatever their group: a state without the call's group would skip the reduction
+    Row("fused_linear state of another process group",
+        lambda o: _float8_call("fused_linear", "linear", _recipe(), fp8=_recipe(process_group=_StandInGroup())), O,
+        "fp8_state", device=False),
 ]
 
 CATALOGUE = MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + PLAN_CACHES + DEVICE_API + TORCH_FLOAT8

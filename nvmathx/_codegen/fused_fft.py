@@ -6,7 +6,8 @@ The kernel is CUDA C++ compiled by NVRTC to LTO-IR and linked with nvJitLink bes
 function that :class:`nvmathx.device_api.FFT` generates (its register API: element
 ``threadIdx.x + i * stride`` of row ``threadIdx.y`` in ``thread_data[i]``, the block's dynamic shared
 memory as scratch), so no Numba is involved. Both the LTO-IR and the linked cubin are kept in the
-on-disk code cache, keyed by the source's parameters, the cuFFTDx symbol, the target and NVRTC.
+on-disk code cache, keyed by the source's parameters, the cuFFTDx symbol, the target and NVRTC (and the
+linked cubin by the linker's identity too, as every linked image; ``NVMATHX_LINK_CACHE=0`` links every time).
 
 The C signature of kernel ``symbol``::
 
@@ -32,7 +33,7 @@ import textwrap
 
 import numpy as np
 
-from . import cache, descriptors, nvrtc
+from . import cache, descriptors, link, nvrtc
 
 __all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached",
            "shared_memory_bytes"]
@@ -256,7 +257,16 @@ def is_cached(fft, prolog=None, epilog=None, min_blocks: int | None = None, stag
     """Whether :func:`fused_kernel` would read the kernel from the disk cache (no code generated)."""
     key, _ = _kernel_key(fft, prolog, epilog, descriptors.code_symbol(fft.descriptor("registers"), fft.target),
                          min_blocks, staged_loads, unit_strides)
-    return cache.has_linked(key)
+    image_key = _image_key(key)
+    return image_key is not None and cache.has_linked(image_key)
+
+
+def _image_key(key: dict) -> dict | None:
+    """The disk-cache key of the linked image of the kernel keyed ``key``: with the linker's
+    identity (nvJitLink, driver, cuda.core), as every linked image's; None where images are not
+    cached (``NVMATHX_LINK_CACHE=0``, or a linker that cannot be identified)."""
+    identity = link.linker_identity() if link.enabled() else None
+    return None if identity is None else {**key, "linker": identity}
 
 
 def fused_kernel(fft, prolog=None, epilog=None, min_blocks: int | None = None, staged_loads: bool = False,
@@ -265,12 +275,14 @@ def fused_kernel(fft, prolog=None, epilog=None, min_blocks: int | None = None, s
     :class:`~nvmathx.fft.CompiledCallback` ``prolog`` on each load and ``epilog`` on each store where
     given, compiled for ``min_blocks`` resident blocks per SM where given, a folded real input read
     through shared memory with ``staged_loads``, an element stride of 1 compiled in on the sides
-    ``unit_strides`` says: compiled and linked once, then read from the disk cache."""
+    ``unit_strides`` says: compiled and linked once, then read from the disk cache (the link is
+    made every time under ``NVMATHX_LINK_CACHE=0``)."""
     # the cuFFTDx code (megabytes of LTO-IR) is read only when the linked kernel is not cached
     fft_symbol = descriptors.code_symbol(fft.descriptor("registers"), fft.target)
     key, parameters = _kernel_key(fft, prolog, epilog, fft_symbol, min_blocks, staged_loads, unit_strides)
     symbol = cache.symbol_for("nvmathx_fused_fft", key)
-    image = cache.load_linked(key)
+    image_key = _image_key(key)
+    image = cache.load_linked(image_key) if image_key is not None else None
     if image is None:
         fft_code = fft.code("registers")
         kernel = nvrtc.cached_ltoir(key, symbol, kernel_source(symbol, fft_code.symbol, **parameters),
@@ -278,7 +290,8 @@ def fused_kernel(fft, prolog=None, epilog=None, min_blocks: int | None = None, s
         objects = [(kernel.symbol, kernel.code), (fft_code.symbol, fft_code.code)]
         objects += [(callback.symbol, callback.ltoir) for callback in (prolog, epilog) if callback is not None]
         image = cache.LinkedImage(_link(objects, fft.target.name), "")
-        cache.store_linked(key, image)
+        if image_key is not None:
+            cache.store_linked(image_key, image)
     return FusedKernel(symbol, image.cubin, tuple(fft.block_dim), fft.ffts_per_block,
                        shared_memory_bytes(fft, staged_loads))
 

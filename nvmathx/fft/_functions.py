@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .._core.errors import OperandError, OptionsError
+from .._core.logs import get_logger
 from .._core.plan_cache import PlanCache
 from .._core.tensor import as_array, key_function, operand_keys, wrap_operand
 from .._fftcore.callbacks import attachment, attachments_key
@@ -168,6 +169,9 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
                 **attached,
             )
             plan_cache.put(device_id, key, transform)
+            # the engine is chosen when the plan is made (a cache miss): report it as FFT.plan() does
+            get_logger().info("%s planned: %s over axes %s, lengths %s, engine %s (%s)", name, fft_type,
+                              resolved_axes, lengths, transform.engine, transform.engine_reason)
     return transform.execute(pointer, x, transform.streams(), direction, factor, conj, fuse)
 
 

@@ -128,9 +128,9 @@ def _float8(recipe, state, kind: str, x2, weights: tuple, run):
             raise OptionsError("fp8_state", "given without an fp8 recipe")
         return None
     state = float8.resolve_state(recipe, state, kind, x2.device)
-    reason = float8.fallback_reason(x2, *weights)
-    if reason is not None:
-        float8.log_fallback(reason)
+    fallback = float8.fallback_reason(x2, *weights)
+    if fallback is not None:
+        float8.log_fallback(*fallback)
         return None
     return run(state, float8.row_major(x2))
 

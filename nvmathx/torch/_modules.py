@@ -80,8 +80,11 @@ class FusedLinear(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """``nn.Linear``'s initialisation (the same random draws from torch's generator)."""
+        """``nn.Linear``'s initialisation (the same random draws from torch's generator), and the
+        float8 scaling state's (:meth:`Float8State.reset_parameters`) where a recipe is on."""
         nn.Linear.reset_parameters(self)  # type: ignore[arg-type]  # borrowed: the same weight and bias
+        if self.fp8_state is not None:
+            self.fp8_state.reset_parameters()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return fused_linear(x, self.weight, self.bias, self.activation, autotune=self.autotune, fp8=self.fp8,
@@ -143,6 +146,14 @@ class FusedMLP(nn.Module):
         self.fc1 = FusedLinear(d_model, hidden, bias, device=device, dtype=dtype)
         self.fc2 = FusedLinear(hidden, d_model, bias, device=device, dtype=dtype)
         self.fp8_state = Float8State(fp8, "mlp", device=device) if fp8 is not None else None
+
+    def reset_parameters(self) -> None:
+        """Both layers' :meth:`FusedLinear.reset_parameters` (``nn.Linear``'s draws, ``fc1`` first) and
+        the block's float8 scaling state's where a recipe is on."""
+        self.fc1.reset_parameters()
+        self.fc2.reset_parameters()
+        if self.fp8_state is not None:
+            self.fp8_state.reset_parameters()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         fc1, fc2 = self.fc1, self.fc2

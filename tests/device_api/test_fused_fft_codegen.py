@@ -96,6 +96,26 @@ def test_kernel_links_with_cufftdx_and_is_cached():
     assert fused_fft.fused_kernel(_fft()) == kernel  # the same kernel, from the cache
 
 
+def test_the_linked_image_is_keyed_by_the_linker_and_not_kept_without_the_link_cache(monkeypatch):
+    from nvmathx._codegen import link
+
+    fft = _fft()
+    fused_fft.fused_kernel(fft)
+    assert fused_fft.is_cached(fft)
+    links = []
+    real_link = fused_fft._link
+    monkeypatch.setattr(fused_fft, "_link", lambda objects, arch: links.append(arch) or real_link(objects, arch))
+    identity = dict(link.linker_identity() or {}, driver=-1)  # another driver (or nvJitLink, cuda.core)
+    monkeypatch.setattr(link, "linker_identity", lambda: identity)
+    assert not fused_fft.is_cached(fft)
+    relinked = fused_fft.fused_kernel(fft)
+    assert len(links) == 1 and fused_fft.is_cached(fft) and relinked.cubin[:4] == b"\x7fELF"
+    monkeypatch.setenv(link.ENVIRONMENT_VARIABLE, "0")
+    assert not fused_fft.is_cached(fft)
+    fused_fft.fused_kernel(fft)
+    assert len(links) == 2
+
+
 def test_unit_element_strides_are_compiled_in_and_keyed():
     parameters = dict(element="complex64", input="complex64", output="complex64", **_C2C_1000)
     strided = fused_fft.kernel_source("kernel", "f", **parameters)

@@ -100,3 +100,19 @@ def test_where_the_fused_engine_cannot_run_auto_says_why(fake_with, rng, caplog)
     assert "libmathdx is not available (not installed)" in caplog.text
     _close(to_host(nfft.fft(device_x, norm="ortho")), np.fft.fft(to_host(device_x), norm="ortho"))
     assert FakeFusedPlan.made == []
+
+
+def test_the_function_forms_log_the_engine_they_plan_with(fake_with, rng, caplog):
+    fake_with("cached")
+    device_x = to_device(_signal(rng, (3, N)))
+    with caplog.at_level("INFO", logger="nvmathx"):
+        nfft.fft(device_x, norm="ortho")
+        nfft.fft(device_x)
+    planned = [record.getMessage() for record in caplog.records if "planned" in record.getMessage()]
+    assert len(planned) == 2
+    assert "engine fused" in planned[0] and "options.engine='auto'" in planned[0]
+    assert "engine cufft" in planned[1] and "a plain transform" in planned[1]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="nvmathx"):
+        nfft.fft(device_x, norm="ortho")  # a cached plan: nothing is chosen, nothing is logged
+    assert not [record for record in caplog.records if "planned" in record.getMessage()]

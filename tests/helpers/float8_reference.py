@@ -57,7 +57,8 @@ class Float8Model:
             previous = slot.scale
         if basis > 0 and math.isfinite(basis):
             with np.errstate(over="ignore"):
-                slot.scale = float(min(largest / np.float32(basis) * factor, np.finfo(np.float32).max))
+                scale = largest / np.float32(basis) * factor
+                slot.scale = float(min(max(scale, np.finfo(np.float32).tiny), np.finfo(np.float32).max))
         else:
             slot.scale = float(previous)
         slot.amaxes.append(amax)

@@ -186,3 +186,29 @@ def test_meta_functional_forms():
     assert fused_linear(x, w1, b1, "gelu").shape == (5, 8) and fused_linear(x, w1).is_meta
     out = fused_mlp(x, w1, b1, w2, b2, "relu")
     assert out.is_meta and out.shape == (5, 2)
+
+
+@pytest.mark.parametrize("kind", ["linear", "mlp"])
+def test_meta_float8_layer_materialised_with_to_empty_is_initialised_by_reset_parameters(kind):
+    """to_empty() leaves the buffers holding whatever the memory held; reset_parameters() gives the
+    weights nn.Linear's draws and the scaling state a fresh state's values (as FSDP's meta-device
+    initialisation calls it)."""
+    from nvmathx.torch import Float8Recipe
+
+    recipe = Float8Recipe(amax_history_len=4)
+    make = (lambda device: FusedLinear(16, 32, device=device, fp8=recipe)) if kind == "linear" else \
+        (lambda device: FusedMLP(16, 32, device=device, fp8=recipe))
+    layer = make("meta").to_empty(device="cpu")
+    state = layer.fp8_state
+    with torch.no_grad():  # what the memory might hold
+        state.amax_history.fill_(7.0)
+        state.scale.fill_(float("nan"))
+        state.scale_inv.fill_(-3.0)
+    state.measured.add(0)
+    torch.manual_seed(5)
+    layer.reset_parameters()
+    torch.manual_seed(5)
+    fresh = make("cpu")
+    for name, value in fresh.state_dict().items():
+        assert torch.equal(layer.state_dict()[name], value), name
+    assert state.measured == set() and state.weight_cache == {}

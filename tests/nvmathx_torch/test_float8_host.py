@@ -103,6 +103,22 @@ def test_delayed_history_holds_each_steps_amax(fake_gpu, seed):
     assert float(block.fp8_state.scale[0]) == pytest.approx(448.0 / amaxes[1], rel=1e-6)
 
 
+@pytest.mark.parametrize("scaling", ["delayed", "dynamic"])
+def test_scales_stay_finite_and_normal_at_the_largest_margin_and_amax(fake_gpu, seed, scaling):
+    """An amax near bfloat16's largest with the largest margin would make the scale subnormal and its
+    inverse infinite: both stay finite (the scale is held at float32's smallest normal)."""
+    layer = FusedLinear(16, 16, dtype=torch.bfloat16, fp8=Float8Recipe(scaling=scaling, margin=16))
+    x = randn(generator(seed), (16, 16), torch.bfloat16)
+    x[0, 0] = 3.0e38
+    for _ in range(2):
+        layer(x)
+    state = layer.fp8_state
+    slot = state.slot("input")
+    assert float(state.scale[slot]) == pytest.approx(torch.finfo(torch.float32).tiny)
+    for values in (state.scale, state.scale_inv):
+        assert bool(torch.isfinite(values).all()) and bool((values > 0).all())
+
+
 @pytest.mark.parametrize("activation", [None, "relu", "gelu"])
 def test_linear_step_matches_the_float8_model(fake_gpu, seed, activation):
     torch.manual_seed(seed)
@@ -148,16 +164,20 @@ def test_state_dict_round_trip_continues_identically(fake_gpu, seed):
 
 @pytest.mark.parametrize("dtype, features, reason", [(torch.bfloat16, 24, "multiples of 16"),
                                                      (torch.float32, 32, "float16 or bfloat16")])
-def test_problems_float8_cannot_take_run_unquantised(fake_gpu, seed, caplog, dtype, features, reason):
+def test_problems_float8_cannot_take_run_unquantised(fake_gpu, seed, caplog, monkeypatch, dtype, features, reason):
     """24 features (not a multiple of 16), or float32 operands: the layer's unquantised path runs
-    (logged once, with the reason); the scaling state is untouched."""
+    (logged once, with the reason, whatever the number of tokens: they vary from call to call); the
+    scaling state is untouched."""
+    monkeypatch.setattr(dispatch, "_logged", set())
     gen = generator(seed)
-    x, w, b = (randn(gen, s, dtype) for s in ((16, features), (32, features), (32,)))
+    w, b = randn(gen, (32, features), dtype), randn(gen, (32,), dtype)
     state = Float8State(Float8Recipe(), "linear")
     with caplog.at_level("INFO", logger="nvmathx"):
-        y = fused_linear(x, w, b, "relu", fp8=Float8Recipe(), fp8_state=state)
-    assert reason in caplog.text
-    torch.testing.assert_close(y, torch.relu(torch.nn.functional.linear(x, w, b)))
+        for tokens in (16, 24, 40):
+            x = randn(gen, (tokens, features), dtype)
+            y = fused_linear(x, w, b, "relu", fp8=Float8Recipe(), fp8_state=state)
+            torch.testing.assert_close(y, torch.relu(torch.nn.functional.linear(x, w, b)))
+    assert reason in caplog.text and caplog.text.count("float8 recipe not applied") == 1
     assert not state.amax_history.any() and bool((state.scale == 1).all())
 
 
@@ -509,3 +529,38 @@ def test_the_custom_op_path_under_autocast_equals_the_eager_one(fake_gpu, monkey
     for eager_grad, op_grad in zip(*grads):
         assert op_grad.dtype == torch.float32
         torch.testing.assert_close(op_grad, eager_grad)
+
+
+def test_dtype_conversions_keep_the_scaling_state_exact():
+    """.half() / .bfloat16() convert the parameters only: amaxes and scales beyond float16's range or
+    precision come back as the float32 values they were, not rounded through the target dtype."""
+    for convert in ("half", "bfloat16"):
+        layer = FusedLinear(16, 32, fp8=Float8Recipe(amax_history_len=4))
+        state = layer.fp8_state
+        with torch.no_grad():
+            state.amax_history[1] = torch.tensor([1e5, 1e-9, 3.14159265])
+            state.scale.copy_(torch.tensor([448000.0, 448.0 / 3.14159265, 1e-7]))
+            state.scale_inv.copy_(1 / state.scale)
+        before = [t.clone() for t in (state.amax_history, state.scale, state.scale_inv)]
+        getattr(layer, convert)()
+        assert layer.weight.dtype != torch.float32
+        for old, new in zip(before, (state.amax_history, state.scale, state.scale_inv)):
+            assert new.dtype == torch.float32 and torch.equal(old, new), convert
+
+
+class _FakeGroup:
+    """Stands for a ProcessGroup: has a size, and cannot be copied (as torch's cannot)."""
+
+    def size(self):
+        return 1
+
+    def __deepcopy__(self, memo):
+        raise TypeError("cannot pickle 'ProcessGroup' object")
+
+
+def test_a_layer_whose_recipe_has_a_process_group_deep_copies():
+    group = _FakeGroup()
+    block = FusedMLP(16, 32, fp8=Float8Recipe(process_group=group))
+    twin = copy.deepcopy(block)
+    assert twin.fp8_state is not block.fp8_state and twin.fp8_state.recipe.process_group is group
+

@@ -47,20 +47,25 @@ def device_reason(x: torch.Tensor) -> str | None:
     return None
 
 
-def fallback_reason(x: torch.Tensor, *weights: torch.Tensor) -> str | None:
-    """Why a float8 call on ``x`` (tokens x features) and ``weights`` runs unquantised, or None."""
+def fallback_reason(x: torch.Tensor, *weights: torch.Tensor) -> tuple[str, str] | None:
+    """Why a float8 call on ``x`` (tokens x features) and ``weights`` runs unquantised, as
+    ``(topic, message)`` (:func:`log_fallback`), or None."""
     if x.dtype not in _DTYPES:
-        return f"dtype {x.dtype} (float8 layers run in float16 or bfloat16, e.g. under torch.autocast)"
+        return str(x.dtype), f"dtype {x.dtype} (float8 layers run in float16 or bfloat16, e.g. under torch.autocast)"
     dimensions = (x.shape[0], *(d for w in weights for d in w.shape))
     if any(d == 0 or d % 16 for d in dimensions):
-        return f"GEMM dimensions {dimensions} (float8 GEMMs need non-zero multiples of 16)"
-    return device_reason(x)
+        return "dimensions", f"GEMM dimensions {dimensions} (float8 GEMMs need non-zero multiples of 16)"
+    reason = device_reason(x)
+    return (reason, reason) if reason is not None else None
 
 
-def log_fallback(reason: str) -> None:
-    if reason not in _logged and not torch.compiler.is_compiling():  # dynamo would break the graph here
-        _logged.add(reason)
-        _logger.info("nvmathx.torch: float8 recipe not applied for %s; running unquantised", reason)
+def log_fallback(topic: object, message: str) -> None:
+    """Log ``message`` the first time a call falls back for ``topic``: once for every shape float8
+    cannot take (sequence lengths vary from call to call), once per dtype, device reason or refused
+    problem."""
+    if topic not in _logged and not torch.compiler.is_compiling():  # dynamo would break the graph here
+        _logged.add(topic)
+        _logger.info("nvmathx.torch: float8 recipe not applied for %s; running unquantised", message)
 
 
 def resolve_state(recipe, state, kind: str, device: torch.device) -> Float8State:
@@ -77,7 +82,9 @@ def resolve_state(recipe, state, kind: str, device: torch.device) -> Float8State
         raise OptionsError("fp8_state", f"expected a Float8State or None (got {type(state).__name__})")
     if state.kind != kind:
         raise OptionsError("fp8_state", f"made for kind={state.kind!r}; this call needs kind={kind!r}")
-    if state.recipe is not recipe and state.recipe != recipe:
+    if state.recipe is not recipe and (state.recipe != recipe
+                                       or state.recipe.process_group is not recipe.process_group):
+        # (process_group is left out of the recipe's equality; the passes reduce over the state's)
         raise OptionsError("fp8_state", f"made for {state.recipe!r}, not for the fp8 recipe given")
     if state.amax_history.device != device:
         raise OperandError("fp8_state", f"lives on {state.amax_history.device} but the input lives on {device}")
@@ -103,9 +110,10 @@ def _run_forward(kind: str, call, tensors: tuple, direct: bool):
     except NvmathxError as error:
         if not direct or not _is_refusal(error):
             raise
-        refused.add(_signature(kind, tensors))
-        log_fallback(f"{kind} {[tuple(t.shape) for t in tensors if t is not None]} {tensors[0].dtype} "
-                     f"(cuBLASLt refused it: {type(error).__name__}: {error})")
+        signature = _signature(kind, tensors)
+        refused.add(signature)
+        log_fallback(signature, f"{kind} {[tuple(t.shape) for t in tensors if t is not None]} {tensors[0].dtype} "
+                                f"(cuBLASLt refused it: {type(error).__name__}: {error})")
         return None
 
 

@@ -79,8 +79,10 @@ __device__ inline float largest_finite(int out) { return out == E4M3 ? 448.0f : 
 // when amax is 0, infinite or NaN; the largest float when the quotient overflows.
 __device__ inline float scale_for(float amax, float fp8_max, float margin_factor, float previous) {
     if (!(amax > 0.0f) || amax > 3.402823466e38f) return previous;
+    // kept normal, so that neither the scale nor its inverse is infinite (an amax near float32's
+    // largest with a margin would make it subnormal)
     float scale = fp8_max / amax * margin_factor;
-    return scale > 3.402823466e38f ? 3.402823466e38f : scale;
+    return scale > 3.402823466e38f ? 3.402823466e38f : scale < 1.175494351e-38f ? 1.175494351e-38f : scale;
 }
 
 // Two floats to two float8 bytes (lo in the low byte), rounding to nearest even, saturating.

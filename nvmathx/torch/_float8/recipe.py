@@ -11,6 +11,7 @@ __all__ = ["Float8Recipe"]
 
 _SCALINGS = ("delayed", "dynamic")
 _FORMATS = ("hybrid", "e4m3")
+MAX_MARGIN = 16  # see Float8Recipe.margin
 _AMAX_ALGORITHMS = ("max", "most_recent")
 
 
@@ -42,7 +43,9 @@ class Float8Recipe:
     amax_compute_algo : "max" or "most_recent"
         The amax a delayed scale is computed from: the largest in the history, or the latest.
     margin : int
-        The scale is ``fp8_max / amax / 2**margin`` (default 0).
+        The scale is ``fp8_max / amax / 2**margin`` (default 0; at most 16: a larger margin leaves
+        most of float8's range unused, and the product of two operands' inverse scales, which
+        the GEMM multiplies by, overflows float32 for large amaxes).
     process_group : torch.distributed.ProcessGroup or None
         When given, each amax is max-reduced over it before a scale is computed from it (the
         data-parallel group, as TransformerEngine does), so every rank uses the same scales. Under
@@ -80,15 +83,20 @@ class Float8Recipe:
             value = getattr(self, name)
             if not isinstance(value, str) or value not in allowed:
                 raise OptionsError(name, f"expected one of {list(allowed)} (got {value!r})")
-        for name, low in (("amax_history_len", 1), ("margin", 0)):
+        for name, low, high in (("amax_history_len", 1, None), ("margin", 0, MAX_MARGIN)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise OptionsError(name, f"expected an int >= {low} (got {value!r})")
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
+                bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+                raise OptionsError(name, f"expected an int {bounds} (got {value!r})")
         if not isinstance(self.fast_accumulation, bool):
             raise OptionsError("fast_accumulation", f"expected a bool (got {type(self.fast_accumulation).__name__})")
         if self.process_group is not None and not hasattr(self.process_group, "size"):
             raise OptionsError("process_group", f"expected a torch.distributed ProcessGroup or None "
                                                 f"(got {type(self.process_group).__name__})")
+
+    def __deepcopy__(self, memo) -> Float8Recipe:
+        # Immutable: a copy of a layer shares its recipe (a ProcessGroup cannot be deep-copied).
+        return self
 
     @property
     def forward_dtype_name(self) -> str:

@@ -62,12 +62,16 @@ class Float8State(nn.Module):
     (('input', 'fc1.weight', 'hidden'), (4, 6))
     """
 
+    amax_history: torch.Tensor
+    scale: torch.Tensor
+    scale_inv: torch.Tensor
+
     def __init__(self, recipe: Float8Recipe, kind: str = "linear",
                  device: torch.device | str | int | None = None) -> None:
         super().__init__()
         if not isinstance(recipe, Float8Recipe):
             raise OptionsError("recipe", f"expected a Float8Recipe (got {type(recipe).__name__})")
-        if kind not in _KINDS:
+        if not isinstance(kind, str) or kind not in _KINDS:
             raise OptionsError("kind", f"expected one of {list(_KINDS)} (got {kind!r})")
         self.recipe = recipe
         self.kind = kind
@@ -82,6 +86,18 @@ class Float8State(nn.Module):
         self.measured: set = set()  # slots with an amax recorded (a pass with one that has none scales dynamically)
         self.weight_cache: dict = {}  # slot -> (key, weak reference to the weight, its Cast)
         register(self)
+
+    def reset_parameters(self) -> None:
+        """Start afresh: no amax recorded (the next pass scales dynamically), unit scales, no cached
+        float8 weights. The layers' ``reset_parameters`` call it, so a layer made on the meta device
+        and materialised with ``to_empty()`` (whose buffers hold whatever the memory held) is
+        initialised as ``nn.Linear``'s weights are."""
+        with torch.no_grad():
+            self.amax_history.zero_()
+            self.scale.fill_(1.0)
+            self.scale_inv.fill_(1.0)
+        self.measured.clear()
+        self.weight_cache.clear()
 
     def slot(self, name: str) -> int:
         """The index of slot ``name``."""
@@ -110,11 +126,14 @@ class Float8State(nn.Module):
         """``.to()``, ``.cuda()``, ``.bfloat16()``, ...: the buffers move but stay float32 (the kernels
         write float32), and cached float8 weights are stale."""
         self.weight_cache.clear()
+        originals = {name: getattr(self, name) for name in ("amax_history", "scale", "scale_inv")}
         result = super()._apply(fn, *args, **kwargs)
-        for name in ("amax_history", "scale", "scale_inv"):
+        for name, original in originals.items():
             buffer = getattr(self, name)
             if buffer.dtype != torch.float32:
-                buffer = buffer.float()
+                # From the float32 values, not fn's rounded copy: .half() would turn amaxes and
+                # scales above 65504 into inf and flush small inverse scales.
+                buffer = original.to(device=buffer.device)
             if name != "amax_history" and not is_padded(buffer):  # a move packs the strided views
                 buffer = padded_scales(buffer)
             setattr(self, name, buffer)
