@@ -26,7 +26,9 @@ MAX_FUSED_SIZE = {"float32": 32768, "float64": 16384}
 @dataclass(frozen=True)
 class FusedRows:
     """A transform as the fused kernel sees it: ``rows`` rows of ``size`` points (the real length for
-    R2C/C2R; strides in elements of the input and output)."""
+    R2C/C2R; strides in elements of the input and output), launched once per ``loop_offsets``
+    pair (input, output offsets in elements) where the operand's batch axes do not collapse into
+    one row stride (axis 1 of a 3-D operand, say), once otherwise."""
 
     fft_type: str
     size: int
@@ -36,6 +38,7 @@ class FusedRows:
     in_element_stride: int
     out_row_stride: int
     out_element_stride: int
+    loop_offsets: tuple = ()
 
 
 def fused_rows(layout: LayoutPlan, precision: str) -> FusedRows | str:
@@ -47,15 +50,14 @@ def fused_rows(layout: LayoutPlan, precision: str) -> FusedRows | str:
     step = steps[0]
     if len(step.n) != 1:
         return f"it transforms one axis per launch (this transform has {len(step.n)})"
-    if step.loop_shape:
-        return "the batch does not have one row stride (the operand's batch axes do not collapse)"
     size = step.n[0]
     largest = MAX_FUSED_SIZE.get(precision)
     if largest is None:
         return f"it computes in float32 or float64 (not {precision})"
     if not 2 <= size <= largest:
         return f"a length of {size} does not fit one thread block (2 to {largest} in {precision})"
-    return FusedRows(layout.fft_type, size, step.batch, precision, step.idist, step.istride, step.odist, step.ostride)
+    return FusedRows(layout.fft_type, size, step.batch, precision, step.idist, step.istride, step.odist, step.ostride,
+                     tuple(step.loop_offsets()) if step.loop_shape else ())
 
 
 def fused_considered(requested: str, rows: FusedRows | str, *, callbacks: bool = False, scaled: bool = False,

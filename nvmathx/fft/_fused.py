@@ -21,7 +21,7 @@ from .._core.errors import CudaLibraryError, InvalidStateError, LibraryNotFoundE
 from .._fftcore.callbacks import check_fits
 from .._fftcore.engine import FusedRows
 
-__all__ = ["FusedPlan", "kernel_state"]
+__all__ = ["FusedPlan", "kernel_state", "launch_offsets"]
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without opting in
 
@@ -121,6 +121,12 @@ def kernel_state(rows: FusedRows, device_id: int, prolog=None, epilog=None) -> s
     return "cached" if cached else "absent"
 
 
+def launch_offsets(rows: FusedRows, input_itemsize: int, output_itemsize: int) -> tuple:
+    """``(input, output)`` byte offsets of the launches of ``rows``: one per loop offset, or one."""
+    return tuple((source * input_itemsize, target * output_itemsize)
+                 for source, target in rows.loop_offsets or ((0, 0),))
+
+
 class FusedPlan:
     """The kernels of a transform of ``rows`` on a device (both directions of a C2C), compiled (or
     read from the disk cache) when the plan is made, so that ``run`` never waits on code generation.
@@ -143,6 +149,11 @@ class FusedPlan:
         # measured or suggested ones (scripts/tune-fft-knobs)
         from cuda.core import LaunchConfig, ObjectCode
 
+        for role, item in (("prolog", prolog), ("epilog", epilog)):
+            if item is not None and rows.loop_offsets:  # as cuFFT's engine: each launch counts from its rows
+                raise OptionsError(role, f"this {rows.fft_type} layout runs in {len(rows.loop_offsets)} launches "
+                                         "(batch axes that do not collapse into one row stride), so no launch "
+                                         "sees the operand's offsets")
         major, minor = device.ensure_device(device_id).compute_capability
         self.rows = rows
         self.device_id = device_id
@@ -156,6 +167,7 @@ class FusedPlan:
         self._arguments = tuple(np.int64(value) for value in (rows.rows, rows.in_row_stride, rows.in_element_stride,
                                                                rows.out_row_stride, rows.out_element_stride))
         self._user_data = (prolog.pointer if prolog is not None else 0, epilog.pointer if epilog is not None else 0)
+        self._launch_offsets = launch_offsets(rows, self._input.itemsize, self._output.itemsize)
         self._attachments = (prolog, epilog)  # their user data stays alive with the plan
         self._epilog = epilog is not None
         self._output_layout = (tuple(output_shape), tuple(output_strides))
@@ -193,8 +205,10 @@ class FusedPlan:
                                        "engine='cufft'")
         function, config = self._kernels[direction]
         scale_after = (self._epilog and factor != 1.0) or conj
-        launch(core_stream(stream), config, function, source, target, *self._arguments,
-               self._real(1.0 if scale_after else factor), *self._user_data)
+        core, scale = core_stream(stream), self._real(1.0 if scale_after else factor)
+        for source_offset, target_offset in self._launch_offsets:
+            launch(core, config, function, source + source_offset, target + target_offset, *self._arguments, scale,
+                   *self._user_data)
         if scale_after:  # as cuFFT's engine does: the factor multiplies what the epilog stored
             shape, strides = self._output_layout
             elementwise.copy_nd(target, target, shape, strides, strides, self._output, self._output, factor, conj,

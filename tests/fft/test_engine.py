@@ -8,6 +8,7 @@ from helpers.requirements import needs_mathdx
 from nvmathx._core.errors import OptionsError
 from nvmathx._fftcore.engine import ENGINES, MAX_FUSED_SIZE, FusedRows, choose_engine, fused_considered, fused_rows
 from nvmathx._fftcore.layout import C2C, C2R, R2C, plan_layout
+from nvmathx.fft._fused import FusedPlan, launch_offsets
 
 
 def _contiguous(shape):
@@ -56,14 +57,28 @@ def test_transforms_the_fused_kernel_cannot_run_say_why(arguments, kwargs, reaso
     assert isinstance(answer, str) and reason in answer
 
 
-def test_a_batch_without_one_row_stride_is_not_fused():
+def test_a_batch_without_one_row_stride_is_fused_in_one_launch_per_outer_index():
     # axis 1 of a (3, 64, 5) operand: the batch (3 x 5) has two strides that do not collapse
     shape = (3, 64, 5)
     strides = _contiguous(shape)
     layout = plan_layout(C2C, (1,), (64,), shape, strides, strides)
     assert layout.steps[0].loop_shape == (3,)  # cuFFT runs it as 3 executions of 5 rows
-    answer = fused_rows(layout, "float32")
-    assert isinstance(answer, str) and "row stride" in answer
+    rows = fused_rows(layout, "float32")
+    assert isinstance(rows, FusedRows)
+    assert (rows.rows, rows.in_row_stride, rows.in_element_stride) == (5, 1, 5)
+    assert rows.loop_offsets == ((0, 0), (320, 320), (640, 640))
+    assert launch_offsets(rows, 8, 8) == ((0, 0), (2560, 2560), (5120, 5120))
+    single = fused_rows(plan_layout(C2C, (1,), (64,), (3, 64), (64, 1), (64, 1)), "float32")
+    assert single.loop_offsets == () and launch_offsets(single, 8, 8) == ((0, 0),)
+
+
+@pytest.mark.parametrize("role", ["prolog", "epilog"])
+def test_callbacks_on_a_batch_launched_in_a_loop_are_refused(role):
+    """As cuFFT's engine refuses them: every launch would count offsets from its own first row."""
+    shape = (3, 64, 5)
+    rows = fused_rows(plan_layout(C2C, (1,), (64,), shape, _contiguous(shape), _contiguous(shape)), "float32")
+    with pytest.raises(OptionsError, match=f"{role}.*3 launches"):
+        FusedPlan(rows, 0, **{role: object()})
 
 
 @pytest.mark.parametrize("precision", ["float32", "float64"])

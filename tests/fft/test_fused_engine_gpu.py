@@ -105,6 +105,34 @@ def test_strided_axis_and_a_sliced_view(rng, dtype):
     assert _error(fft.execute().get(), expected) < TOLERANCE[dtype] * 8
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.float64])
+def test_middle_axis_of_a_3d_operand_runs_in_one_launch_per_outer_index(rng, dtype):
+    """Axis 1 of (3, 64, 5): the batch (3 x 5) has two strides, so the kernel is launched 3 times;
+    each transform kind and the norms against numpy."""
+    cupy = _cupy()
+    shape = (3, 64, 5)
+    real = np.dtype(dtype).kind == "f"
+    x = rng.standard_normal(shape).astype(dtype) if real else _signal(shape, dtype, rng)
+    device = cupy.asarray(x)
+    tolerance = 1e-13 if dtype == np.float64 else TOLERANCE[np.complex64] * 6
+    precise = x.astype(np.float64 if real else np.complex128)
+    plan = _planned(device, axes=[1])
+    assert plan.engine == "fused"
+    if real:
+        half = nfft.rfft(device, axis=1, norm="ortho", plan=plan)
+        assert half.shape == (3, 33, 5)
+        assert _error(half.get(), np.fft.rfft(precise, axis=1, norm="ortho")) < tolerance
+        inverse = _planned(half, axes=[1], fft_type="C2R")
+        assert inverse.engine == "fused"
+        back = nfft.irfft(half, n=64, axis=1, norm="ortho", plan=inverse)
+        assert _error(back.get(), precise) < tolerance
+    else:
+        for norm in ("backward", "forward"):
+            got = nfft.fft(device, axis=1, norm=norm, plan=plan).get()
+            assert _error(got, np.fft.fft(precise, axis=1, norm=norm)) < tolerance, norm
+        assert _error(nfft.ifft(device, axis=1, plan=plan).get(), np.fft.ifft(precise, axis=1)) < tolerance
+
+
 def test_in_place(rng):
     cupy = _cupy()
     x = _signal((20, 128), np.complex128, rng)
