@@ -3,7 +3,8 @@
 Pure functions of the planned layout, so the choice is tested without a GPU. The fused engine
 loads whole rows into a thread block, transforms them with cuFFTDx, scales and stores them, in one
 pass over memory (see :mod:`nvmathx._codegen.fused_fft`). What it runs: C2C, R2C and C2R transforms
-along one axis, batched with one row stride (any element stride), in one pass with no copies. Plan
+along one axis, batched (one launch per outer index where the batch axes do not collapse into one
+row stride; any element stride), in one pass with no copies. Plan
 the layout of a C2R transform for it with ``overwrite_input=True``: the fused kernel does not write
 its operand, so the copy that protects the operand from cuFFT is not needed.
 """
@@ -15,12 +16,27 @@ from dataclasses import dataclass
 from .._core.errors import OptionsError
 from .layout import FFTPass, LayoutPlan
 
-__all__ = ["ENGINES", "FusedRows", "fused_rows", "fused_considered", "choose_engine"]
+__all__ = ["ENGINES", "FusedRows", "fused_rows", "fused_considered", "choose_engine", "faster_families"]
 
 ENGINES = ("auto", "cufft", "fused")
 
 # cuFFTDx's largest block C2C on sm_90 (a smaller block may still be refused by its shared memory)
 MAX_FUSED_SIZE = {"float32": 32768, "float64": 16384}
+
+# Plain transforms the fused kernel runs faster than cuFFT: (type, length, precision) -> the compute
+# capability majors where measured (scripts/tune-fft-knobs on the H200, 16384 rows,
+# benchmarks/results/logs/2026-12-05/run3-tests-tune: C2R 4096 float32 0.183 ms against 0.337
+# through cuFFT's engine, which copies the operand that cuFFT's C2R would overwrite). Only clear
+# margins are listed: "auto" takes the fused kernel for these once it is in the disk cache.
+MEASURED_FASTER = {("C2R", 4096, "float32"): frozenset({9})}
+
+
+def faster_families(rows: FusedRows | str) -> frozenset:
+    """The compute capability majors on which :data:`MEASURED_FASTER` lists the transform of ``rows``
+    (empty where it does not)."""
+    if not isinstance(rows, FusedRows):
+        return frozenset()
+    return MEASURED_FASTER.get((rows.fft_type, rows.size, rows.precision), frozenset())
 
 
 @dataclass(frozen=True)
@@ -61,27 +77,29 @@ def fused_rows(layout: LayoutPlan, precision: str) -> FusedRows | str:
 
 
 def fused_considered(requested: str, rows: FusedRows | str, *, callbacks: bool = False, scaled: bool = False,
-                     conjugated: bool = False) -> bool:
+                     conjugated: bool = False, faster: bool = False) -> bool:
     """Whether :func:`choose_engine` needs to know the state of the fused kernel (``kernel``) for
-    this transform: ``"auto"`` with callbacks or a scale, on rows the fused kernel takes."""
-    return (requested == "auto" and isinstance(rows, FusedRows) and (callbacks or scaled)
+    this transform: ``"auto"`` with callbacks, a scale or a transform measured faster, on rows the
+    fused kernel takes."""
+    return (requested == "auto" and isinstance(rows, FusedRows) and (callbacks or scaled or faster)
             and not (conjugated and rows.fft_type == "C2R"))
 
 
 def choose_engine(requested: str, rows: FusedRows | str, *, callbacks: bool = False, scaled: bool = False,
-                  conjugated: bool = False, kernel: str = "absent") -> tuple[str, str]:
+                  conjugated: bool = False, faster: bool = False, kernel: str = "absent") -> tuple[str, str]:
     """``(engine, reason)`` for a transform: ``"cufft"`` or ``"fused"``.
 
     ``requested`` is ``FFTOptions.engine``; ``rows`` is :func:`fused_rows`'s answer; ``callbacks``:
     a prolog or epilog is attached; ``scaled``: the call multiplies the result (a norm other than
-    "backward"); ``conjugated``: the operand is conjugated first (``hfft``, ``ihfft``); ``kernel``:
-    the fused kernel is ``"cached"`` on disk, ``"absent"``, or a sentence saying why the fused
-    engine cannot run the transform on this device (see :func:`fused_considered`).
+    "backward"); ``conjugated``: the operand is conjugated first (``hfft``, ``ihfft``); ``faster``:
+    :data:`MEASURED_FASTER` lists the transform for this GPU's family (:func:`faster_families`);
+    ``kernel``: the fused kernel is ``"cached"`` on disk, ``"absent"``, or a sentence saying why the
+    fused engine cannot run the transform on this device (see :func:`fused_considered`).
 
     ``"auto"`` takes the fused kernel where callbacks run (building it if it is not cached: the
-    plan asked for code), and for a scaled transform once its kernel is in the disk cache (a call
-    never waits on code generation it did not ask for); plain transforms stay on cuFFT (no measured
-    table favours the fused kernel yet).
+    plan asked for code), and for a scaled transform or one the committed table measured faster
+    once its kernel is in the disk cache (a call never waits on code generation it did not ask
+    for); other plain transforms stay on cuFFT.
 
     Raises
     ------
@@ -98,15 +116,17 @@ def choose_engine(requested: str, rows: FusedRows | str, *, callbacks: bool = Fa
         raise OptionsError("options.engine", f"expected one of {ENGINES} (got {requested!r})")
     if isinstance(rows, str):
         return "cufft", f"options.engine='auto': the fused engine cannot run this transform ({rows})"
-    if not (callbacks or scaled):
-        return "cufft", "options.engine='auto': a plain transform (no measured table favours the fused engine yet)"
+    if not (callbacks or scaled or faster):
+        return "cufft", "options.engine='auto': a plain transform (the measured table does not favour the fused engine)"
     if conjugated and rows.fft_type == "C2R":
         return "cufft", "options.engine='auto': the fused engine does not conjugate a C2R operand (hfft)"
     if kernel not in ("cached", "absent"):
         return "cufft", f"options.engine='auto': the fused engine cannot run this transform here ({kernel})"
     if callbacks:
         return "fused", "options.engine='auto': callbacks run inside the fused kernel, in one pass"
-    if kernel == "cached":
+    if kernel == "cached" and scaled:
         return "fused", "options.engine='auto': the scale is applied in the fused kernel's store (kernel cached)"
+    if kernel == "cached":
+        return "fused", "options.engine='auto': measured faster than cuFFT on this GPU family (kernel cached)"
     return "cufft", ("options.engine='auto': the fused kernel is not in the disk cache (a plan with "
                      "engine='fused' builds it)")

@@ -21,7 +21,7 @@ from .._core.errors import CudaLibraryError, InvalidStateError, LibraryNotFoundE
 from .._fftcore.callbacks import check_fits
 from .._fftcore.engine import FusedRows
 
-__all__ = ["FusedPlan", "kernel_state", "launch_offsets"]
+__all__ = ["FusedPlan", "compute_capability", "kernel_state", "launch_offsets"]
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without opting in
 
@@ -101,6 +101,11 @@ def _compiled(prolog, epilog) -> dict:
     """The compiled callbacks of the prolog and epilog attachments (None where absent)."""
     return {"prolog": prolog.callback if prolog is not None else None,
             "epilog": epilog.callback if epilog is not None else None}
+
+
+def compute_capability(device_id: int) -> tuple:
+    """The compute capability of GPU ``device_id`` (which rows of the measured table apply)."""
+    return tuple(device.ensure_device(device_id).compute_capability)
 
 
 def kernel_state(rows: FusedRows, device_id: int, prolog=None, epilog=None) -> str:

@@ -13,10 +13,10 @@ from .._core.dtypes import numpy_dtype
 from .._core.errors import InvalidStateError, UnsupportedOperandError
 from .._core.streams import CallStreams
 from .._core.tensor import Operand
-from .._fftcore.engine import choose_engine, fused_considered, fused_rows
+from .._fftcore.engine import choose_engine, faster_families, fused_considered, fused_rows
 from .._fftcore.layout import C2C, C2R, R2C, output_shape, plan_layout, real_input_aligned, result_strides
 from .._fftcore.plan import CufftPlan, precision_dtypes
-from ._fused import FusedPlan, kernel_state
+from ._fused import FusedPlan, compute_capability, kernel_state
 
 __all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
 
@@ -161,7 +161,10 @@ class GpuTransform:
 
         self.layout = layout_for(engine != "cufft")
         rows = fused_rows(self.layout, precision)
-        hints = {"callbacks": prolog is not None or epilog is not None, "scaled": scaled, "conjugated": conjugated}
+        families = faster_families(rows) if engine == "auto" else frozenset()  # the device asked only if listed
+        faster = bool(families) and compute_capability(self.device_id)[0] in families
+        hints = {"callbacks": prolog is not None or epilog is not None, "scaled": scaled, "conjugated": conjugated,
+                 "faster": faster}
         kernel = "absent"
         if fused_considered(engine, rows, **hints):
             kernel = kernel_state(rows, self.device_id, prolog, epilog)  # type: ignore[arg-type]

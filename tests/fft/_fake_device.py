@@ -278,6 +278,7 @@ def install(monkeypatch, fused_kernels=None):
     monkeypatch.setattr(streams, "_holders", {(7, 0): streams.StreamHolder(7, 0, core=object())})
     state = fused_kernels or "the fake device runs no generated kernels"
     monkeypatch.setattr(_gpu, "kernel_state", lambda rows, device_id, prolog=None, epilog=None: state)
+    monkeypatch.setattr(_gpu, "compute_capability", lambda device_id: (9, 0))  # an H100 / H200
     monkeypatch.setattr(_gpu, "FusedPlan", FakeFusedPlan)
     monkeypatch.setattr(FakeFusedPlan, "made", [])
     return fake, resource

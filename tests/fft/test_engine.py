@@ -6,7 +6,16 @@ import pytest
 import nvmathx.fft as nfft
 from helpers.requirements import needs_mathdx
 from nvmathx._core.errors import OptionsError
-from nvmathx._fftcore.engine import ENGINES, MAX_FUSED_SIZE, FusedRows, choose_engine, fused_considered, fused_rows
+from nvmathx._fftcore.engine import (
+    ENGINES,
+    MAX_FUSED_SIZE,
+    MEASURED_FASTER,
+    FusedRows,
+    choose_engine,
+    faster_families,
+    fused_considered,
+    fused_rows,
+)
 from nvmathx._fftcore.layout import C2C, C2R, R2C, plan_layout
 from nvmathx.fft._fused import FusedPlan, launch_offsets
 
@@ -92,6 +101,7 @@ def test_largest_length_per_precision(precision):
 
 _ROWS = FusedRows(C2C, 1024, 8, "float32", 1024, 1, 1024, 1)
 _C2R_ROWS = FusedRows(C2R, 64, 8, "float32", 33, 1, 64, 1)
+_FASTER = {"faster": True}  # MEASURED_FASTER lists the transform for this GPU's family
 
 
 @pytest.mark.parametrize("rows, hints, kernel, engine, reason, looked_up", [
@@ -106,6 +116,10 @@ _C2R_ROWS = FusedRows(C2R, 64, 8, "float32", 33, 1, 64, 1)
     (_C2R_ROWS, {"callbacks": True, "conjugated": True}, "absent", "cufft", "does not conjugate a C2R operand",
      False),
     (_C2R_ROWS, {"callbacks": True}, "absent", "fused", "callbacks", True),
+    (_C2R_ROWS, _FASTER, "cached", "fused", "measured faster than cuFFT", True),
+    (_C2R_ROWS, _FASTER, "absent", "cufft", "not in the disk cache", True),  # never waits on generation
+    (_C2R_ROWS, {**_FASTER, "conjugated": True}, "cached", "cufft", "does not conjugate", False),
+    (_C2R_ROWS, {**_FASTER, "scaled": True}, "cached", "fused", "scale is applied", True),
     ("it transforms one axis per launch", {"callbacks": True}, "absent", "cufft", "one axis per launch", False),
 ])
 def test_auto_takes_the_fused_kernel_for_callbacks_and_cached_scales(rows, hints, kernel, engine, reason,
@@ -115,6 +129,14 @@ def test_auto_takes_the_fused_kernel_for_callbacks_and_cached_scales(rows, hints
     # the kernel's state is looked up (on disk, through libmathdx) only where it can change the answer
     assert fused_considered("auto", rows, **hints) == looked_up
     assert not fused_considered("cufft", rows, **hints) and not fused_considered("fused", rows, **hints)
+
+
+def test_the_measured_table_lists_clear_wins_by_gpu_family():
+    c2r_4096 = FusedRows(C2R, 4096, 16384, "float32", 2049, 1, 4096, 1)
+    assert 9 in faster_families(c2r_4096)
+    assert faster_families(_ROWS) == frozenset() and faster_families("a reason") == frozenset()
+    for (fft_type, size, precision), families in MEASURED_FASTER.items():
+        assert fft_type in (C2C, R2C, C2R) and 2 <= size <= MAX_FUSED_SIZE[precision] and families
 
 
 def test_choice_table():

@@ -116,3 +116,18 @@ def test_the_function_forms_log_the_engine_they_plan_with(fake_with, rng, caplog
     with caplog.at_level("INFO", logger="nvmathx"):
         nfft.fft(device_x, norm="ortho")  # a cached plan: nothing is chosen, nothing is logged
     assert not [record for record in caplog.records if "planned" in record.getMessage()]
+
+
+@pytest.mark.parametrize("state, fused", [("cached", True), ("absent", False)])
+def test_a_plain_transform_the_table_measured_faster_takes_the_cached_fused_kernel(fake_with, rng, state, fused):
+    """C2R 4096 float32 is in the measured table for this GPU family: auto runs it in the fused kernel
+    once that is cached, never building it for a plain call; a plain C2C stays on cuFFT."""
+    fake_with(state)
+    half = np.fft.rfft(rng.standard_normal((3, 4096)), axis=1).astype(np.complex64)
+    expected = np.fft.irfft(half.astype(np.complex128), n=4096)
+    np.testing.assert_allclose(to_host(nfft.irfft(to_device(half), n=4096)), expected, rtol=1e-5,
+                               atol=1e-5 * np.abs(expected).max())  # float32
+    assert [rows.fft_type for rows, _ in FakeFusedPlan.made] == (["C2R"] if fused else [])
+    x = _signal(rng, (3, N)).astype(np.complex64)
+    nfft.fft(to_device(x))
+    assert len(FakeFusedPlan.made) == (1 if fused else 0)

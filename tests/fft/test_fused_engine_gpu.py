@@ -302,6 +302,30 @@ def test_auto_takes_the_fused_kernel_for_callbacks_and_for_norms_once_cached(rng
         set_cache_dir(None)
 
 
+def test_auto_takes_the_cached_fused_kernel_for_a_plain_transform_the_table_lists(rng, tmp_path):
+    from nvmathx._fftcore.engine import MEASURED_FASTER
+    from nvmathx.device_api import set_cache_dir
+    from nvmathx.fft._fused import compute_capability
+
+    cupy = _cupy()
+    if compute_capability(0)[0] not in MEASURED_FASTER[("C2R", 4096, "float32")]:
+        pytest.skip("the measured table lists C2R 4096 float32 for other GPU families")
+    x = rng.standard_normal((24, 4096)).astype(np.float32)
+    half = cupy.asarray(np.fft.rfft(x, axis=1).astype(np.complex64))
+    set_cache_dir(tmp_path)  # an empty disk cache
+    nfft.plan_cache.clear()
+    try:
+        assert _error(nfft.irfft(half, n=4096).get(), x) < 1e-5
+        assert [nfft.plan_cache.get(0, key).engine for key in nfft.plan_cache.keys(0)] == ["cufft"]  # not built
+        _planned(half, axes=[1], fft_type="C2R").free()  # leaves the kernel in the disk cache
+        nfft.plan_cache.clear()
+        assert _error(nfft.irfft(half, n=4096).get(), x) < 1e-5
+        assert [nfft.plan_cache.get(0, key).engine for key in nfft.plan_cache.keys(0)] == ["fused"]
+    finally:
+        nfft.plan_cache.clear()
+        set_cache_dir(None)
+
+
 def test_graph_capture_and_replay(rng):
     torch = pytest.importorskip("torch")
     shape = (48, 1000)
