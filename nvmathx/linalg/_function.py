@@ -81,17 +81,42 @@ _NO_SCALES = ("not a dict", "NoneType")  # the scale part of the key of a call w
 
 def _extra_key(epilog_inputs, scales) -> tuple:
     """(the epilog inputs' signatures and which float8 scales are arrays, the inputs' addresses)."""
-    if scales is None and type(epilog_inputs) is dict and len(epilog_inputs) == 1:
+    if type(epilog_inputs) is dict and len(epilog_inputs) == 1:
         # one input (a bias, an aux): the layers' every call; the same key as the loop below makes
         ((name, value),) = epilog_inputs.items()
         signature, ptr, _ = (operand_keys.get(type(value)) or key_function(value, input_argument(name)))(value)
-        return (((name, signature, ptr & 255 and ptr & -ptr or 256),), _NO_SCALES), {name: ptr}
-    inputs = []
-    pointers = {}
-    for name, value in sorted(epilog_inputs.items()) if isinstance(epilog_inputs, dict) else ():
-        signature, ptr, _ = (operand_keys.get(type(value)) or key_function(value, input_argument(name)))(value)
-        inputs.append((name, signature, _alignment(ptr)))
-        pointers[name] = ptr
+        inputs_key: tuple = ((name, signature, ptr & 255 and ptr & -ptr or 256),)
+        pointers = {name: ptr}
+        if scales is None:
+            return (inputs_key, _NO_SCALES), pointers
+    else:
+        inputs = []
+        pointers = {}
+        for name, value in sorted(epilog_inputs.items()) if isinstance(epilog_inputs, dict) else ():
+            signature, ptr, _ = (operand_keys.get(type(value)) or key_function(value, input_argument(name)))(value)
+            inputs.append((name, signature, _alignment(ptr)))
+            pointers[name] = ptr
+        inputs_key = tuple(inputs)
+    return (inputs_key, _scales_key(scales, pointers)), pointers
+
+
+def _scales_key(scales, pointers: dict) -> tuple:
+    """Which float8 scales are device arrays (with their signatures) and which numbers; the arrays'
+    addresses go into ``pointers``."""
+    if type(scales) is dict and len(scales) == 2:
+        # a's and b's scales in device memory, arrays of a type seen before: the float8 layers'
+        # every GEMM; the same key as the loop below makes
+        (first, first_value), (second, second_value) = scales.items()
+        first_key, second_key = operand_keys.get(type(first_value)), operand_keys.get(type(second_value))
+        if first_key is not None and second_key is not None and type(first) is str and type(second) is str:
+            first_signature, first_ptr, first_device = first_key(first_value)
+            second_signature, second_ptr, second_device = second_key(second_value)
+            if first_device >= 0 and second_device >= 0:
+                pointers["scale:" + first] = first_ptr
+                pointers["scale:" + second] = second_ptr
+                if second < first:
+                    return (second, "array", second_signature), (first, "array", first_signature)
+                return (first, "array", first_signature), (second, "array", second_signature)
     if isinstance(scales, dict):
         kinds: list = []
         for k in sorted(scales, key=str):  # (str: the names may mix strings and enum members)
@@ -101,10 +126,8 @@ def _extra_key(epilog_inputs, scales) -> tuple:
                 pointers[f"scale:{k}"] = device_scale[1]
             else:
                 kinds.append((k, "number"))
-        scale_key: tuple = tuple(kinds)
-    else:
-        scale_key = ("not a dict", type(scales).__name__)  # planning raises the typed error
-    return (tuple(inputs), scale_key), pointers
+        return tuple(kinds)
+    return "not a dict", type(scales).__name__  # planning raises the typed error
 
 
 def _device_scale(name, value) -> tuple | None:

@@ -79,3 +79,29 @@ def test_one_epilog_input_keys_as_the_general_path(rng):
     misaligned = _aligned(rng.standard_normal(7))[1:]  # 4-byte aligned: another plan
     assert plan_key(a, b, epilog="BIAS", epilog_inputs={"bias": misaligned}) != plan_key(
         a, b, epilog="BIAS", epilog_inputs={"bias": bias})
+
+
+def test_two_device_scales_key_as_the_general_path(rng):
+    """a's and b's float8 scales in device memory (every GEMM of the float8 layers), with or without
+    a bias: the key the general path makes, whatever order the names come in; host scales and
+    numbers keep theirs."""
+    from helpers.fake_memory import FakeBuffer
+    from nvmathx._core.device_array import DeviceArray
+
+    def device_array(shape, device_id=0):
+        buffer = FakeBuffer(256)
+        return DeviceArray(buffer, buffer.handle, shape, (1,) * len(shape), np.dtype(np.float32), device_id, None)
+
+    a, b = _aligned(rng.standard_normal((8, 4))), _aligned(rng.standard_normal((4, 6)))
+    bias = _aligned(rng.standard_normal(6))
+    scale_a, scale_b = device_array((1,)), device_array((1,))
+    host_scale = np.ones(1, np.float32)
+    for scales in ({"a": scale_a, "b": scale_b}, {"b": scale_b, "a": scale_a}, {"a": scale_a, "b": host_scale},
+                   {"a": 2.0, "b": scale_b}):
+        for epilog, inputs in ((None, None), ("BIAS", {"bias": bias})):
+            key = plan_key(a, b, epilog=epilog, epilog_inputs=inputs, quantization_scales=scales)
+            general = plan_key(a, b, epilog=epilog, epilog_inputs=_InputDict(inputs) if inputs else None,
+                               quantization_scales=_InputDict(scales))
+            assert key == general and hash(key) == hash(general), (scales, epilog)
+    two_devices = plan_key(a, b, quantization_scales={"a": scale_a, "b": device_array((1,), 1)})
+    assert two_devices != plan_key(a, b, quantization_scales={"a": scale_a, "b": scale_b})
