@@ -112,7 +112,7 @@ def kernel_state(rows: FusedRows, device_id: int, prolog=None, epilog=None) -> s
     """``"cached"`` when every kernel a :class:`FusedPlan` of ``rows`` (with these callback
     attachments) needs is in the disk cache, ``"absent"`` when one has to be built, otherwise a
     sentence saying why the fused engine cannot run the transform on this device. Generates nothing."""
-    sm = device.ensure_device(device_id).compute_capability
+    sm = compute_capability(device_id)
     callbacks = _compiled(prolog, epilog)
     try:
         ffts = [_descriptor(rows, direction, sm) for direction in _directions(rows)]
@@ -159,7 +159,7 @@ class FusedPlan:
                 raise OptionsError(role, f"this {rows.fft_type} layout runs in {len(rows.loop_offsets)} launches "
                                          "(batch axes that do not collapse into one row stride), so no launch "
                                          "sees the operand's offsets")
-        major, minor = device.ensure_device(device_id).compute_capability
+        major, minor = compute_capability(device_id)
         self.rows = rows
         self.device_id = device_id
         self._real = np.float32 if rows.precision == "float32" else np.float64
