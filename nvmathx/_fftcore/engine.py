@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from .._core.errors import OptionsError
 from .layout import FFTPass, LayoutPlan
 
-__all__ = ["ENGINES", "FusedRows", "fused_rows", "fused_considered", "choose_engine", "faster_families"]
+__all__ = ["ENGINES", "FusedRows", "fused_rows", "fused_considered", "choose_engine", "faster_families",
+           "check_callback_launches"]
 
 ENGINES = ("auto", "cufft", "fused")
 
@@ -130,3 +131,20 @@ def choose_engine(requested: str, rows: FusedRows | str, *, callbacks: bool = Fa
         return "fused", "options.engine='auto': measured faster than cuFFT on this GPU family (kernel cached)"
     return "cufft", ("options.engine='auto': the fused kernel is not in the disk cache (a plan with "
                      "engine='fused' builds it)")
+
+
+def check_callback_launches(rows: FusedRows, prolog=None, epilog=None) -> None:
+    """Refuse callbacks on rows that run in several launches (batch axes that do not collapse into
+    one row stride): each launch would count offsets from its own rows, so no launch sees the
+    operand's offsets, and cuFFT's engine refuses them alike.
+
+    Raises
+    ------
+    OptionsError
+        Naming ``prolog`` or ``epilog``.
+    """
+    for role, item in (("prolog", prolog), ("epilog", epilog)):
+        if item is not None and rows.loop_offsets:
+            raise OptionsError(role, f"this {rows.fft_type} layout runs in {len(rows.loop_offsets)} launches "
+                                     "(batch axes that do not collapse into one row stride), so no launch "
+                                     "sees the operand's offsets")

@@ -225,7 +225,7 @@ class FFT:
         transform = GpuTransform(self._device, self._fft_type, self._axes, self._lengths,
                                  memory_resource=self._options.memory_resource, inplace=self._options.inplace,
                                  input_aligned=self._aligned, engine=self._options.engine, **self._callbacks)
-        steps = len(transform.layout.steps) if transform.plan is not None else 0
+        steps = transform.step_count
         self._logger.info("FFT planned: %s over axes %s, lengths %s, engine %s (%s), %d step(s), %d bytes of work "
                           "area and scratch", self._fft_type, self._axes, self._lengths, transform.engine,
                           transform.engine_reason, steps, transform.memory_bytes)

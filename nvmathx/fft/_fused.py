@@ -19,7 +19,7 @@ from .._codegen.target import Target, max_shared_memory_per_block
 from .._core import device
 from .._core.errors import CudaLibraryError, InvalidStateError, LibraryNotFoundError, OptionsError
 from .._fftcore.callbacks import check_fits
-from .._fftcore.engine import FusedRows
+from .._fftcore.engine import FusedRows, check_callback_launches
 
 __all__ = ["FusedPlan", "compute_capability", "kernel_state", "launch_offsets"]
 
@@ -154,11 +154,7 @@ class FusedPlan:
         # measured or suggested ones (scripts/tune-fft-knobs)
         from cuda.core import LaunchConfig, ObjectCode
 
-        for role, item in (("prolog", prolog), ("epilog", epilog)):
-            if item is not None and rows.loop_offsets:  # as cuFFT's engine: each launch counts from its rows
-                raise OptionsError(role, f"this {rows.fft_type} layout runs in {len(rows.loop_offsets)} launches "
-                                         "(batch axes that do not collapse into one row stride), so no launch "
-                                         "sees the operand's offsets")
+        check_callback_launches(rows, prolog, epilog)
         major, minor = compute_capability(device_id)
         self.rows = rows
         self.device_id = device_id

@@ -4,18 +4,21 @@ many times. Shared by the stateful :class:`~nvmathx.fft.FFT` and the cached func
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from typing import Any, NoReturn
 
 import numpy as np
 
 from .._codegen.elementwise import INTEGER_C_TYPES, can_copy
 from .._core.dtypes import numpy_dtype
-from .._core.errors import InvalidStateError, UnsupportedOperandError
+from .._core.errors import InvalidStateError, OptionsError, UnsupportedOperandError
 from .._core.streams import CallStreams
 from .._core.tensor import Operand
-from .._fftcore.engine import choose_engine, faster_families, fused_considered, fused_rows
-from .._fftcore.layout import C2C, C2R, R2C, output_shape, plan_layout, real_input_aligned, result_strides
+from .._fftcore.axis_passes import AxisPlan, axis_passes
+from .._fftcore.engine import FusedRows, choose_engine, faster_families, fused_considered, fused_rows
+from .._fftcore.layout import C2C, C2R, INPUT, R2C, output_shape, plan_layout, real_input_aligned, result_strides
 from .._fftcore.plan import CufftPlan, precision_dtypes
+from ._by_axis import AxisPlans
 from ._fused import FusedPlan, compute_capability, kernel_state
 
 __all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
@@ -120,7 +123,9 @@ class GpuTransform:
         Load and store callbacks linked into the cuFFT plans (kept alive with the transform).
     engine : {"auto", "cufft", "fused"}
         Which engine runs it (:func:`~nvmathx._fftcore.engine.choose_engine`); ``engine`` and
-        ``engine_reason`` say what was chosen and why.
+        ``engine_reason`` say what was chosen and why. ``"fused"`` over several axes runs one pass
+        per axis (:func:`~nvmathx._fftcore.axis_passes.axis_passes`): the fused kernel along each
+        axis it fits, cuFFT along the others.
     scaled, conjugated : bool
         The calls this transform serves multiply the result (a norm other than "backward"), or
         conjugate the operand (``hfft``/``ihfft``): what ``"auto"`` weighs.
@@ -147,8 +152,9 @@ class GpuTransform:
             self._allocate = operand.adapter.result_allocator(self.shape, self.dtype, self.device_id, strides=strides,
                                                               like=operand)
             strides = self._probe_strides(operand)
-        self.plan: CufftPlan | FusedPlan | None = None
+        self.plan: CufftPlan | FusedPlan | AxisPlans | None = None
         self.memory_bytes = 0
+        self.step_count = 0
         self.engine, self.engine_reason = "cufft", "an empty transform launches nothing"
         if self.empty:
             return
@@ -161,6 +167,13 @@ class GpuTransform:
 
         self.layout = layout_for(engine != "cufft")
         rows = fused_rows(self.layout, precision)
+        if engine == "fused" and isinstance(rows, str) and len(axes) > 1 and not copy_input:
+            split = axis_passes(fft_type, tuple(axes), tuple(lengths), operand.shape, operand.strides, strides,
+                                precision, inplace=inplace, overwrite=overwrite, input_aligned=input_aligned)
+            if isinstance(split, str):
+                raise OptionsError("options.engine", f"the fused engine cannot run this transform: {split}")
+            self._plan_by_axis(split, operand.dtype, memory_resource, prolog, epilog)
+            return
         families = faster_families(rows) if engine == "auto" else frozenset()  # the device asked only if listed
         faster = bool(families) and compute_capability(self.device_id)[0] in families
         hints = {"callbacks": prolog is not None or epilog is not None, "scaled": scaled, "conjugated": conjugated,
@@ -178,6 +191,45 @@ class GpuTransform:
             self.plan = CufftPlan(self.layout, operand.dtype, self.device_id, memory_resource, inplace=inplace,
                                   prolog=prolog, epilog=epilog)
         self.memory_bytes = self.plan.memory_bytes
+        self.step_count = len(self.layout.steps)
+
+    def _plan_by_axis(self, split: AxisPlan, input_dtype, memory_resource, prolog, epilog) -> None:
+        """One plan per axis of ``split``: the fused kernel's where it fits the axis, cuFFT's where not.
+
+        Raises OptionsError (naming ``options.engine``) when the fused kernel fits no axis."""
+        _, _, complex_ = precision_dtypes(input_dtype)
+        last = len(split.passes) - 1
+        plans: list[tuple[str, FusedPlan | CufftPlan]] = []
+        with ExitStack() as undo:  # a failed plan frees the ones made before it
+            for index, item in enumerate(split.passes):
+                callbacks = {"prolog": prolog if index == 0 else None, "epilog": epilog if index == last else None}
+                plan: FusedPlan | CufftPlan | None = None
+                if isinstance(item.rows, FusedRows):
+                    try:
+                        plan = FusedPlan(item.rows, self.device_id, item.layout.output_shape,
+                                         item.layout.output_strides, **callbacks)
+                        plans.append(("fused", plan))
+                    except OptionsError as error:  # cuFFTDx has no block FFT of this axis here: cuFFT runs it
+                        if error.argument != "options.engine":
+                            raise
+                if plan is None:
+                    dtype = input_dtype if item.source == INPUT else complex_  # the result's, or the scratch's
+                    plan = CufftPlan(item.layout, dtype, self.device_id, memory_resource, inplace=item.in_place,
+                                     **callbacks)
+                    plans.append(("cufft", plan))
+                undo.callback(plan.free)
+            fused = [item.axis for item, (engine, _) in zip(split.passes, plans) if engine == "fused"]
+            if not fused:
+                raise OptionsError("options.engine", "the fused engine cannot run this transform: it fits none of "
+                                                     f"its axes {tuple(item.axis for item in split.passes)}")
+            undo.pop_all()
+        self.plan = AxisPlans(split, plans, self.device_id, complex_, memory_resource)
+        cufft_axes = tuple(item.axis for item, (engine, _) in zip(split.passes, plans) if engine == "cufft")
+        self.engine = "fused"
+        self.engine_reason = (f"options.engine='fused': one pass per axis, fused along axes {tuple(fused)}"
+                              + (f", cuFFT along axes {cufft_axes}" if cufft_axes else ""))
+        self.memory_bytes = self.plan.memory_bytes
+        self.step_count = len(split.passes)
 
     def _copy_target(self, dtype):
         _, real, complex_ = precision_dtypes(dtype)

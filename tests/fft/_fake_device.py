@@ -14,6 +14,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from helpers.fake_memory import FakeBuffer, FakeMemoryResource  # noqa: F401  (re-exported)
 from nvmathx._core.device_array import DeviceArray
+from nvmathx._fftcore.engine import check_callback_launches
 
 from ._emulate import _embedded_strides, _pass_extents, _transform
 
@@ -219,6 +220,7 @@ class FakeFusedPlan:
     simple, workspace_bytes, scratch_bytes, memory_bytes = True, 0, 0, 0
 
     def __init__(self, rows, device_id, output_shape=(), output_strides=(), prolog=None, epilog=None):
+        check_callback_launches(rows, prolog, epilog)  # the real plan's refusal
         self.rows, self.valid, self.callbacks = rows, True, prolog is not None or epilog is not None
         FakeFusedPlan.made.append((rows, self.callbacks))
 
@@ -233,18 +235,22 @@ class FakeFusedPlan:
             in_length = half
         if rows.fft_type == "R2C":
             out_length = half
-        x = view_at(source, (rows.rows, in_length), (rows.in_row_stride, rows.in_element_stride), in_dtype)
-        x = x.astype(np.complex128 if rows.fft_type != "R2C" else np.float64)
-        if rows.fft_type == "R2C":
-            y = np.fft.rfft(x, axis=1)
-        elif rows.fft_type == "C2R":
-            y = np.fft.irfft(x, n=rows.size, axis=1) * rows.size
-        else:
-            y = np.fft.fft(x, axis=1) if direction < 0 else np.fft.ifft(x, axis=1) * rows.size
-        y = y * factor
-        if conj:
-            y = np.conj(y)
-        view_at(target, (rows.rows, out_length), (rows.out_row_stride, rows.out_element_stride), out_dtype)[...] = y
+        in_size, out_size = np.dtype(in_dtype).itemsize, np.dtype(out_dtype).itemsize
+        for in_offset, out_offset in rows.loop_offsets or ((0, 0),):  # one launch per outer index
+            x = view_at(source + in_offset * in_size, (rows.rows, in_length),
+                        (rows.in_row_stride, rows.in_element_stride), in_dtype)
+            x = x.astype(np.complex128 if rows.fft_type != "R2C" else np.float64)
+            if rows.fft_type == "R2C":
+                y = np.fft.rfft(x, axis=1)
+            elif rows.fft_type == "C2R":
+                y = np.fft.irfft(x, n=rows.size, axis=1) * rows.size
+            else:
+                y = np.fft.fft(x, axis=1) if direction < 0 else np.fft.ifft(x, axis=1) * rows.size
+            y = y * factor
+            if conj:
+                y = np.conj(y)
+            view_at(target + out_offset * out_size, (rows.rows, out_length),
+                    (rows.out_row_stride, rows.out_element_stride), out_dtype)[...] = y
 
     def free(self):
         self.valid = False
