@@ -46,8 +46,10 @@ class FFTOptions:
         batched (one launch per outer index where the batch axes do not collapse into one row stride,
         callbacks then refused as cuFFT refuses them), lengths 2 to 32768 in single and 16384 in double
         precision whose block fits the GPU's shared memory; power-of-2 R2C/C2R run as a transform of
-        half the length; callbacks are called as cuFFT calls them; a norm is applied in its store); a
-        transform it cannot run raises ``OptionsError`` naming ``options.engine`` at ``plan()``. Its
+        half the length; callbacks are called as cuFFT calls them; a norm is applied in its store); over several
+        axes, one pass per axis, the fused kernel along each axis it fits and cuFFT along the others
+        (the prolog on the first pass, the epilog and the norm on the last); a transform it cannot
+        run raises ``OptionsError`` naming ``options.engine`` at ``plan()``. Its
         code is generated and linked the first time (seconds), then read from the disk cache. ``"auto"``
         (default): the fused kernel where callbacks are attached and the transform fits it (the plan
         builds the kernel if needed), and for the function forms' ``norm="ortho"``/``"forward"`` once
