@@ -189,3 +189,20 @@ def test_a_load_callback_on_a_first_pass_of_several_launches_is_refused(fake, rn
     with nfft.FFT(device, axes=[0, 1], options={"engine": "fused"}) as fft:
         with pytest.raises(OptionsError, match="prolog"):
             fft.plan(prolog=prolog)
+
+
+@pytest.mark.parametrize("shape", [(3, 40000), (4, 9, 15)])
+def test_real_splits_with_an_odd_or_too_long_real_axis(fake, rng, shape):
+    """A real axis of 40000 points runs on cuFFT (R2C first, C2R last) beside fused passes; an odd one
+    in the fused kernel's unfolded mode."""
+    x = rng.standard_normal(shape)
+    with _fused(to_device(x)) as fft:
+        _close(to_host(fft.execute()), np.fft.rfftn(x))
+    half = np.fft.rfftn(x)
+    parity = "even" if shape[-1] % 2 == 0 else "odd"
+    options = {"engine": "fused", "fft_type": "C2R", "last_axis_parity": parity}
+    with nfft.FFT(to_device(half), options=options) as fft:
+        fft.plan()
+        _close(to_host(fft.execute()), np.fft.irfftn(half, s=shape, axes=tuple(range(len(shape)))) * x.size)
+        if shape[-1] > 32768:
+            assert f"cuFFT along axes ({len(shape) - 1},)" in fft._transform.engine_reason
