@@ -389,6 +389,8 @@ FFT_STATEFUL = [
     Row("FFT engine unknown", lambda o: nfft.FFT(o.X, options={"engine": "vkfft"}), O, "options.engine"),
     Row("FFT engine fused on the CPU", lambda o: nfft.FFT(o.X, options={"engine": "fused"}), O, "options.engine",
         device=False),
+    Row("FFT engine fused over two axes of a float16 operand (a converting copy)",
+        lambda o: _planned_fft(o(np.ones((4, 8), np.float16)), options={"engine": "fused"}), O, "options.engine"),
     Row("FFT execution 'tpu'", lambda o: nfft.FFT(o.X, execution="tpu"), O, "execution"),
     Row("FFT stream with CPU execution", lambda o: nfft.FFT(o.X, stream=0), O, "stream", device=False),
     Row("FFT inplace of a read-only array", lambda o: nfft.FFT(_read_only(o.X), options={"inplace": True}), P, "x",

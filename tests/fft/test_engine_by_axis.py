@@ -206,3 +206,17 @@ def test_real_splits_with_an_odd_or_too_long_real_axis(fake, rng, shape):
         _close(to_host(fft.execute()), np.fft.irfftn(half, s=shape, axes=tuple(range(len(shape)))) * x.size)
         if shape[-1] > 32768:
             assert f"cuFFT along axes ({len(shape) - 1},)" in fft._transform.engine_reason
+
+
+def test_a_freed_split_raises_on_use(fake, rng):
+    from nvmathx._core.errors import InvalidStateError
+    from nvmathx.fft._by_axis import AxisPlans
+
+    fft = _fused(to_device(_signal(rng, (4, 8))))
+    plans = fft._transform.plan
+    assert isinstance(plans, AxisPlans) and [engine for _, engine in plans.engines] == ["fused", "fused"]
+    fft.free()
+    with pytest.raises(InvalidStateError):
+        fft.execute()
+    with pytest.raises(InvalidStateError):  # the plan itself, as a function form's cached transform holds it
+        plans.run(0, 0, -1, None)
