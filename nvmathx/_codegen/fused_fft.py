@@ -36,9 +36,9 @@ import numpy as np
 from . import cache, descriptors, link, nvrtc
 
 __all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached",
-           "shared_memory_bytes"]
+           "shared_memory_bytes", "row_elements"]
 
-FORMAT = 8  # bump when the generated source changes meaning
+FORMAT = 9  # bump when the generated source changes meaning
 
 _C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", "float64": "double"}
 
@@ -56,8 +56,10 @@ extern "C" __global__ void __launch_bounds__({bounds}) {symbol}(
     extern __shared__ __align__(16) unsigned char shared_bytes[];
     {element} thread_data[{storage}];
     const long long row = (long long)blockIdx.x * {ffts_per_block} + threadIdx.y;
-    // a unit element stride compiled in makes each thread's offsets constants apart
+    // a unit element stride compiled in makes each thread's offsets constants apart; a dense row
+    // stride compiled in lets a callback's position in the row (offset % length) fold to a constant
     const long long in_step = {in_step}, out_step = {out_step};
+    const long long in_row = {in_row}, out_row = {out_row};
     // the last block of a ragged batch still takes part in the transform (it synchronises the block)
     const bool active = row < rows;
     // offsets count elements from in / out, as cuFFT's callbacks see them
@@ -79,18 +81,18 @@ _LOAD_ELEMENTS = """\
     for (unsigned i = 0; i < {input_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
         loaded[i] = active && position < {input_length}u
-            ? load_element(row * in_row_stride + position * in_step) : {input}{{}};
+            ? load_element(row * in_row + position * in_step) : {input}{{}};
     }}"""
 
 _LOAD_PAIRS = """\
     // a pair of adjacent reals in one vector load where the row allows it (no callback, unit stride,
     // the pair aligned as the complex type is)
-    const bool vector_loads = {vector_loads} && in_step == 1 && ((row * in_row_stride) & 1) == 0
+    const bool vector_loads = {vector_loads} && in_step == 1 && ((row * in_row) & 1) == 0
         && (reinterpret_cast<unsigned long long>(in) & (sizeof({element}) - 1)) == 0;
 #pragma unroll
     for (unsigned i = 0; i < {input_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
-        const long long offset = row * in_row_stride + 2ll * position * in_step;
+        const long long offset = row * in_row + 2ll * position * in_step;
         if (!(active && position < {input_length}u))
             thread_data[i] = {element}{{}};
         else if (vector_loads)
@@ -107,7 +109,7 @@ _LOAD_STAGED = """\
     for (unsigned i = 0; i < {staged_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
         if (position < {real_length}u)
-            staging[position] = active ? load_element(row * in_row_stride + position * in_step) : {input}{{}};
+            staging[position] = active ? load_element(row * in_row + position * in_step) : {input}{{}};
     }}
     __syncthreads();
 #pragma unroll
@@ -124,17 +126,17 @@ _STORE_ELEMENTS = """\
     for (unsigned i = 0; i < {output_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
         if (position < {output_length}u)
-            store_element(row * out_row_stride + position * out_step, {scaled});
+            store_element(row * out_row + position * out_step, {scaled});
     }}"""
 
 _STORE_PAIRS = """\
-    const bool vector_stores = {vector_stores} && out_step == 1 && ((row * out_row_stride) & 1) == 0
+    const bool vector_stores = {vector_stores} && out_step == 1 && ((row * out_row) & 1) == 0
         && (reinterpret_cast<unsigned long long>(out) & (sizeof({element}) - 1)) == 0;
 #pragma unroll
     for (unsigned i = 0; i < {output_count}u; ++i) {{
         const unsigned position = threadIdx.x + i * {stride}u;
         if (position < {output_length}u) {{
-            const long long offset = row * out_row_stride + 2ll * position * out_step;
+            const long long offset = row * out_row + 2ll * position * out_step;
             const {element} value{{{pair_scaled}}};
             if (vector_stores) {{
                 reinterpret_cast<{element}*>(out)[offset / 2] = value;
@@ -153,7 +155,8 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
                   output_length: int, stride: int, input_count: int, output_count: int, storage: int,
                   ffts_per_block: int, threads: int, input_pairs: bool = False, output_pairs: bool = False,
                   load: str | None = None, store: str | None = None, min_blocks: int | None = None,
-                  staged_loads: bool = False, unit_strides: tuple[bool, bool] = (False, False)) -> str:
+                  staged_loads: bool = False, unit_strides: tuple[bool, bool] = (False, False),
+                  dense_rows: tuple[bool, bool] = (False, False)) -> str:
     """The CUDA C++ of one fused kernel: registers of ``element`` (``"complex64"``/``"complex128"``),
     ``input_length`` register positions read per row (``input_count`` per thread) from elements of
     ``input``, ``output_length`` positions written as ``output``; ``input_pairs`` / ``output_pairs``
@@ -162,7 +165,9 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
     (``__launch_bounds__``' second bound: it caps the registers per thread so that many fit);
     ``staged_loads`` reads a folded real side through shared memory (:func:`shared_memory_bytes`);
     ``unit_strides`` (input, output) compiles an element stride of 1 in, where the plan has one (the
-    ``*_element_stride`` arguments are then not read). The kernel assumes ``stride`` threads in x and
+    ``*_element_stride`` arguments are then not read); ``dense_rows`` (input, output) compiles a row
+    stride equal to the row's length in elements in, on sides with a unit element stride (the
+    ``*_row_stride`` arguments are then not read). The kernel assumes ``stride`` threads in x and
     ``ffts_per_block`` in y, the launch cuFFTDx's ``block_dim`` gives."""
     if staged_loads and not input_pairs:
         raise ValueError("staged loads are made for a folded real input")
@@ -196,7 +201,11 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
                           declarations="\n".join(declarations), load=load_expression, store=store_statement,
                           load_loop=load_loop, store_loop=store_loop,
                           in_step="1" if unit_strides[0] else "in_element_stride",
-                          out_step="1" if unit_strides[1] else "out_element_stride")
+                          out_step="1" if unit_strides[1] else "out_element_stride",
+                          in_row=f"{2 * input_length if input_pairs else input_length}ll"
+                          if dense_rows[0] and unit_strides[0] else "in_row_stride",
+                          out_row=f"{2 * output_length if output_pairs else output_length}ll"
+                          if dense_rows[1] and unit_strides[1] else "out_row_stride")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,6 +242,14 @@ def kernel_parameters(fft, load: str | None = None, store: str | None = None) ->
             "load": load, "store": store}
 
 
+def row_elements(fft) -> tuple[int, int]:
+    """The elements of one input row and one output row of the fused kernel of ``fft`` (reals on a
+    real side): the row strides :func:`kernel_source`'s ``dense_rows`` compiles in."""
+    parameters = kernel_parameters(fft)
+    return ((2 if parameters["input_pairs"] else 1) * parameters["input_length"],
+            (2 if parameters["output_pairs"] else 1) * parameters["output_length"])
+
+
 def shared_memory_bytes(fft, staged_loads: bool = False) -> int:
     """The dynamic shared memory a block of the fused kernel of ``fft`` takes: cuFFTDx's, or the
     block's real rows where staged loads of a folded R2C need more."""
@@ -241,11 +258,12 @@ def shared_memory_bytes(fft, staged_loads: bool = False) -> int:
 
 
 def _kernel_key(fft, prolog, epilog, fft_symbol: str, min_blocks: int | None, staged_loads: bool,
-                unit_strides: tuple[bool, bool]) -> tuple[dict, dict]:
+                unit_strides: tuple[bool, bool], dense_rows: tuple[bool, bool]) -> tuple[dict, dict]:
     """The disk-cache key of a fused kernel and its :func:`kernel_source` parameters."""
     parameters = kernel_parameters(fft, prolog.symbol if prolog is not None else None,
                                    epilog.symbol if epilog is not None else None)
-    parameters.update(min_blocks=min_blocks, staged_loads=staged_loads, unit_strides=tuple(unit_strides))
+    parameters.update(min_blocks=min_blocks, staged_loads=staged_loads, unit_strides=tuple(unit_strides),
+                      dense_rows=tuple(dense_rows))
     callbacks = [callback.key for callback in (prolog, epilog) if callback is not None]
     key = {"kind": "fused-fft-kernel", "format": FORMAT, **parameters, "fft": fft_symbol, "callbacks": callbacks,
            "target": fft.target.name, "nvrtc": nvrtc.nvrtc_version()}
@@ -253,10 +271,11 @@ def _kernel_key(fft, prolog, epilog, fft_symbol: str, min_blocks: int | None, st
 
 
 def is_cached(fft, prolog=None, epilog=None, min_blocks: int | None = None, staged_loads: bool = False,
-              unit_strides: tuple[bool, bool] = (False, False)) -> bool:
+              unit_strides: tuple[bool, bool] = (False, False),
+              dense_rows: tuple[bool, bool] = (False, False)) -> bool:
     """Whether :func:`fused_kernel` would read the kernel from the disk cache (no code generated)."""
     key, _ = _kernel_key(fft, prolog, epilog, descriptors.code_symbol(fft.descriptor("registers"), fft.target),
-                         min_blocks, staged_loads, unit_strides)
+                         min_blocks, staged_loads, unit_strides, dense_rows)
     image_key = _image_key(key)
     return image_key is not None and cache.has_linked(image_key)
 
@@ -270,16 +289,19 @@ def _image_key(key: dict) -> dict | None:
 
 
 def fused_kernel(fft, prolog=None, epilog=None, min_blocks: int | None = None, staged_loads: bool = False,
-                 unit_strides: tuple[bool, bool] = (False, False)) -> FusedKernel:
+                 unit_strides: tuple[bool, bool] = (False, False),
+                 dense_rows: tuple[bool, bool] = (False, False)) -> FusedKernel:
     """The fused kernel of the Block :class:`nvmathx.device_api.FFT` ``fft`` (c2c, r2c or c2r), calling the
     :class:`~nvmathx.fft.CompiledCallback` ``prolog`` on each load and ``epilog`` on each store where
     given, compiled for ``min_blocks`` resident blocks per SM where given, a folded real input read
     through shared memory with ``staged_loads``, an element stride of 1 compiled in on the sides
-    ``unit_strides`` says: compiled and linked once, then read from the disk cache (the link is
-    made every time under ``NVMATHX_LINK_CACHE=0``)."""
+    ``unit_strides`` says and the dense row stride on the sides ``dense_rows`` says: compiled and
+    linked once, then read from the disk cache (the link is made every time under
+    ``NVMATHX_LINK_CACHE=0``)."""
     # the cuFFTDx code (megabytes of LTO-IR) is read only when the linked kernel is not cached
     fft_symbol = descriptors.code_symbol(fft.descriptor("registers"), fft.target)
-    key, parameters = _kernel_key(fft, prolog, epilog, fft_symbol, min_blocks, staged_loads, unit_strides)
+    key, parameters = _kernel_key(fft, prolog, epilog, fft_symbol, min_blocks, staged_loads, unit_strides,
+                                  dense_rows)
     symbol = cache.symbol_for("nvmathx_fused_fft", key)
     image_key = _image_key(key)
     image = cache.load_linked(image_key) if image_key is not None else None

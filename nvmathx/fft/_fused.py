@@ -60,12 +60,15 @@ def _descriptor(rows: FusedRows, direction: str | None, sm, knobs: tuple | None 
 def _kernel_options(rows: FusedRows, fft, sm, knobs: tuple | None = None) -> dict:
     """The :func:`~nvmathx._codegen.fused_fft.fused_kernel` options of the kernel of ``rows`` (cuFFTDx's
     ``fft``): the resident blocks per SM it is compiled for (None: the compiler's choice), whether
-    it stages a folded real input through shared memory, and which sides have unit element strides
-    (compiled in)."""
+    it stages a folded real input through shared memory, which sides have unit element strides
+    and which of those have dense rows (each compiled in)."""
     chosen = _knobs(rows, sm, knobs) or ("suggested", "suggested", None, False)
     folded_input = fft.fft_type == "r2c" and fft.real_mode == "folded"
-    return {"min_blocks": chosen[2], "staged_loads": bool(chosen[3]) and folded_input,
-            "unit_strides": (rows.in_element_stride == 1, rows.out_element_stride == 1)}
+    unit = (rows.in_element_stride == 1, rows.out_element_stride == 1)
+    lengths = fused_fft.row_elements(fft)
+    dense = (unit[0] and rows.in_row_stride == lengths[0], unit[1] and rows.out_row_stride == lengths[1])
+    return {"min_blocks": chosen[2], "staged_loads": bool(chosen[3]) and folded_input, "unit_strides": unit,
+            "dense_rows": dense}
 
 
 @functools.lru_cache(maxsize=64)  # a plan's engine choice and the plan itself ask for the same one

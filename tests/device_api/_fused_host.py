@@ -146,27 +146,34 @@ class HostFusedKernel:
         self._parts = (prelude + ASSUME + 'extern "C" void model_fft(' + _C_TYPES[p["element"]] + "*, " +
                        _C_TYPES[p["element"]] + "*);\n" + callbacks, model + launcher)
         self._libraries = {}
+        self.dense_rows = None  # (input, output) to compile in whatever the rows; None: as a plan would
 
-    def library(self, unit_strides):
-        """The host library of the kernel compiled with ``unit_strides`` (input, output), as a plan
-        whose rows have those unit element strides compiles it."""
-        if unit_strides not in self._libraries:
-            kernel = fused_fft.kernel_source("fused", "model_fft", **self.parameters, unit_strides=unit_strides)
+    def library(self, unit_strides, dense_rows=(False, False)):
+        """The host library of the kernel compiled with ``unit_strides`` and ``dense_rows`` (input,
+        output), as a plan whose rows have those unit element strides and dense row strides compiles it."""
+        variant = (tuple(unit_strides), tuple(dense_rows))
+        if variant not in self._libraries:
+            kernel = fused_fft.kernel_source("fused", "model_fft", **self.parameters, unit_strides=unit_strides,
+                                             dense_rows=dense_rows)
             library = build_library(self._parts[0] + kernel + self._parts[1], "fused-fft-host",
                                     ("-std=c++20", "-pthread"))
             library.run.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_longlong] * 5 + [ctypes.c_double] + \
                 [ctypes.c_void_p] * 2 + [ctypes.c_longlong, ctypes.c_uint, ctypes.c_uint]
-            self._libraries[unit_strides] = library
-        return self._libraries[unit_strides]
+            self._libraries[variant] = library
+        return self._libraries[variant]
 
     def run(self, source: np.ndarray, target: np.ndarray, rows: int, in_strides, out_strides, scale=1.0,
             load_info=None, store_info=None, source_offset=0, target_offset=0):
         """Launch over ``rows`` rows of the flat buffers ``source`` and ``target`` (elements from
         ``*_offset``; ``*_strides`` are (row, element) strides in elements), as FusedPlan.run does,
-        with the kernel its plan compiles: a unit element stride compiled in where the side has one."""
+        with the kernel its plan compiles: a unit element stride compiled in where the side has one,
+        and the row stride where that side's rows are dense."""
         assert source.flags.c_contiguous and target.flags.c_contiguous
         blocks = -(-rows // self.parameters["ffts_per_block"])
-        library = self.library((in_strides[1] == 1, out_strides[1] == 1))
+        unit = (in_strides[1] == 1, out_strides[1] == 1)
+        lengths = fused_fft.row_elements(self.fft)
+        dense = (unit[0] and in_strides[0] == lengths[0], unit[1] and out_strides[0] == lengths[1])
+        library = self.library(unit, self.dense_rows if self.dense_rows is not None else dense)
         library.run(source.ctypes.data + source_offset * source.itemsize,
                     target.ctypes.data + target_offset * target.itemsize, rows, *in_strides, *out_strides,
                     scale, _address(load_info), _address(store_info), blocks, self.block_dim[0], self.block_dim[1])

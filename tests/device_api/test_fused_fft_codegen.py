@@ -126,6 +126,18 @@ def test_unit_element_strides_are_compiled_in_and_keyed():
     assert fused_fft.fused_kernel(fft).symbol != fused_fft.fused_kernel(fft, unit_strides=(True, True)).symbol
 
 
+def test_dense_row_strides_are_compiled_in_on_unit_stride_sides_and_keyed():
+    parameters = dict(element="complex64", input="complex64", output="complex64", **_C2C_1000)
+    dense = fused_fft.kernel_source("kernel", "f", **parameters, unit_strides=(True, True), dense_rows=(True, False))
+    assert "in_row = 1000ll, out_row = out_row_stride;" in dense
+    strided = fused_fft.kernel_source("kernel", "f", **parameters, dense_rows=(True, True))  # no unit stride
+    assert "in_row = in_row_stride, out_row = out_row_stride;" in strided
+    fft = _fft()
+    assert fused_fft.row_elements(fft) == (256, 256)
+    assert (fused_fft.fused_kernel(fft, unit_strides=(True, True)).symbol
+            != fused_fft.fused_kernel(fft, unit_strides=(True, True), dense_rows=(True, True)).symbol)
+
+
 def test_each_transform_has_its_own_kernel():
     forward = fused_fft.fused_kernel(_fft())
     inverse = fused_fft.fused_kernel(_fft(direction="inverse"))
@@ -148,7 +160,7 @@ def test_the_benchmarked_kernels_stay_in_registers(size, precision, fft_type):
     rows = FusedRows(fft_type.upper(), size, 64, np.dtype(precision).name, 0, 1, 0, 1)
     fft = _descriptor(rows, "forward" if fft_type == "c2c" else None, (9, 0))
     code = fft.code("registers")
-    parameters = {**fused_fft.kernel_parameters(fft), "unit_strides": (True, True)}
+    parameters = {**fused_fft.kernel_parameters(fft), "unit_strides": (True, True), "dense_rows": (True, True)}
     kernel = nvrtc.cached_ltoir({"test": "registers", **parameters, "fft": code.symbol}, "kernel",
                                 fused_fft.kernel_source("kernel", code.symbol, **parameters), "sm_90")
     linker = Linker(ObjectCode.from_ltoir(kernel.code, name="kernel"), ObjectCode.from_ltoir(code.code, name="fft"),

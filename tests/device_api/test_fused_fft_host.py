@@ -273,3 +273,39 @@ def test_a_register_the_layout_leaves_undefined_is_never_stored(rng):
         kernel = HostFusedKernel(fft)
         kernel.run(np.ascontiguousarray(source), target, 3, (in_length, 1), (out_length, 1))
         assert np.isfinite(target).all()
+
+
+@pytest.mark.parametrize("fft_type, real_mode", [("c2c", "normal"), ("r2c", "folded"), ("r2c", "normal"),
+                                                 ("c2r", "folded")])
+def test_a_dense_row_stride_compiled_in_gives_the_row_stride_arguments_results(rng, fft_type, real_mode):
+    """Contiguous rows: the kernel with the row stride compiled in (what a plan builds for them) and
+    the one reading it from its argument store the same values, callbacks (offsets) included."""
+    size, batch = 64, 3
+    in_length = size // 2 + 1 if fft_type == "c2r" else size
+    out_length = size // 2 + 1 if fft_type == "r2c" else size
+    in_real, out_real = fft_type == "r2c", fft_type == "c2r"
+    source = rng.standard_normal(batch * in_length)
+    if not in_real:
+        source = source + 1j * rng.standard_normal(source.shape)
+    source = source.astype(np.float32 if in_real else np.complex64)
+    if fft_type == "c2r":
+        source.reshape(batch, in_length).imag[:, [0, -1]] = 0
+    gain = rng.uniform(0.5, 2.0, source.size)
+    store_gain = rng.uniform(0.5, 2.0, batch * out_length)
+    fft = _descriptor(size, np.float32, fft_type=fft_type, real_mode=real_mode,
+                      **({"direction": "forward"} if fft_type == "c2c" else {}))
+    kernel = HostFusedKernel(fft, load="load", store="store",
+                             callbacks=_callbacks("float" if in_real else "float2", "float" if out_real else "float2"))
+    results = []
+    for dense in ((True, True), (False, False)):
+        kernel.dense_rows = dense
+        target = np.zeros(batch * out_length, np.float32 if out_real else np.complex64)
+        kernel.run(source, target, batch, (in_length, 1), (out_length, 1), scale=0.5, load_info=gain,
+                   store_info=store_gain)
+        results.append(target)
+    np.testing.assert_array_equal(results[0], results[1])
+    loaded = (source.astype(np.complex128 if not in_real else np.float64) * gain).reshape(batch, in_length)
+    transformed = {"c2c": lambda a: np.fft.fft(a, axis=1), "r2c": lambda a: np.fft.rfft(a, axis=1),
+                   "c2r": lambda a: np.fft.irfft(a, n=size, axis=1) * size}[fft_type](loaded)
+    expected = 0.5 * transformed.reshape(-1) * store_gain  # the store callback gets the scaled value
+    assert _error(results[0], expected) < 1e-5

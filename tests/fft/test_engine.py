@@ -243,3 +243,17 @@ def test_the_kernel_compiles_in_the_unit_element_strides_of_its_rows(in_element_
                      1024 * out_element_stride, out_element_stride)
     options = _kernel_options(rows, _descriptor(rows, "forward", (9, 0)), (9, 0))
     assert options["unit_strides"] == (in_element_stride == 1, out_element_stride == 1)
+    assert options["dense_rows"] == options["unit_strides"]  # rows 1024 elements apart: dense where unit
+
+
+@needs_mathdx
+@pytest.mark.parametrize("fft_type, in_row_stride, out_row_stride, dense", [
+    ("C2C", 1024, 1024, (True, True)), ("C2C", 1100, 1024, (False, True)), ("R2C", 4096, 2049, (True, True)),
+    ("R2C", 4098, 2049, (False, True)), ("C2R", 2049, 4096, (True, True)), ("C2R", 2049, 4100, (True, False))])
+def test_the_kernel_compiles_in_dense_row_strides(fft_type, in_row_stride, out_row_stride, dense):
+    from nvmathx.fft._fused import _descriptor, _kernel_options
+
+    size = 1024 if fft_type == "C2C" else 4096
+    rows = FusedRows(fft_type, size, 64, "float32", in_row_stride, 1, out_row_stride, 1)
+    fft = _descriptor(rows, "forward" if fft_type == "C2C" else None, (9, 0))
+    assert _kernel_options(rows, fft, (9, 0))["dense_rows"] == dense
