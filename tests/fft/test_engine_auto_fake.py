@@ -8,29 +8,10 @@ import pytest
 
 import nvmathx.fft as nfft
 from nvmathx._fftcore import callbacks as _callbacks
-from nvmathx._fftcore import plan as _cufft_plan
-from nvmathx.device_api import set_cache_dir
 
-from ._fake_device import FakeFusedPlan, install, to_device, to_host
+from ._fake_device import FakeFusedPlan, to_device, to_host
 
 N = 64
-
-
-@pytest.fixture
-def fake_with(monkeypatch, tmp_path):
-    """Installs the fake device with the fused kernels in the given state; returns its fake cuFFT."""
-
-    def installed(state):
-        fake_cufft, _ = install(monkeypatch, fused_kernels=state)
-        monkeypatch.setattr(_callbacks, "require_lto", lambda argument: None)
-        monkeypatch.setattr(_cufft_plan, "_device_capability", lambda device_id: (9, 0))
-        return fake_cufft
-
-    set_cache_dir(tmp_path)
-    nfft.plan_cache.clear()
-    yield installed
-    nfft.plan_cache.clear()
-    set_cache_dir(None)
 
 
 def _signal(rng, shape):

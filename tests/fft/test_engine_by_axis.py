@@ -11,13 +11,11 @@ import nvmathx.fft as nfft
 from nvmathx._core.errors import OptionsError
 from nvmathx._fftcore import callbacks as _callbacks
 from nvmathx._fftcore import engine as _engine
-from nvmathx._fftcore import plan as _cufft_plan
 from nvmathx._fftcore.axis_passes import axis_passes
 from nvmathx._fftcore.engine import FusedRows
 from nvmathx._fftcore.layout import C2C, C2R, INPUT, OUTPUT, R2C, SCRATCH, dense_strides
-from nvmathx.device_api import set_cache_dir
 
-from ._fake_device import FakeFusedPlan, install, to_device, to_host
+from ._fake_device import FakeFusedPlan, to_device, to_host
 
 
 def _c_strides(shape):
@@ -91,15 +89,8 @@ def test_an_in_place_split_over_overlapping_strides_is_refused():
 
 
 @pytest.fixture
-def fake(monkeypatch, tmp_path):
-    fake_cufft, _ = install(monkeypatch, fused_kernels="absent")
-    monkeypatch.setattr(_callbacks, "require_lto", lambda argument: None)
-    monkeypatch.setattr(_cufft_plan, "_device_capability", lambda device_id: (9, 0))
-    set_cache_dir(tmp_path)
-    nfft.plan_cache.clear()
-    yield fake_cufft
-    nfft.plan_cache.clear()
-    set_cache_dir(None)
+def fake(fake_with):
+    return fake_with("absent")  # engine="fused" builds what it needs
 
 
 def _signal(rng, shape):

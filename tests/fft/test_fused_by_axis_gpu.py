@@ -8,29 +8,15 @@ import pytest
 import nvmathx.fft as nfft
 from helpers.requirements import needs_mathdx
 
+from ._fused_gpu import TOLERANCE
+from ._fused_gpu import cupy_or_skip as _cupy
+from ._fused_gpu import planned as _planned
+from ._fused_gpu import relative_error as _error
+from ._fused_gpu import scale_load as _scale_load
+from ._fused_gpu import scale_store as _scale_store
+from ._fused_gpu import signal as _signal
+
 pytestmark = [pytest.mark.gpu, needs_mathdx]
-
-TOLERANCE = {np.complex64: 2e-6, np.complex128: 1e-14}  # per log2(points), relative to the norm
-
-
-def _cupy():
-    return pytest.importorskip("cupy")
-
-
-def _signal(shape, dtype, rng):
-    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-
-
-def _error(got, expected):
-    got, expected = np.asarray(got, np.complex128), np.asarray(expected, np.complex128)
-    return np.linalg.norm(got - expected) / np.linalg.norm(expected)
-
-
-def _planned(x, **options):
-    fft = nfft.FFT(x, axes=options.pop("axes", None), options={"engine": "fused", **options})
-    fft.plan()
-    return fft
-
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 @pytest.mark.parametrize("shape, axes", [((64, 256), None), ((12, 40, 128), None), ((6, 100, 9), (0, 1)),
@@ -85,14 +71,6 @@ def test_an_axis_too_long_for_a_block_runs_on_cufft(rng):
     reason = fft._transform.engine_reason
     assert "fused along axes (0,)" in reason and "cuFFT along axes (1,)" in reason
     assert _error(fft.execute().get(), np.fft.fftn(x.astype(np.complex128))) < TOLERANCE[np.complex64] * 20
-
-
-def _scale_load(data, offset, factor, shared):
-    return data[offset] * factor[offset]
-
-
-def _scale_store(data, offset, value, factor, shared):
-    data[offset] = value * factor[offset]
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])

@@ -9,29 +9,16 @@ import nvmathx.fft as nfft
 from helpers.requirements import needs_mathdx
 from nvmathx._core.errors import OptionsError
 
+from ._fused_gpu import TOLERANCE
+from ._fused_gpu import cupy_or_skip as _cupy
+from ._fused_gpu import planned as _planned
+from ._fused_gpu import relative_error as _error
+from ._fused_gpu import scale_load as _scale_load
+from ._fused_gpu import scale_store as _scale_store
+from ._fused_gpu import signal as _signal
+from ._fused_gpu import windowed as _windowed
+
 pytestmark = [pytest.mark.gpu, needs_mathdx]
-
-TOLERANCE = {np.complex64: 2e-6, np.complex128: 1e-14}  # per log2(size), relative to the norm
-
-
-def _cupy():
-    return pytest.importorskip("cupy")
-
-
-def _signal(shape, dtype, rng):
-    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-
-
-def _error(got, expected):
-    got, expected = np.asarray(got, np.complex128), np.asarray(expected, np.complex128)
-    return np.linalg.norm(got - expected) / np.linalg.norm(expected)
-
-
-def _planned(x, **options):
-    fft = nfft.FFT(x, axes=options.pop("axes", None), options={"engine": "fused", **options})
-    fft.plan()
-    return fft
-
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 @pytest.mark.parametrize("size", [8, 12, 64, 100, 256, 1000, 1024, 2048, 4096])
@@ -251,25 +238,12 @@ def test_staged_loads_of_a_folded_r2c(rng, knobs, windowed):
     assert _error(target.get(), expected) < 2e-5
 
 
-def _windowed(data, offset, window, shared):
-    return data[offset] * window[offset % 4096]
-
-
-def _scale_load(data, offset, factor, shared):
-    return data[offset] * factor[offset]
-
-
-def _scale_store(data, offset, value, factor, shared):
-    data[offset] = value * factor[offset]
-
-
 def test_freed_plan_raises(rng):
     cupy = _cupy()
     fft = _planned(cupy.asarray(_signal((4, 64), np.complex64, rng)), axes=[1])
     fft.free()
     with pytest.raises(Exception, match="freed"):
         fft.execute()
-
 
 
 def test_auto_takes_the_fused_kernel_for_callbacks_and_for_norms_once_cached(rng, tmp_path):

@@ -1,0 +1,41 @@
+"""What the fused engine's GPU tests share: operands, the error against a float64 reference, a
+plan with ``engine="fused"`` and the callbacks they attach."""
+
+import numpy as np
+import pytest
+
+import nvmathx.fft as nfft
+
+TOLERANCE = {np.complex64: 2e-6, np.complex128: 1e-14}  # per log2(points), relative to the norm
+
+
+def cupy_or_skip():
+    return pytest.importorskip("cupy")
+
+
+def signal(shape, dtype, rng):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def relative_error(got, expected):
+    got, expected = np.asarray(got, np.complex128), np.asarray(expected, np.complex128)
+    return np.linalg.norm(got - expected) / np.linalg.norm(expected)
+
+
+def planned(x, **options):
+    """``FFT(x, options={"engine": "fused", **options})``, planned (``axes`` taken from ``options``)."""
+    fft = nfft.FFT(x, axes=options.pop("axes", None), options={"engine": "fused", **options})
+    fft.plan()
+    return fft
+
+
+def windowed(data, offset, window, shared):
+    return data[offset] * window[offset % 4096]
+
+
+def scale_load(data, offset, factor, shared):
+    return data[offset] * factor[offset]
+
+
+def scale_store(data, offset, value, factor, shared):
+    data[offset] = value * factor[offset]
