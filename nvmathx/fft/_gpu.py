@@ -218,15 +218,15 @@ class GpuTransform:
                                      **callbacks)
                     plans.append(("cufft", plan))
                 undo.callback(plan.free)
-            fused = [item.axis for item, (engine, _) in zip(split.passes, plans) if engine == "fused"]
-            if not fused:
+            if all(engine == "cufft" for engine, _ in plans):
                 raise OptionsError("options.engine", "the fused engine cannot run this transform: it fits none of "
                                                      f"its axes {tuple(item.axis for item in split.passes)}")
             undo.pop_all()
         self.plan = AxisPlans(split, plans, self.device_id, complex_, memory_resource)
-        cufft_axes = tuple(item.axis for item, (engine, _) in zip(split.passes, plans) if engine == "cufft")
+        fused = tuple(axis for axis, engine in self.plan.engines if engine == "fused")
+        cufft_axes = tuple(axis for axis, engine in self.plan.engines if engine == "cufft")
         self.engine = "fused"
-        self.engine_reason = (f"options.engine='fused': one pass per axis, fused along axes {tuple(fused)}"
+        self.engine_reason = (f"options.engine='fused': one pass per axis, fused along axes {fused}"
                               + (f", cuFFT along axes {cufft_axes}" if cufft_axes else ""))
         self.memory_bytes = self.plan.memory_bytes
         self.step_count = len(split.passes)

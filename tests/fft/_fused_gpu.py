@@ -39,3 +39,17 @@ def scale_load(data, offset, factor, shared):
 
 def scale_store(data, offset, value, factor, shared):
     data[offset] = value * factor[offset]
+
+
+def scaling_callbacks(x, rng):
+    """A prolog and an epilog that multiply by fresh random factors of ``x``'s shape (user data on
+    the GPU): ``(callbacks, load_factor, store_factor)``, ``callbacks`` as ``plan()`` takes them."""
+    cupy = cupy_or_skip()
+    dtype = np.dtype(x.dtype)
+    real = np.float32 if dtype == np.complex64 else np.float64
+    load_factor = rng.uniform(0.5, 2.0, x.shape).astype(real)
+    store_factor = rng.uniform(0.5, 2.0, x.shape).astype(real)
+    prolog = nfft.compile_prolog(scale_load, element_dtype=dtype, user_info_dtype=real)
+    epilog = nfft.compile_epilog(scale_store, element_dtype=dtype, user_info_dtype=real)
+    callbacks = {"prolog": (prolog, cupy.asarray(load_factor)), "epilog": (epilog, cupy.asarray(store_factor))}
+    return callbacks, load_factor, store_factor

@@ -8,12 +8,10 @@ import pytest
 import nvmathx.fft as nfft
 from helpers.requirements import needs_mathdx
 
-from ._fused_gpu import TOLERANCE
+from ._fused_gpu import TOLERANCE, scaling_callbacks
 from ._fused_gpu import cupy_or_skip as _cupy
 from ._fused_gpu import planned as _planned
 from ._fused_gpu import relative_error as _error
-from ._fused_gpu import scale_load as _scale_load
-from ._fused_gpu import scale_store as _scale_store
 from ._fused_gpu import signal as _signal
 
 pytestmark = [pytest.mark.gpu, needs_mathdx]
@@ -76,14 +74,9 @@ def test_an_axis_too_long_for_a_block_runs_on_cufft(rng):
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_callbacks_on_the_first_and_last_passes_give_cuffts_results(rng, dtype):
     cupy = _cupy()
-    real = np.float32 if dtype == np.complex64 else np.float64
     x = _signal((48, 256), dtype, rng)
-    load_factor = rng.uniform(0.5, 2.0, x.shape).astype(real)
-    store_factor = rng.uniform(0.5, 2.0, x.shape).astype(real)
-    prolog = nfft.compile_prolog(_scale_load, element_dtype=dtype, user_info_dtype=real)
-    epilog = nfft.compile_epilog(_scale_store, element_dtype=dtype, user_info_dtype=real)
+    callbacks, load_factor, store_factor = scaling_callbacks(x, rng)
     device = cupy.asarray(x)
-    callbacks = {"prolog": (prolog, cupy.asarray(load_factor)), "epilog": (epilog, cupy.asarray(store_factor))}
     expected = np.fft.fftn(x.astype(np.complex128) * load_factor) * store_factor / np.sqrt(x.size)
     for engine in ("cufft", "fused"):
         fft = nfft.FFT(device, options={"engine": engine})

@@ -9,12 +9,11 @@ import nvmathx.fft as nfft
 from helpers.requirements import needs_mathdx
 from nvmathx._core.errors import OptionsError
 
-from ._fused_gpu import TOLERANCE
+from ._fused_gpu import TOLERANCE, scaling_callbacks
 from ._fused_gpu import cupy_or_skip as _cupy
 from ._fused_gpu import planned as _planned
 from ._fused_gpu import relative_error as _error
 from ._fused_gpu import scale_load as _scale_load
-from ._fused_gpu import scale_store as _scale_store
 from ._fused_gpu import signal as _signal
 from ._fused_gpu import windowed as _windowed
 
@@ -173,14 +172,9 @@ def test_transforms_it_cannot_run_are_refused_at_plan(rng):
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_callbacks_give_the_same_results_in_both_engines(rng, dtype, norm):
     cupy = _cupy()
-    real = np.float32 if dtype == np.complex64 else np.float64
     x = _signal((24, 512), dtype, rng)
-    load_factor = rng.uniform(0.5, 2.0, x.shape).astype(real)
-    store_factor = rng.uniform(0.5, 2.0, x.shape).astype(real)
-    prolog = nfft.compile_prolog(_scale_load, element_dtype=dtype, user_info_dtype=real)
-    epilog = nfft.compile_epilog(_scale_store, element_dtype=dtype, user_info_dtype=real)
+    callbacks, load_factor, store_factor = scaling_callbacks(x, rng)
     device = cupy.asarray(x)
-    callbacks = {"prolog": (prolog, cupy.asarray(load_factor)), "epilog": (epilog, cupy.asarray(store_factor))}
     results = {}
     for engine in ("cufft", "fused"):
         fft = nfft.FFT(device, axes=[1], options={"engine": engine})
