@@ -81,6 +81,8 @@ class _Prepared(NamedTuple):
     aligned: bool  # R2C: cuFFT may read the operand where it is
     copies: bool  # a lazy view (torch's conjugate or negative bit), materialised for cuFFT on every call
     fuse: bool  # the scale applied in cuFFT's store, where the layout allows
+    cache_key: tuple  # the plan cache's key of a call without callbacks (key, and how it scales)
+    direct: bool  # some axis to transform and no lazy view: a call without callbacks or plan runs as it is
 
 
 def _prepare(operand, *, fft_type, form, direction, s, axes, norm, overwrite_x, conj, copies) -> _Prepared:
@@ -98,7 +100,10 @@ def _prepare(operand, *, fft_type, form, direction, s, axes, norm, overwrite_x, 
                    operand.package, overwrite, aligned)
     factor = scale_factor(checked_norm, direction, lengths)
     fuse = checked_norm != "backward" and not conj
-    return _Prepared(key, resolved_axes, lengths, overwrite, factor, aligned, copies, fuse)
+    # what the engine choice weighs: scaled and conjugated calls plan apart from plain ones
+    cache_key = key + ("scaled",) if fuse else key + ("conjugated",) if conj else key
+    return _Prepared(key, resolved_axes, lengths, overwrite, factor, aligned, copies, fuse, cache_key,
+                     bool(resolved_axes) and not copies)
 
 
 class _Kind(NamedTuple):
@@ -129,17 +134,26 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
         # The signature holds the library: the cached plan allocates results in the operand's library.
         # cuFFT reads a real operand only from an address aligned to the complex element: the low bits count.
         low_bits = pointer & 15 if fft_type == R2C else 0
-        call: tuple | None = (kind, signature, s, axes, norm, overwrite_x, low_bits, _types(s, axes))
+        types = ((type(s), type(axes)) if type(s) is not tuple and type(axes) is not tuple  # (_types, inline)
+                 else _types(s, axes))
+        call: tuple | None = (kind, signature, s, axes, norm, overwrite_x, low_bits, types)
         prepared = _calls.get(call)
     except TypeError:  # lists as s/axes: not hashable
         call = prepared = None
+    looked_up = False  # (a miss counts once in plan_cache.info())
+    if prepared is not None and prepared.direct and prolog is None and epilog is None and plan is None:
+        # a repeated plain call: its cached plan runs (the loop of a script calling fft() on one shape)
+        transform = plan_cache.get(device_id, prepared.cache_key)
+        if transform is not None:
+            return transform.execute(pointer, x, transform.streams(), direction, prepared.factor, conj, prepared.fuse)
+        looked_up = True
     if prepared is None:
         operand = wrap_operand(x, "x")
         prepared = _prepare(operand, fft_type=fft_type, form=form, direction=direction, s=s, axes=axes, norm=norm,
                             overwrite_x=overwrite_x, conj=conj, copies=operand.obj is not x)
         if call is not None and len(_calls) < _RESOLVED_LIMIT:
             _calls[call] = prepared
-    key, resolved_axes, lengths, overwrite, factor, aligned, copies, fuse = prepared
+    key, resolved_axes, lengths, overwrite, factor, aligned, copies, fuse, cache_key, _ = prepared
     if not resolved_axes:
         return _untransformed(kind, x, key, plan, prolog, epilog)
     if copies:
@@ -153,9 +167,11 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
     if plan is not None:
         transform = _check_plan(plan, key, name)
     else:
-        if fuse or conj:  # what the engine choice weighs: such calls plan apart from plain ones
+        if not attached:
+            key = cache_key
+        elif fuse or conj:  # (as cache_key is made)
             key = key + (("scaled" if fuse else "conjugated"),)
-        transform = plan_cache.get(device_id, key)
+        transform = None if looked_up else plan_cache.get(device_id, key)
         if transform is None:
             transform = GpuTransform(
                 wrap_operand(x, "x"),
