@@ -56,15 +56,11 @@ def grid(count: int) -> int:
 
 def core_stream(stream):
     """The cuda.core Stream of a StreamHolder; the special handles map to cuda.core's own objects."""
-    if stream.handle in (0, 1):  # NULL and cudaStreamLegacy
-        from cuda.core import LEGACY_DEFAULT_STREAM
-
-        return LEGACY_DEFAULT_STREAM
-    if stream.handle == 2:  # cudaStreamPerThread
-        from cuda.core import PER_THREAD_DEFAULT_STREAM
-
-        return PER_THREAD_DEFAULT_STREAM
-    return stream.core
+    if stream.handle > 2:
+        return stream.core
+    core = _core()
+    # NULL and cudaStreamLegacy, then cudaStreamPerThread
+    return core.LEGACY_DEFAULT_STREAM if stream.handle < 2 else core.PER_THREAD_DEFAULT_STREAM
 
 
 def launch(stream, kernel, count: int, *args) -> None:
@@ -73,7 +69,21 @@ def launch(stream, kernel, count: int, *args) -> None:
     passes as ``intptr_t``, 64 bits on every platform CUDA supports (and cheaper to make and to
     pack than numpy scalars); every other argument is a numpy scalar of the parameter's type."""
     core = _core()
-    core.launch(core_stream(stream), core.LaunchConfig(grid=grid(count), block=BLOCK), kernel, *args)
+    blocks = grid(count)
+    config = _configs.get(blocks)
+    if config is None:
+        config = _config(core, blocks)
+    core.launch(core_stream(stream), config, kernel, *args)
+
+
+_configs: dict[int, Any] = {}  # blocks -> LaunchConfig: launches read a config, never change it
+
+
+def _config(core, blocks: int):
+    if len(_configs) >= 4096:  # (a process launching on ever new sizes)
+        _configs.clear()
+    config = _configs[blocks] = core.LaunchConfig(grid=blocks, block=BLOCK)
+    return config
 
 
 def _core():
