@@ -13,16 +13,17 @@ and, according to ``flags``:
   K-major copy that Hopper's float8 GEMMs need for the gradient GEMMs;
 - ``AMAX``: max-accumulates ``|v|`` into ``amax`` (float32 bits as unsigned int: the order of
   non-negative floats, NaN above every number);
-- ``DBIAS``: writes the column sums of ``v`` over each tile of 64 rows to ``dbias_partial`` (one
-  row per 64 input rows), which ``add_rows`` then adds up in one launch, in a fixed order
+- ``DBIAS``: writes the column sums of ``v`` over each tile of 128 rows to ``dbias_partial`` (one
+  row per 128 input rows), which ``add_rows`` then adds up in one launch, in a fixed order
   (deterministic, no atomics);
 - ``DYNAMIC``: takes the scale from the amax already in ``amax_in`` (this step's, from an earlier
   ``AMAX`` pass) instead of ``scale``, and records it in ``scale`` and ``scale_inv``.
 
-A block of :data:`TILE_THREADS` threads takes a tile of 64 rows and 128 columns at a time (grid
-stride over tiles, :func:`tile_count` of them), a thread four rows of eight columns: a 16-byte read
-per row (when the input is 16-byte aligned) and an 8-byte row-major store; the transposed bytes
-pass through shared memory and leave as 64 contiguous bytes per column. ``rows`` must be a multiple
+A block of :data:`TILE_THREADS` threads takes a tile of 128 rows and 128 columns at a time (grid
+stride over tiles, :func:`tile_count` of them), a thread two groups of four rows of eight columns:
+a 16-byte read per row (when the input is 16-byte aligned) and an 8-byte row-major store; the
+transposed bytes pass through shared memory and leave as 128 contiguous bytes per column (64 made
+the casts 14-21% slower on an H100, 32 slower still: scripts/tune-float8-cast). ``rows`` must be a multiple
 of 16 and ``cols`` of 8 (float8 GEMMs need multiples of 16 anyway).
 
 ``column_partials<IN>`` sums the columns of a matrix over bands of rows (the bias gradient of the
@@ -51,8 +52,8 @@ __all__ = ["ADD_COLUMNS", "AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SO
 
 WRITE, WRITE_T, AMAX, DBIAS, DYNAMIC = (1 << bit for bit in range(5))
 OPS = {"none": 0, "relu": 1, "gelu": 2, "drelu": 3, "dgelu": 4}
-TILE_ROWS, TILE_COLS = 64, 128  # a block's tile (and the rows per bias-gradient partial row)
-TILE_THREADS = TILE_ROWS // 4 * (TILE_COLS // 8)  # a block: groups of 4 rows by groups of 8 columns (256)
+TILE_ROWS, TILE_COLS = 128, 128  # a block's tile (and the rows per bias-gradient partial row)
+TILE_THREADS = 256  # a block, one per tile: each thread takes two of its groups of 4 rows by 8 columns
 WARP = 32  # threads of update_scaling per slot (the lanes of one warp)
 PARTIAL_STRIP = 256  # columns of a column_partials block (32 lanes of eight)
 PARTIAL_THREADS = 256  # its threads: eight warps
@@ -63,7 +64,7 @@ def tile_count(rows: int, cols: int) -> int:
     """Tiles of cast_transpose for a ``rows x cols`` matrix (one block's work each).
 
     >>> tile_count(16384, 4096), tile_count(64, 136)
-    (8192, 2)
+    (4096, 2)
     """
     return -(-rows // TILE_ROWS) * -(-cols // TILE_COLS)
 
@@ -180,12 +181,16 @@ __device__ inline void add_shared_rows(const float (*sums)[COLUMNS], i64 count, 
         }
 }
 
-// A block's tile: TILE_ROWS x TILE_COLS elements, a thread's share four rows of eight columns (one
-// 16-byte read per row). Its float8 bytes go to the row-major output directly and, four rows a word,
-// to shared memory, from which the transposed tile leaves as 64 contiguous bytes per column: a
+// A block's tile: TILE_ROWS x TILE_COLS elements in groups of four rows of eight columns (one
+// 16-byte read per row), GROUPS_OF_TILE of them, a thread's share one group or more. Its float8
+// bytes go to the row-major output directly and, four rows a word, to shared memory, from which the
+// transposed tile leaves as TILE_ROWS contiguous bytes per column: a
 // thread storing 16 scattered bytes per column instead ran the cast at under 1 TB/s.
-enum { TILE_ROWS = 64, TILE_COLS = 128, QUADS = TILE_ROWS / 4, GROUPS = TILE_COLS / COLS,
-       TILE_THREADS = QUADS * GROUPS, WORDS = QUADS + 1 /* padded: fewer bank conflicts */,
+#ifndef CAST_TILE_ROWS
+#define CAST_TILE_ROWS 128
+#endif
+enum { TILE_ROWS = CAST_TILE_ROWS, TILE_COLS = 128, QUADS = TILE_ROWS / 4, GROUPS = TILE_COLS / COLS,
+       GROUPS_OF_TILE = QUADS * GROUPS, WORDS = QUADS + 1 /* padded: fewer bank conflicts */,
        CHUNKS = TILE_ROWS / 16 };
 
 // The elementwise op is a template parameter: a run-time op in the unrolled loop made every element
@@ -215,7 +220,7 @@ __device__ inline void cast_transpose_op(const void* __restrict__ in, i64 in_ld,
     for (i64 tile = blockIdx.x; tile < tile_rows * tile_cols; tile += gridDim.x) {
         const i64 row0 = tile / tile_cols * TILE_ROWS, col0 = tile % tile_cols * TILE_COLS;
         // neighbouring threads take neighbouring column groups: 256 contiguous bytes of a row per 16 threads
-        for (int thread = threadIdx.x; thread < TILE_THREADS; thread += blockDim.x) {
+        for (int thread = threadIdx.x; thread < GROUPS_OF_TILE; thread += blockDim.x) {
             const int group = thread % GROUPS, quad = thread / GROUPS;
             const i64 col = col0 + group * COLS, first = row0 + quad * 4;
             float sums[COLS];
@@ -265,7 +270,7 @@ __device__ inline void cast_transpose_op(const void* __restrict__ in, i64 in_ld,
                 for (int j = 0; j < COLS; ++j) quad_sums[quad][group * COLS + j] = sums[j];
         }
         sync_block();
-        if (flags & WRITE_T)  // four threads per column: its 64 rows as four 16-byte stores side by side
+        if (flags & WRITE_T)  // CHUNKS threads per column: its rows as 16-byte stores side by side
             for (int k = threadIdx.x; k < TILE_COLS * CHUNKS; k += blockDim.x) {
                 const int c = k / CHUNKS, chunk = k % CHUNKS;
                 const i64 row = row0 + chunk * 16;
@@ -299,6 +304,9 @@ __global__ void cast_transpose(const void* __restrict__ in, i64 in_ld, const voi
 #define NVMATHX_CAST(OP) cast_transpose_op<IN, OUT, OP>(in, in_ld, aux, aux_ld, rows, cols, flags, out, out_t, \
                                                       scale, scale_inv, amax, amax_in, margin_factor, \
                                                       dbias_partial, vector, words_t, quad_sums)
+#ifdef CAST_OP  // a build for one op: only its registers count
+    NVMATHX_CAST(CAST_OP);
+#else
     switch (op) {
     case OP_RELU: NVMATHX_CAST(OP_RELU); break;
     case OP_GELU: NVMATHX_CAST(OP_GELU); break;
@@ -306,6 +314,7 @@ __global__ void cast_transpose(const void* __restrict__ in, i64 in_ld, const voi
     case OP_DGELU: NVMATHX_CAST(OP_DGELU); break;
     default: NVMATHX_CAST(OP_NONE); break;
     }
+#endif
 #undef NVMATHX_CAST
 }
 
