@@ -3,7 +3,8 @@
 libmathdx keeps no cache and spends seconds of CPU per descriptor, so generated LTO-IR is kept on
 disk, one file per entry, named by a SHA-256 of the entry's key (descriptor, target, libmathdx and
 NVRTC versions). Linking a kernel with that LTO-IR (nvJitLink, seconds per kernel) is cached the
-same way, as a second kind of entry holding the linked cubin (see :mod:`.link`). A file holds a
+same way, as a second kind of entry holding the linked cubin (see :mod:`.link`); so are the cubins
+NVRTC makes of nvmathx's own CUDA C++ kernels (:class:`.launch.KernelSet`). A file holds a
 small header (magic, a JSON record with the key, the payload's size and SHA-256, and the kind's own
 fields) and then the payload. Writers write a temporary file in the same folder and
 ``os.replace`` it into place, so a reader sees a whole entry or none, and two processes writing the
@@ -21,7 +22,7 @@ import json
 import os
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "CacheInfo",
@@ -60,10 +61,12 @@ class CodeEntry:
 
 @dataclass(frozen=True)
 class LinkedImage:
-    """A kernel's linked cubin and the linker's info log."""
+    """A kernel's linked cubin and the linker's info log; ``symbols``: the mangled name of each
+    name expression it was compiled for (an NVRTC kernel set's, see :mod:`.launch`)."""
 
     cubin: bytes
     info_log: str
+    symbols: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ class CacheInfo:
         Look-ups of generated code in this process that found a valid entry, found none, or found
         a damaged one (which then counts as a miss as well).
     link_hits, link_misses, link_corrupted : int
-        The same for linked kernel images.
+        The same for linked kernel images (and the cubins of nvmathx's own NVRTC kernels).
     """
 
     directory: str
@@ -222,8 +225,10 @@ def load_linked(key: dict) -> LinkedImage | None:
     if decoded is None:
         return None
     header, payload = decoded
-    info_log = header.get("info_log")
-    return LinkedImage(payload, info_log) if isinstance(info_log, str) and payload else None
+    info_log, symbols = header.get("info_log"), header.get("symbols", {})
+    if not (isinstance(info_log, str) and payload and isinstance(symbols, dict)):
+        return None
+    return LinkedImage(payload, info_log, symbols)
 
 
 def has_linked(key: dict) -> bool:
@@ -233,7 +238,8 @@ def has_linked(key: dict) -> bool:
 
 def store_linked(key: dict, image: LinkedImage) -> str | None:
     """Write a linked image for ``key``; returns the path, or None if the folder is not writable."""
-    return _write(key, "linked", {"info_log": image.info_log}, image.cubin)
+    fields = {"info_log": image.info_log, **({"symbols": image.symbols} if image.symbols else {})}
+    return _write(key, "linked", fields, image.cubin)
 
 
 def _remove_quietly(path: str) -> None:

@@ -2,16 +2,20 @@
 caller's stream (so CUDA graphs capture them).
 
 A :class:`KernelSet` is one source and the names of the template instances it exports; its module
-for a device is compiled on first use and its kernels are kept per ``(device, name)``, so a later
-launch does no driver lookup.
+for a device is compiled on first use (its cubin kept in the on-disk cache of :mod:`.cache`, so a
+new process loads it instead of compiling again) and its kernels are kept per ``(device, name)``,
+so a later launch does no driver lookup.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from typing import Any
 
 from .._core import device
+from . import cache
+from .nvrtc import nvrtc_version
 
 __all__ = ["BLOCK", "KernelSet", "core_stream", "grid", "launch"]
 
@@ -28,12 +32,32 @@ class KernelSet:
         self._kernels: dict[tuple, object] = {}
         self._lock = threading.Lock()
 
-    def compile(self, arch: str):
-        """The kernels as a cuda.core ObjectCode for ``arch`` (e.g. "sm_90")."""
-        from cuda.core import Program, ProgramOptions
+    def compile(self, arch: str, use_cache: bool = True):
+        """The kernels as a cuda.core ObjectCode for ``arch`` (e.g. "sm_90"): from the disk cache
+        (unless ``use_cache`` is False), or compiled by NVRTC (seconds for a source with many
+        instances) and stored there."""
+        return self._build(arch, use_cache)[0]
 
+    def _build(self, arch: str, use_cache: bool) -> tuple:
+        """(the ObjectCode, whether it came from the disk cache)."""
+        from cuda.core import ObjectCode, Program, ProgramOptions
+
+        key = self.cache_key(arch)
+        image = cache.load_linked(key) if use_cache else None
+        if image is not None and set(image.symbols) == set(self.names):
+            symbols = {name: mangled.encode() for name, mangled in image.symbols.items()}
+            return ObjectCode.from_cubin(image.cubin, symbol_mapping=symbols), True
         program = Program(self.source, "c++", ProgramOptions(arch=arch, std="c++17"))
-        return program.compile("cubin", name_expressions=self.names)
+        code = program.compile("cubin", name_expressions=self.names)
+        symbols = {name: mangled.decode() if isinstance(mangled, bytes) else str(mangled)
+                   for name, mangled in code.symbol_mapping.items()}
+        cache.store_linked(key, cache.LinkedImage(bytes(code.code), "", symbols))
+        return code, False
+
+    def cache_key(self, arch: str) -> dict:
+        """What the compiled kernels depend on: the source, the instances, the target, NVRTC."""
+        return {"kind": "nvrtc kernel set", "source_sha256": hashlib.sha256(self.source.encode()).hexdigest(),
+                "names": list(self.names), "arch": arch, "std": "c++17", "nvrtc": nvrtc_version()}
 
     def kernel(self, device_id: int, name: str):
         """The cuda.core Kernel ``name`` on a device (its module compiled on first use)."""
@@ -42,10 +66,22 @@ class KernelSet:
             return kernel
         with self._lock:
             module = self._modules.get(device_id)
+            from_cache = False
             if module is None:
                 major, minor = device.ensure_device(device_id).compute_capability
-                module = self._modules[device_id] = self.compile(f"sm_{major}{minor}")
-            kernel = self._kernels[device_id, name] = module.get_kernel(name)
+                arch = f"sm_{major}{minor}"
+                module, from_cache = self._build(arch, use_cache=True)
+                self._modules[device_id] = module
+            try:
+                kernel = module.get_kernel(name)  # (the module loads on its first kernel)
+            except Exception:
+                if not from_cache:
+                    raise
+                # A cached image the driver refuses costs a compilation, as a miss does; compiled
+                # anew (and stored over the entry), any error is the kernel's own.
+                module = self._modules[device_id] = self.compile(arch, use_cache=False)
+                kernel = module.get_kernel(name)
+            self._kernels[device_id, name] = kernel
         return kernel
 
 

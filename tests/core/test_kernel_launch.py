@@ -57,3 +57,91 @@ def test_configs_are_made_once_per_grid_and_grids_cover_the_elements(core, rng):
         assert config.block == launch_module.BLOCK
         assert config.grid == launch_module.grid(count)
         assert min(count, 65535 * 8 * launch_module.BLOCK) <= config.grid * launch_module.BLOCK
+
+
+SOURCE = "template <int N> __global__ void fill(int* out) { out[threadIdx.x] = N; }\n"
+
+
+@pytest.fixture
+def cache_folder(tmp_path, monkeypatch):
+    from nvmathx._codegen import cache
+
+    monkeypatch.setattr(cache, "_override", str(tmp_path))
+    return tmp_path
+
+
+def _compiled_or_skip(kernel_set, arch="sm_90"):
+    try:
+        return kernel_set.compile(arch)
+    except (ImportError, RuntimeError) as error:
+        if "nvrtc" not in str(error).lower() and not isinstance(error, ImportError):
+            raise
+        pytest.skip(f"NVRTC is not available: {error}")
+
+
+def test_kernel_sets_are_compiled_once_per_machine(cache_folder, monkeypatch):
+    """A second process (a new KernelSet of the same source) loads the cubin from the disk cache:
+    NVRTC is not called, and the kernels keep their mangled names."""
+    import cuda.core
+
+    from nvmathx._codegen.launch import KernelSet
+
+    names = ("fill<1>", "fill<2>")
+    first = _compiled_or_skip(KernelSet(SOURCE, names))
+    assert set(first.symbol_mapping) == set(names)
+
+    def no_nvrtc(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(cuda.core, "Program", no_nvrtc)
+    again = KernelSet(SOURCE, names).compile("sm_90")
+    assert again.code_type == "cubin" and bytes(again.code) == bytes(first.code)
+    assert dict(again.symbol_mapping) == dict(first.symbol_mapping)
+    for changed in (KernelSet(SOURCE + "// another source\n", names), KernelSet(SOURCE, names[:1])):
+        with pytest.raises(AssertionError, match="compiled again"):
+            changed.compile("sm_90")
+    with pytest.raises(AssertionError, match="compiled again"):
+        KernelSet(SOURCE, names).compile("sm_80")
+
+
+class _Module:
+    def __init__(self, loads: bool):
+        self.loads = loads
+
+    def get_kernel(self, name):
+        if not self.loads:
+            raise RuntimeError("CUDA_ERROR_INVALID_IMAGE")
+        return f"kernel {name}"
+
+
+@pytest.fixture
+def hopper(monkeypatch):
+    from nvmathx._codegen import launch
+
+    monkeypatch.setattr(launch.device, "ensure_device", lambda device_id: types.SimpleNamespace(
+        compute_capability=(9, 0)))
+
+
+def test_a_cached_image_the_driver_refuses_is_compiled_again(hopper, monkeypatch):
+    from nvmathx._codegen.launch import KernelSet
+
+    kernel_set = KernelSet(SOURCE, ("fill<1>",))
+    built = []
+
+    def build(arch, use_cache):
+        built.append((arch, use_cache))
+        return _Module(loads=not use_cache), use_cache  # the cached image fails to load
+
+    monkeypatch.setattr(kernel_set, "_build", build)
+    assert kernel_set.kernel(0, "fill<1>") == "kernel fill<1>"
+    assert built == [("sm_90", True), ("sm_90", False)]
+    assert kernel_set.kernel(0, "fill<1>") == "kernel fill<1>" and len(built) == 2  # kept
+
+
+def test_a_freshly_compiled_image_the_driver_refuses_raises(hopper, monkeypatch):
+    from nvmathx._codegen.launch import KernelSet
+
+    kernel_set = KernelSet(SOURCE, ("fill<1>",))
+    monkeypatch.setattr(kernel_set, "_build", lambda arch, use_cache: (_Module(loads=False), False))
+    with pytest.raises(RuntimeError, match="INVALID_IMAGE"):
+        kernel_set.kernel(0, "fill<1>")

@@ -120,3 +120,13 @@ def test_linked_images_are_a_second_kind_of_entry(folder):
     assert _cache.load_linked(KEY) is None  # a code entry under a linked image's name is refused
     assert cache_info().link_corrupted == info.link_corrupted + 1
     assert clear_cache() == 1 and cache_info().entries == 0
+
+
+def test_linked_images_keep_their_symbols(folder):
+    symbols = {"scale<float>": "_Z5scaleIfEvPv", "add_rows": "_Z8add_rowsPKf"}
+    image = _cache.LinkedImage(os.urandom(2000), "", symbols)
+    _cache.store_linked(KEY, image)
+    assert _cache.load_linked(KEY) == image
+    plain = {**KEY, "plain": True}
+    _cache.store_linked(plain, _cache.LinkedImage(b"cubin", "log"))  # as nvJitLink's images are stored
+    assert _cache.load_linked(plain).symbols == {}
