@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from .._core import device
-from . import cache
+from . import cache, link
 from .nvrtc import nvrtc_version
 
 __all__ = ["BLOCK", "KernelSet", "core_stream", "grid", "launch"]
@@ -35,15 +35,16 @@ class KernelSet:
     def compile(self, arch: str, use_cache: bool = True):
         """The kernels as a cuda.core ObjectCode for ``arch`` (e.g. "sm_90"): from the disk cache
         (unless ``use_cache`` is False), or compiled by NVRTC (seconds for a source with many
-        instances) and stored there."""
+        instances) and stored there; ``NVMATHX_LINK_CACHE=0`` turns the cache off, as for linked
+        kernels."""
         return self._build(arch, use_cache)[0]
 
     def _build(self, arch: str, use_cache: bool) -> tuple:
         """(the ObjectCode, whether it came from the disk cache)."""
         from cuda.core import ObjectCode, Program, ProgramOptions
 
-        key = self.cache_key(arch)
-        image = cache.load_linked(key) if use_cache else None
+        key, caching = self.cache_key(arch), link.enabled()  # NVMATHX_LINK_CACHE=0: compiled every time
+        image = cache.load_linked(key) if use_cache and caching else None
         if image is not None and set(image.symbols) == set(self.names):
             symbols = {name: mangled.encode() for name, mangled in image.symbols.items()}
             return ObjectCode.from_cubin(image.cubin, symbol_mapping=symbols), True
@@ -51,7 +52,8 @@ class KernelSet:
         code = program.compile("cubin", name_expressions=self.names)
         symbols = {name: mangled.decode() if isinstance(mangled, bytes) else str(mangled)
                    for name, mangled in code.symbol_mapping.items()}
-        cache.store_linked(key, cache.LinkedImage(bytes(code.code), "", symbols))
+        if caching:
+            cache.store_linked(key, cache.LinkedImage(bytes(code.code), "", symbols))
         return code, False
 
     def cache_key(self, arch: str) -> dict:

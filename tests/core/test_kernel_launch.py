@@ -79,6 +79,10 @@ def _compiled_or_skip(kernel_set, arch="sm_90"):
         pytest.skip(f"NVRTC is not available: {error}")
 
 
+def _no_nvrtc(*args, **kwargs):
+    raise AssertionError("compiled again")
+
+
 def test_kernel_sets_are_compiled_once_per_machine(cache_folder, monkeypatch):
     """A second process (a new KernelSet of the same source) loads the cubin from the disk cache:
     NVRTC is not called, and the kernels keep their mangled names."""
@@ -90,10 +94,7 @@ def test_kernel_sets_are_compiled_once_per_machine(cache_folder, monkeypatch):
     first = _compiled_or_skip(KernelSet(SOURCE, names))
     assert set(first.symbol_mapping) == set(names)
 
-    def no_nvrtc(*args, **kwargs):
-        raise AssertionError("compiled again")
-
-    monkeypatch.setattr(cuda.core, "Program", no_nvrtc)
+    monkeypatch.setattr(cuda.core, "Program", _no_nvrtc)
     again = KernelSet(SOURCE, names).compile("sm_90")
     assert again.code_type == "cubin" and bytes(again.code) == bytes(first.code)
     assert dict(again.symbol_mapping) == dict(first.symbol_mapping)
@@ -145,3 +146,18 @@ def test_a_freshly_compiled_image_the_driver_refuses_raises(hopper, monkeypatch)
     monkeypatch.setattr(kernel_set, "_build", lambda arch, use_cache: (_Module(loads=False), False))
     with pytest.raises(RuntimeError, match="INVALID_IMAGE"):
         kernel_set.kernel(0, "fill<1>")
+
+
+def test_the_link_cache_switch_turns_kernel_set_caching_off(cache_folder, monkeypatch):
+    import cuda.core
+
+    from nvmathx._codegen import cache
+    from nvmathx._codegen.launch import KernelSet
+
+    monkeypatch.setenv("NVMATHX_LINK_CACHE", "0")
+    kernel_set = KernelSet(SOURCE, ("fill<3>",))
+    _compiled_or_skip(kernel_set)
+    assert cache.load_linked(kernel_set.cache_key("sm_90")) is None  # nothing stored
+    monkeypatch.setattr(cuda.core, "Program", _no_nvrtc)
+    with pytest.raises(AssertionError, match="compiled again"):
+        KernelSet(SOURCE, ("fill<3>",)).compile("sm_90")
