@@ -23,8 +23,8 @@ A block of :data:`TILE_THREADS` threads takes a tile of 128 rows and 128 columns
 stride over tiles, :func:`tile_count` of them), a thread two groups of four rows of eight columns:
 a 16-byte read per row (when the input is 16-byte aligned) and an 8-byte row-major store; the
 transposed bytes pass through shared memory and leave as 128 contiguous bytes per column (64 made
-the casts 14-21% slower on an H100, 32 slower still: scripts/tune-float8-cast). ``rows`` must be a multiple
-of 16 and ``cols`` of 8 (float8 GEMMs need multiples of 16 anyway).
+the casts 5-21% slower on an H100, 32 slower still: scripts/tune-float8-cast). ``rows`` must be a
+multiple of 16 and ``cols`` of 8 (float8 GEMMs need multiples of 16 anyway).
 
 ``column_partials<IN>`` sums the columns of a matrix over bands of rows (the bias gradient of the
 unquantised layers, :mod:`nvmathx.torch._column_sums`; ``add_rows`` adds the bands up).
@@ -43,7 +43,7 @@ dependent ones.
 from __future__ import annotations
 
 from ..._codegen.float_formats import FLOAT_FORMATS_SOURCE, FORMAT_CODES
-from ..._codegen.launch import KernelSet
+from ..._codegen.launch import BLOCK, KernelSet
 from ..._codegen.launch import launch as launch_kernel
 
 __all__ = ["ADD_COLUMNS", "AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SOURCE", "OPS", "PARTIAL_STRIP",
@@ -53,7 +53,7 @@ __all__ = ["ADD_COLUMNS", "AMAX", "DBIAS", "DYNAMIC", "KERNEL_NAMES", "KERNEL_SO
 WRITE, WRITE_T, AMAX, DBIAS, DYNAMIC = (1 << bit for bit in range(5))
 OPS = {"none": 0, "relu": 1, "gelu": 2, "drelu": 3, "dgelu": 4}
 TILE_ROWS, TILE_COLS = 128, 128  # a block's tile (and the rows per bias-gradient partial row)
-TILE_THREADS = 256  # a block, one per tile: each thread takes two of its groups of 4 rows by 8 columns
+TILE_THREADS = BLOCK  # a block, one per tile: each thread takes two of its groups of 4 rows by 8 columns
 WARP = 32  # threads of update_scaling per slot (the lanes of one warp)
 PARTIAL_STRIP = 256  # columns of a column_partials block (32 lanes of eight)
 PARTIAL_THREADS = 256  # its threads: eight warps
