@@ -18,6 +18,7 @@ from linalg._fake_cublaslt import install  # noqa: E402
 from nvmathx.linalg import plan_cache  # noqa: E402
 from nvmathx.torch import Float8Recipe, Float8State, FusedLinear, FusedMLP, fused_linear, fused_mlp  # noqa: E402
 from nvmathx.torch._float8 import dispatch, gemms, kernels  # noqa: E402
+from nvmathx.torch._float8.state import SCALE_STRIDE  # noqa: E402
 
 HOST = HostKernels(kernels.KERNEL_SOURCE, kernels.KERNEL_NAMES, "float8")
 
@@ -295,7 +296,7 @@ def test_the_scales_stay_16_byte_aligned_per_slot():
     """cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED at launch) a float8 scale pointer that is not
     16-byte aligned: each slot's scale sits 16 bytes after the previous one, through moves,
     copies and loads."""
-    from nvmathx.torch._float8.state import SCALE_STRIDE, is_padded
+    from nvmathx.torch._float8.state import is_padded
 
     block = FusedMLP(16, 32, fp8=Float8Recipe(amax_history_len=3))
     states = [block.fp8_state, block.to(torch.bfloat16).fp8_state, copy.deepcopy(block).fp8_state]
@@ -308,32 +309,88 @@ def test_the_scales_stay_16_byte_aligned_per_slot():
             assert all(scales[slot:slot + 1].data_ptr() % 16 == 0 for slot in range(6))
 
 
+def _record_gemms(monkeypatch, record):
+    """Call ``record(a, b, preferences)`` (the two Casts) for every float8 GEMM of the step."""
+    real = gemms._gemm
+
+    def recording(work, a, a_matrix, b, b_matrix, dtype, fast, preferences, bias=None):
+        record(a, b, preferences)
+        return real(work, a, a_matrix, b, b_matrix, dtype, fast, preferences, bias)
+
+    monkeypatch.setattr(gemms, "_gemm", recording)
+
+
 def test_every_float8_gemm_reads_aligned_scales(fake_gpu, seed, monkeypatch):
     """Forward and backward (whose scales are the forward pass's snapshot): all six GEMMs."""
     seen = []
-    real = gemms.matmul
-
-    def recording(*args, quantization_scales=None, **kwargs):
-        seen.extend(scale.data_ptr() for scale in quantization_scales.values())
-        return real(*args, quantization_scales=quantization_scales, **kwargs)
-
-    monkeypatch.setattr(gemms, "matmul", recording)
+    _record_gemms(monkeypatch, lambda a, b, preferences: seen.extend((a.scale_ptr, b.scale_ptr)))
     block = _mlp(seed, 16, 32, Float8Recipe())
     _mlp_step(block, *(randn(generator(seed), (16, 16), torch.bfloat16) for _ in range(2)))
     assert len(seen) == 12 and all(pointer % 16 == 0 for pointer in seen)  # read in place, no copies
+    assert all(cast.scale_inv.data_ptr() == cast.scale_ptr for cast in _casts_of_a_step(seed, monkeypatch))
+
+
+def _casts_of_a_step(seed, monkeypatch):
+    casts = []
+    _record_gemms(monkeypatch, lambda a, b, preferences: casts.extend((a, b)))
+    _mlp_step(_mlp(seed, 16, 32, Float8Recipe()), *(randn(generator(seed), (16, 16), torch.bfloat16)
+                                                   for _ in range(2)))
+    return casts
+
+
+def _aligned(values: torch.Tensor) -> torch.Tensor:
+    """A copy of ``values`` at a 256-byte aligned address (the alignment is part of a GEMM's plan)."""
+    nbytes = values.numel() * values.element_size()
+    storage = torch.empty(nbytes + 256, dtype=torch.uint8)
+    offset = -storage.data_ptr() % 256
+    result = storage[offset:offset + nbytes].view(values.dtype).view(values.shape)
+    result.copy_(values)
+    return result
+
+
+def test_repeated_float8_gemms_run_their_cached_plans_by_address(fake_gpu, seed, monkeypatch):
+    """A float8 GEMM of layouts seen before makes no plan key and plans nothing: its cached plan runs
+    with the new addresses (operands, scales, bias); an evicted plan is planned again from its key."""
+    from nvmathx._core.streams import resolve_stream
+
+    keys, plans = [], []
+    real_plan_key, real_cache_plan = gemms.plan_key, gemms.cache_plan
+    monkeypatch.setattr(gemms, "plan_key", lambda *args, **kwargs: keys.append(1) or real_plan_key(*args, **kwargs))
+    monkeypatch.setattr(gemms, "cache_plan",
+                        lambda *args, **kwargs: plans.append(1) or real_cache_plan(*args, **kwargs))
+    monkeypatch.setattr(gemms, "_PLAN_KEYS", {})
+    work = type("Work", (), {"device_id": 0, "stream": resolve_stream(7, 0)})()
+    gen = generator(seed)
+
+    def product(m, n, k, clear=False):
+        a8 = _aligned(randn(gen, (m, k), scale=4.0).to(torch.float8_e4m3fn))
+        b8 = _aligned(randn(gen, (n, k), scale=4.0).to(torch.float8_e4m3fn))
+        scales = _aligned(torch.rand(2 * SCALE_STRIDE, generator=gen) + 0.5)
+        bias = _aligned(randn(gen, (n,), torch.bfloat16))
+        a = gemms.Cast(a8, None, None, scales, 0, scales.data_ptr())
+        b = gemms.Cast(b8, None, None, scales, SCALE_STRIDE, scales.data_ptr() + 4 * SCALE_STRIDE)
+        if clear:
+            plan_cache.clear()
+        result = gemms._gemm(work, a, a8, b, b8.T, torch.bfloat16, False, None, bias)
+        expected = (a8.double() * float(scales[0])) @ (b8.double() * float(scales[SCALE_STRIDE])).T + bias.double()
+        assert result.dtype == torch.bfloat16 and _error(result, expected) < 1e-2
+        return len(keys), len(plans)
+
+    assert product(32, 16, 48) == (1, 1)
+    assert product(32, 16, 48) == (1, 1)  # new operands, scales and bias: the same plan
+    assert product(32, 16, 48, clear=True) == (1, 2)  # evicted: planned again, from the key made
+    assert product(64, 16, 48) == (2, 3)  # new layouts
+    assert len(gemms._PLAN_KEYS) == 2
 
 
 @pytest.mark.parametrize("autotune", [None, True])
 def test_autotune_reaches_the_float8_gemms(fake_gpu, seed, monkeypatch, autotune):
     """The block's autotune setting is each of its six float8 GEMMs' plan preferences."""
     seen = []
-    real = gemms.matmul
-
-    def recording(*args, preferences=None, **kwargs):
-        seen.append(preferences)
-        return real(*args, **kwargs)  # planned without autotuning: the fake device has no clock
-
-    monkeypatch.setattr(gemms, "matmul", recording)
+    _record_gemms(monkeypatch, lambda a, b, preferences: seen.append(preferences))
+    real_cache_plan = gemms.cache_plan
+    # planned without autotuning: the fake device has no clock
+    monkeypatch.setattr(gemms, "cache_plan", lambda *args, preferences=None, **kwargs: real_cache_plan(*args, **kwargs))
     torch.manual_seed(seed)
     block = FusedMLP(16, 32, dtype=torch.bfloat16, fp8=Float8Recipe(), autotune=autotune)
     _mlp_step(block, *(randn(generator(seed), (16, 16), torch.bfloat16) for _ in range(2)))
@@ -352,7 +409,7 @@ def test_a_problem_cublaslt_refuses_runs_unquantised_from_then_on(fake_gpu, seed
         attempts.append(1)
         raise CudaLibraryError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmul")
 
-    monkeypatch.setattr(gemms, "matmul", refusing)
+    monkeypatch.setattr(gemms, "cache_plan", refusing)
     monkeypatch.setattr(dispatch, "refused", set())
     gen = generator(seed)
     x, w, b = (randn(gen, s, torch.bfloat16) for s in ((16, 32), (16, 32), (16,)))
@@ -366,7 +423,7 @@ def test_a_problem_cublaslt_refuses_runs_unquantised_from_then_on(fake_gpu, seed
     def failing(*args, **kwargs):
         raise CudaLibraryError(13, "CUBLAS_STATUS_EXECUTION_FAILED", "cublasLtMatmul")
 
-    monkeypatch.setattr(gemms, "matmul", failing)
+    monkeypatch.setattr(gemms, "cache_plan", failing)
     with pytest.raises(CudaLibraryError, match="EXECUTION_FAILED"):
         fused_linear(x[:, :16], w[:, :16], b, fp8=Float8Recipe(), fp8_state=state)
 
@@ -564,3 +621,18 @@ def test_a_layer_whose_recipe_has_a_process_group_deep_copies():
     twin = copy.deepcopy(block)
     assert twin.fp8_state is not block.fp8_state and twin.fp8_state.recipe.process_group is group
 
+
+
+def test_a_trained_block_copies_and_moves(fake_gpu, seed):
+    """After a step (the state holds its cached float8 weights and its scale vector), a deep copy
+    and a moved copy train on from the same scales as the original."""
+    block = _mlp(seed, 16, 32, Float8Recipe(amax_history_len=2))
+    gen = generator(seed)
+    x, grad = randn(gen, (32, 16), torch.bfloat16), randn(gen, (32, 16), torch.bfloat16)
+    _mlp_step(block, x, grad)
+    copied, moved = copy.deepcopy(block), copy.deepcopy(block).to(torch.bfloat16)
+    results = [_mlp_step(b, x, grad) for b in (block, copied, moved)]
+    for other in results[1:]:
+        for result, expected in zip(other, results[0]):
+            torch.testing.assert_close(result, expected, rtol=0, atol=0)
+    assert copied.fp8_state.flat_scale_inv[0] is copied.fp8_state.scale_inv

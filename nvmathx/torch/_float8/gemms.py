@@ -28,7 +28,8 @@ import numpy as np
 import torch
 
 from ..._core.streams import resolve_stream
-from ...linalg import MatmulOptions, matmul
+from ...linalg import MatmulOptions, matmul, plan_cache
+from ...linalg._function import cache_plan, plan_key
 from .._column_sums import current_stream_handle as torch_stream_handle
 from .._column_sums import dtype_name, sum_partials, vector_aligned
 from .._fused import preferences_for
@@ -120,7 +121,7 @@ class Pass:
         """Max-reduce ``amaxes`` (a view of the history) over the recipe's process group, in place."""
         torch.distributed.all_reduce(amaxes, op=torch.distributed.ReduceOp.MAX, group=self.group)
 
-    def _launch_cast(self, t, aux, slot, op, flags, out, out_t, partials) -> None:
+    def _launch_cast(self, t, aux, slot, op, flags, out, out_t, partials, scale_ptr, scale_inv_ptr) -> None:
         name = _cast_name(t.dtype, self.state.dtype_of(slot))
         amax = self.history.data_ptr() + 4 * slot
         vector = vector_aligned(t) | (aux is not None and vector_aligned(aux)) << 1
@@ -130,7 +131,7 @@ class Pass:
                        aux.data_ptr() if aux is not None else 0, aux.stride(0) if aux is not None else 0,
                        rows, cols, _INT32[kernels.OPS[op]], _INT32[flags],
                        out.data_ptr() if out is not None else 0, out_t.data_ptr() if out_t is not None else 0,
-                       _element(self.scale, slot), _element(self.scale_inv, slot), amax, amax, self.margin_factor,
+                       scale_ptr, scale_inv_ptr, amax, amax, self.margin_factor,
                        partials.data_ptr() if partials is not None else 0, _INT32[vector])
 
     def cast(self, t: torch.Tensor, slot: int, *, op: str = "none", aux: torch.Tensor | None = None,
@@ -148,24 +149,32 @@ class Pass:
             partials = t.new_empty((parts, cols), dtype=torch.float32)
         flags = (kernels.WRITE if rowmajor else 0) | (kernels.WRITE_T if transposed else 0)
         flags |= kernels.DBIAS if bias_grad else 0
+        scale_ptr, scale_inv_ptr = _element(self.scale, slot), _element(self.scale_inv, slot)
         if self.dynamic if dynamic is None else dynamic:
-            self._launch_cast(t, aux, slot, op, kernels.AMAX, None, None, None)  # this step's amax first
+            self._launch_cast(t, aux, slot, op, kernels.AMAX, None, None, None, scale_ptr,
+                              scale_inv_ptr)  # this step's amax first
             if self.group is not None and reduce_amax:
                 self._reduce_amaxes(self.history[0, slot:slot + 1])
             flags |= kernels.DYNAMIC
         else:
             flags |= kernels.AMAX
-        self._launch_cast(t, aux, slot, op, flags, out, out_t, partials)
+        self._launch_cast(t, aux, slot, op, flags, out, out_t, partials, scale_ptr, scale_inv_ptr)
         self.state.measured.add(slot)
         bias = sum_partials(partials, t.dtype, self.stream, self.device_id) if partials is not None else None
-        return Cast(out, out_t, bias, self.scale_inv[slot:slot + 1])
+        return Cast(out, out_t, bias, self.scale_inv, slot, scale_inv_ptr)
 
     def snapshot(self) -> torch.Tensor:
         """The inverse scales as this pass cast with them, for the backward pass (a later pass may
         change the state's): contiguous, slot ``i`` at element ``SCALE_STRIDE * i`` (16-byte aligned)."""
-        scale_inv, length = self.scale_inv, len(self.state.slots) * SCALE_STRIDE
+        scale_inv, state = self.scale_inv, self.state
+        flat = state.flat_scale_inv
+        if flat is not None and flat[0] is scale_inv:
+            return flat[1].clone()
+        length = len(state.slots) * SCALE_STRIDE
         if is_padded(scale_inv) and scale_inv.untyped_storage().nbytes() >= 4 * (scale_inv.storage_offset() + length):
-            return scale_inv.as_strided((length,), (1,)).clone()  # the padded storage as it is: one copy
+            # the padded storage as it is: one copy (the view kept for the next pass: the same buffer)
+            flat = state.flat_scale_inv = scale_inv, scale_inv.as_strided((length,), (1,))
+            return flat[1].clone()
         copy = torch.empty(length, dtype=torch.float32, device=scale_inv.device)
         copy.view(-1, SCALE_STRIDE)[:, 0] = scale_inv
         return copy
@@ -190,28 +199,82 @@ class Pass:
 
 class Cast:
     """A tensor cast to float8: ``data`` (row-major), ``transposed``, the bias gradient taken
-    along the way, and ``scale_inv`` (the one-element view the GEMMs dequantise with)."""
+    along the way, and the inverse scale the GEMMs dequantise with: element ``scale_index`` of the
+    vector ``scales``, at address ``scale_ptr`` (:attr:`scale_inv` makes the one-element view)."""
 
-    __slots__ = ("data", "transposed", "bias_grad", "scale_inv")
+    __slots__ = ("data", "transposed", "bias_grad", "scales", "scale_index", "scale_ptr")
 
-    def __init__(self, data, transposed, bias_grad, scale_inv):
-        self.data, self.transposed, self.bias_grad, self.scale_inv = data, transposed, bias_grad, scale_inv
+    def __init__(self, data, transposed, bias_grad, scales, scale_index, scale_ptr):
+        self.data, self.transposed, self.bias_grad = data, transposed, bias_grad
+        self.scales, self.scale_index, self.scale_ptr = scales, scale_index, scale_ptr
+
+    @property
+    def scale_inv(self) -> torch.Tensor:
+        return self.scales[self.scale_index:self.scale_index + 1]
 
 
-def _gemm(a: Cast, a_matrix, b: Cast, b_matrix, dtype, fast: bool, preferences, bias=None):
-    """``a_matrix @ b_matrix`` dequantised with a's and b's scales, in ``dtype``, plus ``bias``. The
+# A float8 GEMM's layouts (shapes, strides, dtypes, pointer alignments of its operands and bias; the
+# result's dtype, options, preferences, device) -> its matmul plan_key: a repeated GEMM finds its plan
+# in linalg's plan_cache without making that key (which reads every operand, the scales' too).
+_PLAN_KEYS: dict = {}
+_PLAN_KEYS_LIMIT = 1024  # (sequence lengths vary from call to call: forgotten wholesale past this)
+_ONE, _ZERO = 1, 0  # the alpha and beta of every float8 GEMM, as matmul() defaults them
+
+
+def _gemm(work: Pass, a: Cast, a_matrix, b: Cast, b_matrix, dtype, fast: bool, preferences, bias=None):
+    """``a_matrix @ b_matrix`` dequantised with a's and b's scales, in ``dtype``, plus ``bias``, on
+    the pass's stream: the cached plan run with this call's addresses, as :func:`matmul` runs it. The
     scales are 16-byte aligned where cuBLASLt reads them in place (a state's, see ``padded_scales``);
-    matmul copies any other to an aligned slot first."""
-    return matmul(a_matrix, b_matrix, epilog="BIAS" if bias is not None else None,
-                  epilog_inputs={"bias": bias} if bias is not None else None,
-                  quantization_scales={"a": a.scale_inv, "b": b.scale_inv}, options=_options(dtype, fast),
-                  preferences=preferences)
+    the plan copies any other to an aligned slot first."""
+    a_ptr, b_ptr = a_matrix.data_ptr(), b_matrix.data_ptr()
+    layouts: tuple = (a_matrix.shape, a_matrix.stride(), a_matrix.dtype, a_ptr & 255 and a_ptr & -a_ptr or 256,
+               b_matrix.shape, b_matrix.stride(), b_matrix.dtype, b_ptr & 255 and b_ptr & -b_ptr or 256,
+               dtype, fast, preferences, work.device_id)
+    pointers = {"scale:a": a.scale_ptr, "scale:b": b.scale_ptr}
+    if bias is not None:
+        bias_ptr = pointers["bias"] = bias.data_ptr()
+        layouts += (bias.shape, bias.stride(), bias.dtype, bias.is_neg(),
+                    bias_ptr & 255 and bias_ptr & -bias_ptr or 256)
+    key = _PLAN_KEYS.get(layouts)
+    entry = plan_cache.get(work.device_id, key) if key is not None else None
+    if entry is None:
+        entry = _plan_gemm(work, layouts, key, a, a_matrix, b, b_matrix, dtype, fast, preferences, bias)
+    if not entry.by_pointer or entry.alpha is not _ONE or entry.beta is not _ZERO:  # (another caller's scalars)
+        return matmul(a_matrix, b_matrix, **_gemm_arguments(a, b, dtype, fast, preferences, bias))
+    runner = entry.runner
+    runner.set_input_pointers(pointers)
+    return runner.run(work.stream, a_ptr, b_ptr, None)
+
+
+def _gemm_arguments(a: Cast, b: Cast, dtype, fast: bool, preferences, bias) -> dict:
+    """The :func:`matmul` keywords of a float8 GEMM."""
+    return {"epilog": "BIAS" if bias is not None else None,
+            "epilog_inputs": {"bias": bias} if bias is not None else None,
+            "quantization_scales": {"a": a.scale_inv, "b": b.scale_inv},
+            "options": _options(dtype, fast), "preferences": preferences}
+
+
+def _plan_gemm(work: Pass, layouts: tuple, key, a: Cast, a_matrix, b: Cast, b_matrix, dtype, fast: bool,
+               preferences, bias):
+    """The plan of a GEMM not in this thread's plan cache: of new layouts (its plan_key made), or
+    evicted (or made on another thread: the backward pass runs on autograd's): planned and cached."""
+    arguments = _gemm_arguments(a, b, dtype, fast, preferences, bias)
+    if key is None:
+        key = plan_key(a_matrix, b_matrix, **arguments)
+        if len(_PLAN_KEYS) >= _PLAN_KEYS_LIMIT:
+            _PLAN_KEYS.clear()
+        _PLAN_KEYS[layouts] = key
+        entry = plan_cache.get(work.device_id, key)
+        if entry is not None:
+            return entry
+    return cache_plan(work.device_id, key, a_matrix, b_matrix, **arguments)
 
 
 def _saved(transposed: torch.Tensor, scale_inv: torch.Tensor, slot: int) -> Cast:
     """A forward cast as the backward pass uses it: its transpose, dequantised with the scale
-    the forward pass cast it with (``scale_inv``: :meth:`Pass.snapshot`'s)."""
-    return Cast(None, transposed, None, scale_inv[SCALE_STRIDE * slot:SCALE_STRIDE * slot + 1])
+    the forward pass cast it with (``scale_inv``: :meth:`Pass.snapshot`'s, contiguous)."""
+    index = SCALE_STRIDE * slot
+    return Cast(None, transposed, None, scale_inv, index, scale_inv.data_ptr() + 4 * index)
 
 
 def linear_forward(state: Float8State, tensors, x, weight, bias, activation: str, need_grad: bool,
@@ -223,7 +286,7 @@ def linear_forward(state: Float8State, tensors, x, weight, bias, activation: str
     work = Pass(state, tensors, x.device, (slot_x,), use_cache)
     x8 = work.cast(x, slot_x, transposed=need_grad)
     w8 = work.weight(weight, slot_w)
-    z = _gemm(x8, x8.data, w8, w8.data.T, x.dtype, state.recipe.fast_accumulation, preferences, bias)
+    z = _gemm(work, x8, x8.data, w8, w8.data.T, x.dtype, state.recipe.fast_accumulation, preferences, bias)
     y = activate(z, activation)
     if not need_grad:
         return y, None
@@ -242,8 +305,9 @@ def linear_backward(state: Float8State, tensors, grad, saved, activation: str, n
                    aux=aux if activation != "none" else None, rowmajor=need_x, transposed=need_weight,
                    bias_grad=need_bias)
     w8, x8 = _saved(w8t, scale_inv, state.slot("weight")), _saved(x8t, scale_inv, state.slot("input"))
-    dx = _gemm(g8, g8.data, w8, w8.transposed.T, grad.dtype, False, preferences) if need_x else None
-    dweight = _gemm(g8, g8.transposed, x8, x8.transposed.T, grad.dtype, False, preferences) if need_weight else None
+    dx = _gemm(work, g8, g8.data, w8, w8.transposed.T, grad.dtype, False, preferences) if need_x else None
+    dweight = (_gemm(work, g8, g8.transposed, x8, x8.transposed.T, grad.dtype, False, preferences) if need_weight
+               else None)
     return dx, dweight, g8.bias_grad
 
 
@@ -257,10 +321,10 @@ def mlp_forward(state: Float8State, tensors, x, w1, b1, w2, b2, activation: str,
     fast = state.recipe.fast_accumulation
     x8 = work.cast(x, slot_x, transposed=need_grad)
     w1_8 = work.weight(w1, state.slot("fc1.weight"))
-    z = _gemm(x8, x8.data, w1_8, w1_8.data.T, x.dtype, fast, preferences, b1)
+    z = _gemm(work, x8, x8.data, w1_8, w1_8.data.T, x.dtype, fast, preferences, b1)
     h8 = work.cast(z, slot_h, op=activation, transposed=need_grad)
     w2_8 = work.weight(w2, state.slot("fc2.weight"))
-    out = _gemm(h8, h8.data, w2_8, w2_8.data.T, x.dtype, fast, preferences, b2)
+    out = _gemm(work, h8, h8.data, w2_8, w2_8.data.T, x.dtype, fast, preferences, b2)
     if not need_grad:
         return out, None
     return out, (x8.transposed, w1_8.transposed, z, h8.transposed, w2_8.transposed, work.snapshot())
@@ -286,20 +350,20 @@ def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, need
     dw2_first = need_dz and need_w2 and z.shape[1] * grad.element_size() < grad.shape[0]
     dw2 = dx = dw1 = db1 = dz8 = None
     if need_dz:
-        dh = _gemm(g8, g8.data, w2_8, w2_8.transposed.T, grad.dtype, False, preferences)
+        dh = _gemm(work, g8, g8.data, w2_8, w2_8.transposed.T, grad.dtype, False, preferences)
         g8.data = None
         if dw2_first:
-            dw2 = _gemm(g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences)
+            dw2 = _gemm(work, g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences)
             g8.transposed = None
         dz8 = work.cast(dh, slot_dz, op="d" + activation, aux=z, rowmajor=need_x, transposed=need_w1,
                         bias_grad=need_b1)
         del dh
     if need_w2 and not dw2_first:
-        dw2 = _gemm(g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences)
+        dw2 = _gemm(work, g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences)
     del g8
     if dz8 is not None:
-        dx = _gemm(dz8, dz8.data, w1_8, w1_8.transposed.T, grad.dtype, False, preferences) if need_x else None
+        dx = _gemm(work, dz8, dz8.data, w1_8, w1_8.transposed.T, grad.dtype, False, preferences) if need_x else None
         dz8.data = None
-        dw1 = _gemm(dz8, dz8.transposed, x8, x8.transposed.T, grad.dtype, False, preferences) if need_w1 else None
+        dw1 = _gemm(work, dz8, dz8.transposed, x8, x8.transposed.T, grad.dtype, False, preferences) if need_w1 else None
         db1 = dz8.bias_grad
     return dx, dw1, db1, dw2, db2

@@ -85,6 +85,8 @@ class Float8State(nn.Module):
                              if name in _GRADIENTS and recipe.backward_dtype_name == "float8_e5m2")
         self.measured: set = set()  # slots with an amax recorded (a pass with one that has none scales dynamically)
         self.weight_cache: dict = {}  # slot -> (key, weak reference to the weight, its Cast)
+        # (scale_inv, its padded storage as one vector): what a pass snapshots
+        self.flat_scale_inv: tuple[torch.Tensor, torch.Tensor] | None = None
         register(self)
 
     def reset_parameters(self) -> None:
@@ -110,6 +112,7 @@ class Float8State(nn.Module):
     def __setstate__(self, state) -> None:  # copy.deepcopy and unpickling: a new state to register
         super().__setstate__(state)
         self.weight_cache = {}
+        self.flat_scale_inv = None
         register(self)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
@@ -126,6 +129,7 @@ class Float8State(nn.Module):
         """``.to()``, ``.cuda()``, ``.bfloat16()``, ...: the buffers move but stay float32 (the kernels
         write float32), and cached float8 weights are stale."""
         self.weight_cache.clear()
+        self.flat_scale_inv = None
         originals = {name: getattr(self, name) for name in ("amax_history", "scale", "scale_inv")}
         result = super()._apply(fn, *args, **kwargs)
         for name, original in originals.items():
