@@ -1,7 +1,8 @@
 """The GEMMs of the layers on cuBLASLt, through :func:`nvmathx.linalg.matmul` with fused epilogs.
 
 Each function computes what its namesake in :mod:`._reference` computes, in one ``matmul`` call
-(its plan cached by shape, strides, dtype and alignment), in the user's row-major frame with
+(its plan cached by shape, strides, dtype and alignment; on CUDA tensors found and run by address,
+:mod:`._gemm_calls`), in the user's row-major frame with
 ``nn.Linear``'s weight layout ``(out_features, in_features)``:
 
 ========================  ==========================================  ==========================
@@ -22,8 +23,9 @@ from __future__ import annotations
 
 from .._core.errors import OptionsError
 from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME
-from ..linalg import MatmulPlanPreferences, matmul
+from ..linalg import MatmulPlanPreferences
 from . import _column_sums
+from ._gemm_calls import gemm
 
 __all__ = ["backward_epilog", "check_autotune", "forward", "forward_epilog", "grad_activation", "grad_input",
            "grad_weight", "preferences_for", "set_autotune"]
@@ -100,7 +102,7 @@ _BACKWARD_EPILOGS = {(activation, bias_grad): backward_epilog(activation, bias_g
 def forward(x, weight, bias, activation: str, keep_aux: bool, autotune: bool | None = None):
     """``(act(x @ weight.T + bias), aux or None)`` in one GEMM (formats of :mod:`._reference`)."""
     epilog = _FORWARD_EPILOGS[activation, bias is not None, keep_aux]
-    result = matmul(x, weight.T, epilog=epilog, epilog_inputs=None if bias is None else {"bias": bias},
+    result = gemm(x, weight.T, epilog=epilog, epilog_inputs=None if bias is None else {"bias": bias},
                     preferences=preferences_for(autotune))
     if not keep_aux:
         return result, None
@@ -127,7 +129,7 @@ def _whole_buffer(aux):
 
 def grad_input(grad, weight, autotune: bool | None = None):
     """``grad @ weight``."""
-    return matmul(grad, weight, preferences=preferences_for(autotune))
+    return gemm(grad, weight, preferences=preferences_for(autotune))
 
 
 def grad_weight(grad, x, bias_grad: bool, autotune: bool | None = None):
@@ -137,9 +139,9 @@ def grad_weight(grad, x, bias_grad: bool, autotune: bool | None = None):
     preferences = preferences_for(autotune)
     rows, cols = grad.shape
     if bias_grad and not _column_sums.in_kernel(rows, cols, grad.stride(1), _column_sums.dtype_name(grad.dtype)):
-        weight_grad, outputs = matmul(grad.T, x, epilog="BGRADA", preferences=preferences)
+        weight_grad, outputs = gemm(grad.T, x, epilog="BGRADA", preferences=preferences)
         return weight_grad, outputs["bgrada"]
-    weight_grad = matmul(grad.T, x, preferences=preferences)
+    weight_grad = gemm(grad.T, x, preferences=preferences)
     return weight_grad, _column_sums.column_sums(grad) if bias_grad else None
 
 
@@ -148,7 +150,7 @@ def grad_activation(grad, weight, aux, activation: str, bias_grad: bool, autotun
     n = weight.shape[1]
     if activation == "gelu" and aux.shape[1] != n:
         aux = aux[:, :n]
-    result = matmul(grad, weight, epilog=_BACKWARD_EPILOGS[activation, bias_grad],
+    result = gemm(grad, weight, epilog=_BACKWARD_EPILOGS[activation, bias_grad],
                     epilog_inputs={_AUX_NAMES[activation]: aux}, preferences=preferences_for(autotune))
     if not bias_grad:
         return result, None

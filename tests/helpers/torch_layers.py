@@ -113,17 +113,17 @@ def route_float32_to_cublaslt_path(monkeypatch) -> list:
     """Send float32 CPU tensors down nvmathx.torch's cuBLASLt path, which then runs on nvmathx's own
     CPU execution space (the same epilog semantics, results without autograd history, as on a
     GPU), for the duration of a test. Returns the list that records every matmul call made there."""
-    from nvmathx.torch import _dispatch, _fused
+    from nvmathx.torch import _dispatch, _gemm_calls
 
     calls = []
-    real_matmul = _fused.matmul
+    real_matmul = _gemm_calls.matmul
 
-    def recording_matmul(a, b, *, epilog=None, epilog_inputs=None, preferences=None):
+    def recording_matmul(a, b, *, epilog=None, epilog_inputs=None, preferences=None, **kwargs):
         calls.append({"epilog": epilog, "a": a, "b": b, "inputs": dict(epilog_inputs or {}),
                       "preferences": preferences})
-        return real_matmul(a, b, epilog=epilog, epilog_inputs=epilog_inputs, preferences=preferences)
+        return real_matmul(a, b, epilog=epilog, epilog_inputs=epilog_inputs, preferences=preferences, **kwargs)
 
     monkeypatch.setattr(_dispatch, "fusable", lambda t: t.dtype == torch.float32)
-    monkeypatch.setattr(_fused, "matmul", recording_matmul)
+    monkeypatch.setattr(_gemm_calls, "matmul", recording_matmul)
     monkeypatch.setattr(_dispatch, "refused", set())
     return calls

@@ -17,6 +17,7 @@ from helpers.torch_layers import generator, randn  # noqa: E402
 from linalg._fake_cublaslt import install  # noqa: E402
 from nvmathx.linalg import plan_cache  # noqa: E402
 from nvmathx.torch import Float8Recipe, Float8State, FusedLinear, FusedMLP, fused_linear, fused_mlp  # noqa: E402
+from nvmathx.torch import _gemm_calls as gemm_calls  # noqa: E402
 from nvmathx.torch._float8 import dispatch, gemms, kernels  # noqa: E402
 from nvmathx.torch._float8.state import SCALE_STRIDE  # noqa: E402
 
@@ -354,11 +355,12 @@ def test_repeated_float8_gemms_run_their_cached_plans_by_address(fake_gpu, seed,
     from nvmathx._core.streams import resolve_stream
 
     keys, plans = [], []
-    real_plan_key, real_cache_plan = gemms.plan_key, gemms.cache_plan
-    monkeypatch.setattr(gemms, "plan_key", lambda *args, **kwargs: keys.append(1) or real_plan_key(*args, **kwargs))
-    monkeypatch.setattr(gemms, "cache_plan",
+    real_plan_key, real_cache_plan = gemm_calls.plan_key, gemm_calls.cache_plan
+    monkeypatch.setattr(gemm_calls, "plan_key",
+                        lambda *args, **kwargs: keys.append(1) or real_plan_key(*args, **kwargs))
+    monkeypatch.setattr(gemm_calls, "cache_plan",
                         lambda *args, **kwargs: plans.append(1) or real_cache_plan(*args, **kwargs))
-    monkeypatch.setattr(gemms, "_PLAN_KEYS", {})
+    monkeypatch.setattr(gemm_calls, "_PLAN_KEYS", {})
     work = type("Work", (), {"device_id": 0, "stream": resolve_stream(7, 0)})()
     gen = generator(seed)
 
@@ -380,7 +382,7 @@ def test_repeated_float8_gemms_run_their_cached_plans_by_address(fake_gpu, seed,
     assert product(32, 16, 48) == (1, 1)  # new operands, scales and bias: the same plan
     assert product(32, 16, 48, clear=True) == (1, 2)  # evicted: planned again, from the key made
     assert product(64, 16, 48) == (2, 3)  # new layouts
-    assert len(gemms._PLAN_KEYS) == 2
+    assert len(gemm_calls._PLAN_KEYS) == 2
 
 
 @pytest.mark.parametrize("autotune", [None, True])
@@ -388,9 +390,10 @@ def test_autotune_reaches_the_float8_gemms(fake_gpu, seed, monkeypatch, autotune
     """The block's autotune setting is each of its six float8 GEMMs' plan preferences."""
     seen = []
     _record_gemms(monkeypatch, lambda a, b, preferences: seen.append(preferences))
-    real_cache_plan = gemms.cache_plan
+    real_cache_plan = gemm_calls.cache_plan
     # planned without autotuning: the fake device has no clock
-    monkeypatch.setattr(gemms, "cache_plan", lambda *args, preferences=None, **kwargs: real_cache_plan(*args, **kwargs))
+    monkeypatch.setattr(gemm_calls, "cache_plan",
+                        lambda *args, preferences=None, **kwargs: real_cache_plan(*args, **kwargs))
     torch.manual_seed(seed)
     block = FusedMLP(16, 32, dtype=torch.bfloat16, fp8=Float8Recipe(), autotune=autotune)
     _mlp_step(block, *(randn(generator(seed), (16, 16), torch.bfloat16) for _ in range(2)))
@@ -409,7 +412,7 @@ def test_a_problem_cublaslt_refuses_runs_unquantised_from_then_on(fake_gpu, seed
         attempts.append(1)
         raise CudaLibraryError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmul")
 
-    monkeypatch.setattr(gemms, "cache_plan", refusing)
+    monkeypatch.setattr(gemm_calls, "cache_plan", refusing)
     monkeypatch.setattr(dispatch, "refused", set())
     gen = generator(seed)
     x, w, b = (randn(gen, s, torch.bfloat16) for s in ((16, 32), (16, 32), (16,)))
@@ -423,7 +426,7 @@ def test_a_problem_cublaslt_refuses_runs_unquantised_from_then_on(fake_gpu, seed
     def failing(*args, **kwargs):
         raise CudaLibraryError(13, "CUBLAS_STATUS_EXECUTION_FAILED", "cublasLtMatmul")
 
-    monkeypatch.setattr(gemms, "cache_plan", failing)
+    monkeypatch.setattr(gemm_calls, "cache_plan", failing)
     with pytest.raises(CudaLibraryError, match="EXECUTION_FAILED"):
         fused_linear(x[:, :16], w[:, :16], b, fp8=Float8Recipe(), fp8_state=state)
 

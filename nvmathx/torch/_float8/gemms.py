@@ -28,11 +28,11 @@ import numpy as np
 import torch
 
 from ..._core.streams import resolve_stream
-from ...linalg import MatmulOptions, matmul, plan_cache
-from ...linalg._function import cache_plan, plan_key
+from ...linalg import MatmulOptions
 from .._column_sums import current_stream_handle as torch_stream_handle
 from .._column_sums import dtype_name, sum_partials, vector_aligned
 from .._fused import preferences_for
+from .._gemm_calls import gemm
 from .._reference import activate
 from . import kernels
 from .state import SCALE_STRIDE, Float8State, is_padded, slot_mask
@@ -213,61 +213,16 @@ class Cast:
         return self.scales[self.scale_index:self.scale_index + 1]
 
 
-# A float8 GEMM's layouts (shapes, strides, dtypes, pointer alignments of its operands and bias; the
-# result's dtype, options, preferences, device) -> its matmul plan_key: a repeated GEMM finds its plan
-# in linalg's plan_cache without making that key (which reads every operand, the scales' too).
-_PLAN_KEYS: dict = {}
-_PLAN_KEYS_LIMIT = 1024  # (sequence lengths vary from call to call: forgotten wholesale past this)
-_ONE, _ZERO = 1, 0  # the alpha and beta of every float8 GEMM, as matmul() defaults them
-
-
 def _gemm(work: Pass, a: Cast, a_matrix, b: Cast, b_matrix, dtype, fast: bool, preferences, bias=None):
     """``a_matrix @ b_matrix`` dequantised with a's and b's scales, in ``dtype``, plus ``bias``, on
-    the pass's stream: the cached plan run with this call's addresses, as :func:`matmul` runs it. The
-    scales are 16-byte aligned where cuBLASLt reads them in place (a state's, see ``padded_scales``);
-    the plan copies any other to an aligned slot first."""
-    a_ptr, b_ptr = a_matrix.data_ptr(), b_matrix.data_ptr()
-    layouts: tuple = (a_matrix.shape, a_matrix.stride(), a_matrix.dtype, a_ptr & 255 and a_ptr & -a_ptr or 256,
-               b_matrix.shape, b_matrix.stride(), b_matrix.dtype, b_ptr & 255 and b_ptr & -b_ptr or 256,
-               dtype, fast, preferences, work.device_id)
-    pointers = {"scale:a": a.scale_ptr, "scale:b": b.scale_ptr}
-    if bias is not None:
-        bias_ptr = pointers["bias"] = bias.data_ptr()
-        layouts += (bias.shape, bias.stride(), bias.dtype, bias.is_neg(),
-                    bias_ptr & 255 and bias_ptr & -bias_ptr or 256)
-    key = _PLAN_KEYS.get(layouts)
-    entry = plan_cache.get(work.device_id, key) if key is not None else None
-    if entry is None:
-        entry = _plan_gemm(work, layouts, key, a, a_matrix, b, b_matrix, dtype, fast, preferences, bias)
-    if not entry.by_pointer or entry.alpha is not _ONE or entry.beta is not _ZERO:  # (another caller's scalars)
-        return matmul(a_matrix, b_matrix, **_gemm_arguments(a, b, dtype, fast, preferences, bias))
-    runner = entry.runner
-    runner.set_input_pointers(pointers)
-    return runner.run(work.stream, a_ptr, b_ptr, None)
-
-
-def _gemm_arguments(a: Cast, b: Cast, dtype, fast: bool, preferences, bias) -> dict:
-    """The :func:`matmul` keywords of a float8 GEMM."""
-    return {"epilog": "BIAS" if bias is not None else None,
-            "epilog_inputs": {"bias": bias} if bias is not None else None,
-            "quantization_scales": {"a": a.scale_inv, "b": b.scale_inv},
-            "options": _options(dtype, fast), "preferences": preferences}
-
-
-def _plan_gemm(work: Pass, layouts: tuple, key, a: Cast, a_matrix, b: Cast, b_matrix, dtype, fast: bool,
-               preferences, bias):
-    """The plan of a GEMM not in this thread's plan cache: of new layouts (its plan_key made), or
-    evicted (or made on another thread: the backward pass runs on autograd's): planned and cached."""
-    arguments = _gemm_arguments(a, b, dtype, fast, preferences, bias)
-    if key is None:
-        key = plan_key(a_matrix, b_matrix, **arguments)
-        if len(_PLAN_KEYS) >= _PLAN_KEYS_LIMIT:
-            _PLAN_KEYS.clear()
-        _PLAN_KEYS[layouts] = key
-        entry = plan_cache.get(work.device_id, key)
-        if entry is not None:
-            return entry
-    return cache_plan(work.device_id, key, a_matrix, b_matrix, **arguments)
+    the pass's stream (its cached plan run by address: :mod:`.._gemm_calls`). The scales are 16-byte
+    aligned where cuBLASLt reads them in place (a state's, see ``padded_scales``); the plan copies
+    any other to an aligned slot first."""
+    return gemm(a_matrix, b_matrix, epilog="BIAS" if bias is not None else None,
+                epilog_inputs={"bias": bias} if bias is not None else None,
+                scale_pointers={"scale:a": a.scale_ptr, "scale:b": b.scale_ptr},
+                scales=lambda: {"a": a.scale_inv, "b": b.scale_inv}, options=_options(dtype, fast),
+                preferences=preferences, stream=work.stream)
 
 
 def _saved(transposed: torch.Tensor, scale_inv: torch.Tensor, slot: int) -> Cast:

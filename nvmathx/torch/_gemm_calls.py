@@ -1,0 +1,91 @@
+"""The layers' GEMMs on CUDA tensors: :func:`nvmathx.linalg.matmul`'s cached plans, found and run
+with fewer host steps than a ``matmul()`` call takes.
+
+A training step makes the same six GEMMs every time, on fresh tensors of the same layouts.
+``matmul()`` makes each call's plan key from every operand (library, shape, strides, dtype, lazy
+flags, alignment; the epilog inputs' and float8 scales' too) and then looks it up; here a call's
+*layouts* (the same facts of a and b and the epilog inputs, read straight off the torch tensors)
+map to the plan key made on their first call, the plan is looked up in linalg's
+:data:`~nvmathx.linalg.plan_cache` (so its limits, counters and ``clear()`` hold) and run by
+address, exactly as ``matmul()`` runs a cache hit. Float8 scales are given as addresses (the
+layers' scales are elements of their state's vectors), made into tensors only for planning.
+CPU tensors (the CPU execution space) and any plan ``matmul()`` would not run by address go
+through ``matmul()`` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .._core.streams import StreamHolder, resolve_stream
+from ..linalg import matmul, plan_cache
+from ..linalg._function import cache_plan, plan_key
+from ._column_sums import current_stream_handle
+
+__all__ = ["gemm", "torch_stream"]
+
+# layouts -> plan_key; forgotten wholesale past the limit (token counts may vary from call to call)
+_PLAN_KEYS: dict = {}
+_PLAN_KEYS_LIMIT = 1024
+_ONE, _ZERO = 1, 0  # alpha and beta as matmul() defaults them (a cached plan keeps the last ones set)
+
+
+def torch_stream(device_id: int) -> StreamHolder:
+    """torch's current stream on a device."""
+    return resolve_stream(current_stream_handle(device_id), device_id)
+
+
+def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers: dict | None = None,
+         scales: Callable[[], dict] | None = None, options=None, preferences=None, stream: StreamHolder | None = None):
+    """``matmul(a, b, epilog=..., epilog_inputs=..., quantization_scales=scales(), options=...,
+    preferences=...)`` on torch's current stream (or ``stream``).
+
+    ``scale_pointers`` gives float8 scales by address (``{"scale:a": ptr, "scale:b": ptr}``);
+    ``scales()`` makes them as tensors, for planning. ``options`` and ``preferences`` are keyed by
+    identity: pass the layers' interned objects (or None), never one made per call.
+    """
+    device_id = a.get_device()
+    if device_id < 0:
+        return matmul(a, b, epilog=epilog, epilog_inputs=epilog_inputs,
+                      quantization_scales=scales() if scales is not None else None, options=options,
+                      preferences=preferences)
+    a_ptr, b_ptr = a.data_ptr(), b.data_ptr()
+    layouts: tuple = (a.shape, a.stride(), a.dtype, a.is_neg(), a_ptr & 255 and a_ptr & -a_ptr or 256,
+                      b.shape, b.stride(), b.dtype, b.is_neg(), b_ptr & 255 and b_ptr & -b_ptr or 256,
+                      epilog, id(options), id(preferences), scales is not None, device_id)
+    pointers = dict(scale_pointers) if scale_pointers else {}
+    if epilog_inputs:
+        for name, tensor in epilog_inputs.items():
+            ptr = pointers[name] = tensor.data_ptr()
+            layouts += (name, tensor.shape, tensor.stride(), tensor.dtype, tensor.is_neg(),
+                        ptr & 255 and ptr & -ptr or 256)
+    key = _PLAN_KEYS.get(layouts)
+    entry = plan_cache.get(device_id, key) if key is not None else None
+    if entry is None:
+        entry = _plan(device_id, layouts, key, a, b, epilog, epilog_inputs, scales, options, preferences)
+    if entry.alpha is not _ONE or entry.beta is not _ZERO or entry.rebind:
+        # another caller's scalars on this plan, or operands matmul() binds per call
+        return matmul(a, b, epilog=epilog, epilog_inputs=epilog_inputs,
+                      quantization_scales=scales() if scales is not None else None, options=options,
+                      preferences=preferences)
+    runner = entry.runner
+    if entry.by_pointer:
+        runner.set_input_pointers(pointers)
+    return runner.run(stream if stream is not None else torch_stream(device_id), a_ptr, b_ptr, None)
+
+
+def _plan(device_id: int, layouts: tuple, key, a, b, epilog, epilog_inputs, scales, options, preferences):
+    """The plan of a GEMM not in this thread's plan cache: of new layouts (its plan_key made), or
+    evicted, or made on another thread (the backward pass runs on autograd's): planned and cached."""
+    arguments = {"epilog": epilog, "epilog_inputs": epilog_inputs,
+                 "quantization_scales": scales() if scales is not None else None, "options": options,
+                 "preferences": preferences}
+    if key is None:
+        key = plan_key(a, b, **arguments)
+        if len(_PLAN_KEYS) >= _PLAN_KEYS_LIMIT:
+            _PLAN_KEYS.clear()
+        _PLAN_KEYS[layouts] = key
+        entry = plan_cache.get(device_id, key)
+        if entry is not None:
+            return entry
+    return cache_plan(device_id, key, a, b, **arguments)
