@@ -39,7 +39,7 @@ class KernelSet:
         self.source = source
         self.names = tuple(names)
         self._modules: dict[int, Any] = {}  # cuda.core ObjectCode
-        self._kernels: dict[tuple, Kernel] = {}
+        self._kernels: dict[tuple, object] = {}
         self._lock = threading.Lock()
 
     def compile(self, arch: str, use_cache: bool = True):
@@ -135,7 +135,7 @@ def launch(stream, kernel: Kernel, count: int, *args) -> None:
 
 # Each argument takes one 8-byte slot (the driver reads each through its own pointer, as many bytes
 # as the parameter has): its struct code by type; a 4-byte value padded to the slot.
-_CODES: dict[type, str] = {int: "q", np.int64: "q", np.uint64: "Q", np.int32: "i4x", np.uint32: "I4x", np.float32: "f4x",
+_CODES = {int: "q", np.int64: "q", np.uint64: "Q", np.int32: "i4x", np.uint32: "I4x", np.float32: "f4x",
           np.float64: "d"}
 _local = threading.local()
 
