@@ -19,8 +19,6 @@ __all__ = [
     "stream_wait_stream",
     "stream_is_capturing",
     "kernel_set_max_dynamic_shared_memory",
-    "kernel_function",
-    "kernel_launcher",
 ]
 
 
@@ -111,24 +109,3 @@ def kernel_set_max_dynamic_shared_memory(kernel_handle, nbytes: int, device_id: 
     driver = _module()
     attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     _call("cuKernelSetAttribute", attribute, int(nbytes), kernel_handle, _call("cuDeviceGet", device_id))
-
-
-def kernel_function(kernel_handle):
-    """The launch handle of a library kernel (a CUkernel, as cuda.core's ``Kernel.handle``), as
-    cuda.core launches it: the CUkernel's address taken as a CUfunction."""
-    return _module().CUfunction(int(kernel_handle))
-
-
-def kernel_launcher():
-    """``launch(function, blocks, threads, stream_handle, params_address)``: cuLaunchKernel on a 1-D
-    grid without dynamic shared memory, ``params_address`` the address of the ``void*`` array of
-    the kernel's arguments (packed by the caller); raises :class:`CudaDriverError` on failure."""
-    driver = _module()
-    launch_kernel, success = driver.cuLaunchKernel, driver.CUresult.CUDA_SUCCESS
-
-    def launch(function, blocks: int, threads: int, stream_handle: int, params_address: int) -> None:
-        (status,) = launch_kernel(function, blocks, 1, 1, threads, 1, 1, 0, stream_handle, params_address, 0)
-        if status != success:
-            _check(status, "cuLaunchKernel")
-
-    return launch

@@ -1,33 +1,23 @@
-"""CUDA C++ kernels compiled with NVRTC once per device (through cuda.core), and launched on the
+"""CUDA C++ kernels compiled with NVRTC once per device, and launched through cuda.core on the
 caller's stream (so CUDA graphs capture them).
 
 A :class:`KernelSet` is one source and the names of the template instances it exports; its module
 for a device is compiled on first use (its cubin kept in the on-disk cache of :mod:`.cache`, so a
 new process loads it instead of compiling again) and its kernels are kept per ``(device, name)``,
 so a later launch does no driver lookup.
-
-:func:`launch` calls cuLaunchKernel itself, with the arguments packed into a buffer kept per
-thread and per argument types (one ``struct.pack_into``): a launch of the float8 cast's 19
-arguments through ``cuda.core.launch`` converted each argument on every call, which cost more host
-time than the driver's launch (the float8 training step makes eight per step).
 """
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
-import struct
 import threading
 from typing import Any
 
-import numpy as np
-
-from .._bindings import cuda_driver
 from .._core import device
 from . import cache, link
 from .nvrtc import nvrtc_version
 
-__all__ = ["BLOCK", "Kernel", "KernelSet", "core_stream", "grid", "launch"]
+__all__ = ["BLOCK", "KernelSet", "core_stream", "grid", "launch"]
 
 BLOCK = 256  # threads per block of every kernel here: each is a grid-stride loop
 
@@ -71,8 +61,8 @@ class KernelSet:
         return {"kind": "nvrtc kernel set", "source_sha256": hashlib.sha256(self.source.encode()).hexdigest(),
                 "names": list(self.names), "arch": arch, "std": "c++17", "nvrtc": nvrtc_version()}
 
-    def kernel(self, device_id: int, name: str) -> Kernel:
-        """The kernel ``name`` on a device (its module compiled on first use), as :func:`launch` takes it."""
+    def kernel(self, device_id: int, name: str):
+        """The cuda.core Kernel ``name`` on a device (its module compiled on first use)."""
         kernel = self._kernels.get((device_id, name))
         if kernel is not None:
             return kernel
@@ -93,18 +83,8 @@ class KernelSet:
                 # anew (and stored over the entry), any error is the kernel's own.
                 module = self._modules[device_id] = self.compile(arch, use_cache=False)
                 kernel = module.get_kernel(name)
-            kernel = self._kernels[device_id, name] = Kernel(kernel)
+            self._kernels[device_id, name] = kernel
         return kernel
-
-
-class Kernel:
-    """A compiled kernel: cuda.core's ``Kernel`` (``core``) and the handle cuLaunchKernel takes."""
-
-    __slots__ = ("core", "function")
-
-    def __init__(self, core_kernel):
-        self.core = core_kernel
-        self.function = cuda_driver.kernel_function(core_kernel.handle)
 
 
 def grid(count: int) -> int:
@@ -121,56 +101,27 @@ def core_stream(stream):
     return core.LEGACY_DEFAULT_STREAM if stream.handle < 2 else core.PER_THREAD_DEFAULT_STREAM
 
 
-def launch(stream, kernel: Kernel, count: int, *args) -> None:
-    """Launch ``kernel`` over ``count`` elements on ``stream`` (a StreamHolder), :data:`BLOCK` threads
-    a block. Arguments in the kernel's parameter order: Python ints for pointers and 64-bit integers
-    (``long long``; ``unsigned long long`` below 2**63), numpy scalars of the parameter's type for
-    the others (``np.int32``, ``np.float32``, ...)."""
-    packer = _packers().get(tuple(map(type, args)))
-    if packer is None:
-        packer = _packer(args)
-    packer[0](packer[1], 0, *args)
-    (_LAUNCH or _launcher())(kernel.function, grid(count), BLOCK, stream.handle, packer[2])
+def launch(stream, kernel, count: int, *args) -> None:
+    """Launch ``kernel`` over ``count`` elements on ``stream`` (a StreamHolder). Pointers and 64-bit
+    integers (``long long``, ``unsigned long long`` below 2**63) are Python ints, which cuda.core
+    passes as ``intptr_t``, 64 bits on every platform CUDA supports (and cheaper to make and to
+    pack than numpy scalars); every other argument is a numpy scalar of the parameter's type."""
+    core = _core()
+    blocks = grid(count)
+    config = _configs.get(blocks)
+    if config is None:
+        config = _config(core, blocks)
+    core.launch(core_stream(stream), config, kernel, *args)
 
 
-# Each argument takes one 8-byte slot (the driver reads each through its own pointer, as many bytes
-# as the parameter has): its struct code by type; a 4-byte value padded to the slot.
-_CODES = {int: "q", np.int64: "q", np.uint64: "Q", np.int32: "i4x", np.uint32: "I4x", np.float32: "f4x",
-          np.float64: "d"}
-_local = threading.local()
+_configs: dict[int, Any] = {}  # blocks -> LaunchConfig: launches read a config, never change it
 
 
-def _packers() -> dict:
-    packers = getattr(_local, "packers", None)
-    if packers is None:
-        packers = _local.packers = {}
-    return packers
-
-
-def _packer(args) -> tuple:
-    """(struct's pack_into, the buffer, the address of its array of argument pointers) for arguments
-    of these types, made once per thread (the driver copies the arguments at the launch: reusing the
-    buffer right after is safe)."""
-    types = tuple(map(type, args))
-    unknown = [t.__name__ for t in types if t not in _CODES]
-    if unknown:
-        raise TypeError(f"kernel arguments must be ints or numpy scalars of the parameter's type (got {unknown})")
-    layout = struct.Struct("<" + "".join(_CODES[t] for t in types))
-    count = max(len(types), 1)
-    buffer = (ctypes.c_uint64 * count)()
-    pointers = (ctypes.c_void_p * count)(*(ctypes.addressof(buffer) + 8 * i for i in range(count)))
-    packer = _packers()[types] = (layout.pack_into, buffer, ctypes.addressof(pointers), pointers)
-    return packer
-
-
-def _launcher():
-    global _LAUNCH
-    if _LAUNCH is None:
-        _LAUNCH = cuda_driver.kernel_launcher()
-    return _LAUNCH
-
-
-_LAUNCH = None
+def _config(core, blocks: int):
+    if len(_configs) >= 4096:  # (a process launching on ever new sizes)
+        _configs.clear()
+    config = _configs[blocks] = core.LaunchConfig(grid=blocks, block=BLOCK)
+    return config
 
 
 def _core():
