@@ -11,7 +11,7 @@ from helpers.host_kernels import HostKernels  # noqa: E402
 from helpers.torch_layers import float64_reference, generator, layer_tensors, randn, reference_mlp  # noqa: E402
 from linalg._fake_cublaslt import install  # noqa: E402
 from nvmathx.linalg import plan_cache  # noqa: E402
-from nvmathx.torch import _column_sums, fused_mlp  # noqa: E402
+from nvmathx.torch import _column_sums, _dispatch, _fused, _gemm_calls, fused_mlp  # noqa: E402
 from nvmathx.torch._float8 import kernels  # noqa: E402
 
 HOST = HostKernels(kernels.KERNEL_SOURCE, kernels.KERNEL_NAMES, "float8")
@@ -65,6 +65,13 @@ def test_mlp_backward_with_column_sums_matches_bgrada_and_float64(seed, monkeypa
     BGRADA (threshold out of reach) and against torch's block in float64."""
     install(monkeypatch)
     present_torch_as_device(monkeypatch)
+    # the fused path for these CPU tensors (presented as device 0), its GEMMs counted
+    monkeypatch.setattr(_dispatch, "fusable", lambda t: t.dtype in _dispatch.FUSED_DTYPES)
+    monkeypatch.setattr(_gemm_calls, "current_stream_handle", lambda device_id: 7)
+    epilogs = []
+    real_gemm = _fused.gemm
+    monkeypatch.setattr(_fused, "gemm", lambda *args, **kwargs: epilogs.append(kwargs.get("epilog"))
+                        or real_gemm(*args, **kwargs))
     gen = generator(seed)
     dtype = torch.bfloat16
     x = randn(gen, (96, 64), dtype, requires_grad=True)
@@ -79,6 +86,9 @@ def test_mlp_backward_with_column_sums_matches_bgrada_and_float64(seed, monkeypa
             steps[name] = torch.autograd.grad(out, (x, *params), grad)
     finally:
         plan_cache.clear()
+    forward, backward = (f"{activation.upper()}_AUX_BIAS", "BIAS"), f"D{activation.upper()}"
+    # the bias gradients from the column-sum pass (plain GEMMs), then from cuBLASLt's BGRADA
+    assert epilogs == [*forward, backward, None, None, None, *forward, backward, None, "BGRADA", "BGRADA"]
     _, expected = float64_reference(reference_mlp, (x, *params), grad, activation)
     for index in (2, 4):  # db1, db2
         kernel, bgrada, want = steps["kernel"][index], steps["bgrada"][index], expected[index]
@@ -87,3 +97,5 @@ def test_mlp_backward_with_column_sums_matches_bgrada_and_float64(seed, monkeypa
         assert float((kernel.double() - bgrada.double()).norm() / want.norm()) < 1e-2, index
     for index in (0, 1, 3):  # the GEMMs' own results do not depend on where the bias gradient came from
         assert torch.equal(steps["kernel"][index], steps["bgrada"][index]), index
+        want = expected[index]
+        assert float((steps["kernel"][index].double() - want).norm() / want.norm()) < 2e-2, index
