@@ -22,7 +22,7 @@ from .._core.tensor import adapter_for
 from ._float8 import kernels
 
 __all__ = ["MIN_ELEMENTS", "TARGET_BLOCKS", "bands", "column_sums", "current_stream_handle", "dtype_name", "in_kernel",
-           "sum_partials", "torch_stream", "vector_aligned"]
+           "sum_partials", "torch_stream", "vector_aligned", "vector_aligned_at"]
 
 MIN_ELEMENTS = 1 << 24  # gradients from this size on take their bias gradient from the kernel
 TARGET_BLOCKS = 512  # blocks of column_partials: four a multiprocessor on Hopper, each reading 128 rows or more
@@ -51,7 +51,12 @@ _FORMAT_CODES = {getattr(torch, name): np.int32(FORMAT_CODES[name]) for name in 
 
 def vector_aligned(t: torch.Tensor) -> bool:
     """16-byte vector loads: an aligned base and a row stride of whole 16-byte units (16-bit types)."""
-    return t.element_size() == 2 and t.data_ptr() % 16 == 0 and (t.stride(0) * 2) % 16 == 0
+    return vector_aligned_at(t.data_ptr(), t.stride(0), t.element_size())
+
+
+def vector_aligned_at(ptr: int, row_stride: int, itemsize: int) -> bool:
+    """:func:`vector_aligned` of a matrix at ``ptr`` whose rows are ``row_stride`` elements apart."""
+    return itemsize == 2 and not (ptr | 2 * row_stride) % 16
 
 
 def torch_stream(device: torch.device) -> tuple[StreamHolder, int]:

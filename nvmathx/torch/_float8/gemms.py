@@ -30,7 +30,7 @@ import torch
 from ..._core.streams import resolve_stream
 from ...linalg import MatmulOptions
 from .._column_sums import current_stream_handle as torch_stream_handle
-from .._column_sums import dtype_name, sum_partials, vector_aligned
+from .._column_sums import dtype_name, sum_partials, vector_aligned_at
 from .._fused import preferences_for
 from .._gemm_calls import gemm
 from .._reference import activate
@@ -78,9 +78,15 @@ def _cast_name(in_dtype: torch.dtype, out_dtype: torch.dtype) -> str:
     return name
 
 
-def _element(vector: torch.Tensor, index: int) -> int:
-    """The address of ``vector[index]`` (a state's scales are strided views)."""
-    return vector.data_ptr() + 4 * vector.stride(0) * index
+_MARGIN_FACTORS: dict = {}
+
+
+def _margin_factor(margin: int) -> np.float32:
+    """``2**-margin`` as the kernels' float argument (made once per margin)."""
+    factor = _MARGIN_FACTORS.get(margin)
+    if factor is None:
+        factor = _MARGIN_FACTORS[margin] = np.float32(2.0 ** -margin)
+    return factor
 
 
 class Pass:
@@ -94,11 +100,15 @@ class Pass:
 
     def __init__(self, state: Float8State, tensors, device: torch.device, slots, use_cache: bool = True):
         self.state = state
-        self.history, self.scale, self.scale_inv = tensors
+        history, scale, scale_inv = self.history, self.scale, self.scale_inv = tensors
+        # the buffers' addresses, read once: a state's scales are strided views (slot i at i * stride)
+        self.history_ptr = history.data_ptr()
+        self.scale_ptr, self.scale_step = scale.data_ptr(), 4 * scale.stride(0)
+        self.scale_inv_ptr, self.scale_inv_step = scale_inv.data_ptr(), 4 * scale_inv.stride(0)
         self.device_id = device_id(device)
         self.stream = resolve_stream(current_stream_handle(device), self.device_id)
         self.group = state.recipe.process_group
-        self.margin_factor = np.float32(2.0 ** -state.recipe.margin)
+        self.margin_factor = _margin_factor(state.recipe.margin)
         self.use_cache = use_cache and not capturing()  # a graph replay must recast
         self.dynamic = self._dynamic(slots)
         self.update(slots, self.dynamic)
@@ -111,24 +121,26 @@ class Pass:
         state, history = self.state, self.history
         if self.group is not None and not zero_only:
             self._reduce_amaxes(history[0])
+        rows, columns = history.shape
         kernels.launch(self.stream, self.device_id, "update_scaling", len(state.slots) * kernels.WARP,
-                       history.data_ptr(), history.shape[0], history.shape[1], slot_mask(slots), state.e5m2_mask,
-                       self.scale.data_ptr(), self.scale.stride(0), self.scale_inv.data_ptr(),
-                       self.scale_inv.stride(0), self.margin_factor,
+                       self.history_ptr, rows, columns, slot_mask(slots), state.e5m2_mask, self.scale_ptr,
+                       self.scale_step >> 2, self.scale_inv_ptr, self.scale_inv_step >> 2, self.margin_factor,
                        _INT32[state.recipe.amax_compute_algo == "most_recent"], _INT32[zero_only])
 
     def _reduce_amaxes(self, amaxes: torch.Tensor) -> None:
         """Max-reduce ``amaxes`` (a view of the history) over the recipe's process group, in place."""
         torch.distributed.all_reduce(amaxes, op=torch.distributed.ReduceOp.MAX, group=self.group)
 
-    def _launch_cast(self, t, aux, slot, op, flags, out, out_t, partials, scale_ptr, scale_inv_ptr) -> None:
-        name = _cast_name(t.dtype, self.state.dtype_of(slot))
-        amax = self.history.data_ptr() + 4 * slot
-        vector = vector_aligned(t) | (aux is not None and vector_aligned(aux)) << 1
+    def _launch_cast(self, t, aux, slot, dtype, op, flags, out, out_t, partials, scale_ptr, scale_inv_ptr) -> None:
+        name = _cast_name(t.dtype, dtype)
+        amax = self.history_ptr + 4 * slot
+        t_ptr, t_ld = t.data_ptr(), t.stride(0)
+        aux_ptr, aux_ld = (aux.data_ptr(), aux.stride(0)) if aux is not None else (0, 0)
+        vector = vector_aligned_at(t_ptr, t_ld, t.element_size()) | (
+            aux is not None and vector_aligned_at(aux_ptr, aux_ld, aux.element_size())) << 1
         rows, cols = t.shape
         threads = kernels.tile_count(rows, cols) * kernels.TILE_THREADS
-        kernels.launch(self.stream, self.device_id, name, max(threads, 1), t.data_ptr(), t.stride(0),
-                       aux.data_ptr() if aux is not None else 0, aux.stride(0) if aux is not None else 0,
+        kernels.launch(self.stream, self.device_id, name, max(threads, 1), t_ptr, t_ld, aux_ptr, aux_ld,
                        rows, cols, _INT32[kernels.OPS[op]], _INT32[flags],
                        out.data_ptr() if out is not None else 0, out_t.data_ptr() if out_t is not None else 0,
                        scale_ptr, scale_inv_ptr, amax, amax, self.margin_factor,
@@ -149,16 +161,17 @@ class Pass:
             partials = t.new_empty((parts, cols), dtype=torch.float32)
         flags = (kernels.WRITE if rowmajor else 0) | (kernels.WRITE_T if transposed else 0)
         flags |= kernels.DBIAS if bias_grad else 0
-        scale_ptr, scale_inv_ptr = _element(self.scale, slot), _element(self.scale_inv, slot)
+        scale_ptr = self.scale_ptr + self.scale_step * slot
+        scale_inv_ptr = self.scale_inv_ptr + self.scale_inv_step * slot
         if self.dynamic if dynamic is None else dynamic:
-            self._launch_cast(t, aux, slot, op, kernels.AMAX, None, None, None, scale_ptr,
+            self._launch_cast(t, aux, slot, dtype, op, kernels.AMAX, None, None, None, scale_ptr,
                               scale_inv_ptr)  # this step's amax first
             if self.group is not None and reduce_amax:
                 self._reduce_amaxes(self.history[0, slot:slot + 1])
             flags |= kernels.DYNAMIC
         else:
             flags |= kernels.AMAX
-        self._launch_cast(t, aux, slot, op, flags, out, out_t, partials, scale_ptr, scale_inv_ptr)
+        self._launch_cast(t, aux, slot, dtype, op, flags, out, out_t, partials, scale_ptr, scale_inv_ptr)
         self.state.measured.add(slot)
         bias = sum_partials(partials, t.dtype, self.stream, self.device_id) if partials is not None else None
         return Cast(out, out_t, bias, self.scale_inv, slot, scale_inv_ptr)
