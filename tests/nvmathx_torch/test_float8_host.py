@@ -639,3 +639,33 @@ def test_a_trained_block_copies_and_moves(fake_gpu, seed):
         for result, expected in zip(other, results[0]):
             torch.testing.assert_close(result, expected, rtol=0, atol=0)
     assert copied.fp8_state.flat_scale_inv[0] is copied.fp8_state.scale_inv
+
+
+def test_recast_weights_scale_in_the_pass_update(fake_gpu, seed, monkeypatch):
+    """After an optimizer step both weights are recast: their scale updates join the forward pass's
+    one update launch (a step makes two, forward and backward, whether or not the weights changed),
+    and the step still matches the model."""
+    launched = []
+    real_launch = kernels.launch
+    monkeypatch.setattr(kernels, "launch", lambda stream, device, name, *args: launched.append(name)
+                        or real_launch(stream, device, name, *args))
+    recipe = Float8Recipe(amax_history_len=2)
+    block = _mlp(seed, 32, 48, recipe)
+    model = Float8Model("mlp", scaling="delayed", history_len=2)
+    gen = generator(seed)
+    for step in range(4):
+        x, grad = randn(gen, (64, 32), torch.bfloat16), randn(gen, (64, 32), torch.bfloat16, scale=1e-3)
+        w1, b1, w2, b2 = _params(block)
+        launched.clear()
+        results = _mlp_step(block, x, grad)
+        assert launched.count("update_scaling") == 2, (step, launched)
+        casts = sum(name.startswith("cast_transpose") for name in launched)
+        # step 0 scales dynamically (an amax pass before each cast); the weights are cast in steps 0 and 2
+        assert casts == (12, 4, 6, 4)[step], (step, launched)
+        for name, result, want in zip(("out", "dx", "dw1", "db1", "dw2", "db2"), results,
+                                      model.mlp(x, w1, b1, w2, b2, "gelu", grad)):
+            assert _error(result, want) < TOLERANCE, (step, name)
+        if step == 1:
+            with torch.no_grad():
+                for p in block.parameters():
+                    p -= 0.5 * p.grad

@@ -98,7 +98,8 @@ class Pass:
     A pass scales dynamically (each tensor by this step's amax) under dynamic scaling, and under
     delayed scaling while one of its slots has no amax recorded yet (the first step)."""
 
-    def __init__(self, state: Float8State, tensors, device: torch.device, slots, use_cache: bool = True):
+    def __init__(self, state: Float8State, tensors, device: torch.device, slots, use_cache: bool = True,
+                 weights=()):
         self.state = state
         history, scale, scale_inv = self.history, self.scale, self.scale_inv = tensors
         # the buffers' addresses, read once: a state's scales are strided views (slot i at i * stride)
@@ -111,7 +112,12 @@ class Pass:
         self.margin_factor = _margin_factor(state.recipe.margin)
         self.use_cache = use_cache and not capturing()  # a graph replay must recast
         self.dynamic = self._dynamic(slots)
-        self.update(slots, self.dynamic)
+        # The pass's weights ((tensor, slot) pairs), looked up in the cache now: the scales of those
+        # to recast (after an optimizer step) that scale as the pass does join its one update launch.
+        self.weights = {slot: (w, self._cached(w, slot)) for w, slot in weights}
+        self.folded = tuple(slot for slot, (w, (key, cast)) in self.weights.items()
+                            if cast is None and self._dynamic((slot,)) == self.dynamic)
+        self.update((*slots, *self.folded), self.dynamic)
 
     def _dynamic(self, slots) -> bool:
         return self.state.recipe.scaling == "dynamic" or any(slot not in self.state.measured for slot in slots)
@@ -197,17 +203,25 @@ class Pass:
         (the same tensor object at the same version: no optimizer step, no load) and the pass may use it.
         The object matters: a new tensor (a copy made per call) may reuse a freed one's address at
         version 0, and torch's caching allocator makes that the rule."""
-        key = (w.data_ptr(), w._version, tuple(w.shape), w.dtype, self.scale_inv.data_ptr())
-        cache = self.state.weight_cache
-        cached = cache.get(slot) if self.use_cache else None
-        if cached is not None and cached[0] == key and cached[1]() is w:
-            return cached[2]
+        announced = self.weights.get(slot)
+        key, cast = announced[1] if announced is not None and announced[0] is w else self._cached(w, slot)
+        if cast is not None:
+            return cast
         dynamic = self._dynamic((slot,))
-        self.update((slot,), dynamic)
+        if slot not in self.folded:
+            self.update((slot,), dynamic)
         cast = self.cast(w, slot, dynamic=dynamic, reduce_amax=False)  # replicas hold equal weights
         if self.use_cache:
-            cache[slot] = (key, weakref.ref(w), cast)
+            self.state.weight_cache[slot] = (key, weakref.ref(w), cast)
         return cast
+
+    def _cached(self, w: torch.Tensor, slot: int) -> tuple:
+        """(the cache key of weight ``w``, its cached Cast or None)."""
+        key = (w.data_ptr(), w._version, tuple(w.shape), w.dtype, self.scale_inv_ptr)
+        cached = self.state.weight_cache.get(slot) if self.use_cache else None
+        if cached is not None and cached[0] == key and cached[1]() is w:
+            return key, cached[2]
+        return key, None
 
 
 class Cast:
@@ -251,7 +265,7 @@ def linear_forward(state: Float8State, tensors, x, weight, bias, activation: str
     :func:`linear_backward` takes, ``(x8t, w8t, aux, scale_inv)`` (None without gradients)."""
     preferences = preferences_for(autotune)
     slot_x, slot_w = state.slot("input"), state.slot("weight")
-    work = Pass(state, tensors, x.device, (slot_x,), use_cache)
+    work = Pass(state, tensors, x.device, (slot_x,), use_cache, ((weight, slot_w),))
     x8 = work.cast(x, slot_x, transposed=need_grad)
     w8 = work.weight(weight, slot_w)
     z = _gemm(work, x8, x8.data, w8, w8.data.T, x.dtype, state.recipe.fast_accumulation, preferences, bias)
@@ -285,13 +299,14 @@ def mlp_forward(state: Float8State, tensors, x, w1, b1, w2, b2, activation: str,
     ``(x8t, w1_8t, z, h8t, w2_8t, scale_inv)`` for :func:`mlp_backward` (None without gradients)."""
     preferences = preferences_for(autotune)
     slot_x, slot_h = state.slot("input"), state.slot("hidden")
-    work = Pass(state, tensors, x.device, (slot_x, slot_h), use_cache)
+    slot_w1, slot_w2 = state.slot("fc1.weight"), state.slot("fc2.weight")
+    work = Pass(state, tensors, x.device, (slot_x, slot_h), use_cache, ((w1, slot_w1), (w2, slot_w2)))
     fast = state.recipe.fast_accumulation
     x8 = work.cast(x, slot_x, transposed=need_grad)
-    w1_8 = work.weight(w1, state.slot("fc1.weight"))
+    w1_8 = work.weight(w1, slot_w1)
     z = _gemm(work, x8, x8.data, w1_8, w1_8.data.T, x.dtype, fast, preferences, b1)
     h8 = work.cast(z, slot_h, op=activation, transposed=need_grad)
-    w2_8 = work.weight(w2, state.slot("fc2.weight"))
+    w2_8 = work.weight(w2, slot_w2)
     out = _gemm(work, h8, h8.data, w2_8, w2_8.data.T, x.dtype, fast, preferences, b2)
     if not need_grad:
         return out, None
