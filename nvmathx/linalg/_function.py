@@ -20,7 +20,7 @@ from ._operands import copied, has_array_likes, input_argument, wrap_all
 from ._options import MatmulOptions, MatmulPlanPreferences
 from ._problem import check_quantization_scales
 
-__all__ = ["cache_plan", "matmul", "plan_key", "plan_cache"]
+__all__ = ["matmul", "plan_key", "plan_cache"]
 
 plan_cache = PlanCache("nvmathx.linalg", max_size=128, max_memory_bytes=1 << 30)
 """The per-device LRU cache of cuBLASLt plans used by :func:`matmul` (``info()``, ``clear()``,
@@ -286,9 +286,10 @@ def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: com
                          stream=stream)
     entry = plan_cache.get(device_id, key)
     if entry is None:
-        entry = cache_plan(device_id, key, a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=epilog_inputs,
-                           quantization_scales=quantization_scales, options=options, preferences=preferences,
-                           execution=execution, stream=stream)
+        entry = _plan(a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=epilog_inputs,
+                      scales=quantization_scales, options=options, preferences=preferences, execution=execution,
+                      stream=stream)
+        plan_cache.put(device_id, key, entry)
     if alpha is not entry.alpha or beta is not entry.beta:  # values checked once, when they change
         entry.set_scalars(alpha, beta)
     if entry.by_pointer:
@@ -296,18 +297,6 @@ def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: com
     elif entry.rebind:
         return entry.run_bound(a, b, c, epilog_inputs, quantization_scales, stream)
     return entry.runner.run(entry.streams(stream), a_ptr, b_ptr, c_ptr)
-
-
-def cache_plan(device_id: int, key: tuple, a, b, c=None, *, alpha=1, beta=0, epilog=None, epilog_inputs=None,
-               quantization_scales=None, options=None, preferences=None, execution=None, stream=None) -> _CachedMatmul:
-    """Plan the :func:`matmul` call of these arguments, whose :func:`plan_key` is ``key``, and put the
-    plan in :data:`plan_cache` (for callers that run cached plans by address, as the float8 layers
-    do: they look ``key`` up themselves and call this on a miss)."""
-    entry = _plan(a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=epilog_inputs,
-                  scales=quantization_scales, options=options, preferences=preferences, execution=execution,
-                  stream=stream)
-    plan_cache.put(device_id, key, entry)
-    return entry
 
 
 def _uncached(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, preferences, execution, stream):

@@ -5,9 +5,10 @@ A training step makes the same six GEMMs every time, on fresh tensors of the sam
 ``matmul()`` makes each call's plan key from every operand (library, shape, strides, dtype, lazy
 flags, alignment; the epilog inputs' and float8 scales' too) and then looks it up; here a call's
 *layouts* (the same facts of a and b and the epilog inputs, read straight off the torch tensors)
-map to the plan key made on their first call, the plan is looked up in linalg's
-:data:`~nvmathx.linalg.plan_cache` (so its limits, counters and ``clear()`` hold) and run by
-address, exactly as ``matmul()`` runs a cache hit. Float8 scales are given as addresses (the
+map to the plan key made on their first call (:func:`~nvmathx.linalg.plan_key`), the plan is looked
+up in :data:`~nvmathx.linalg.plan_cache` and run by address, exactly as ``matmul()`` runs a cache
+hit (through the cache entry's ``runner``, as ``matmul()`` does). A first call, and a call whose
+plan the cache has dropped, is a ``matmul()`` call, which plans and caches it. Float8 scales are given as addresses (the
 layers' scales are elements of their state's vectors), made into tensors only for planning.
 CPU tensors (the CPU execution space) and any plan ``matmul()`` would not run by address go
 through ``matmul()`` itself.
@@ -18,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .._core.streams import StreamHolder, resolve_stream
-from ..linalg import matmul, plan_cache
-from ..linalg._function import cache_plan, plan_key
+from ..linalg import matmul, plan_cache, plan_key
 from ._column_sums import current_stream_handle
 
 __all__ = ["gemm", "torch_stream"]
@@ -61,31 +61,18 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
                         ptr & 255 and ptr & -ptr or 256)
     key = _PLAN_KEYS.get(layouts)
     entry = plan_cache.get(device_id, key) if key is not None else None
-    if entry is None:
-        entry = _plan(device_id, layouts, key, a, b, epilog, epilog_inputs, scales, options, preferences)
-    if entry.alpha is not _ONE or entry.beta is not _ZERO or entry.rebind:
-        # another caller's scalars on this plan, or operands matmul() binds per call
-        return matmul(a, b, epilog=epilog, epilog_inputs=epilog_inputs,
-                      quantization_scales=scales() if scales is not None else None, options=options,
-                      preferences=preferences)
+    if entry is None or entry.alpha is not _ONE or entry.beta is not _ZERO or entry.rebind:
+        # new layouts, a plan the cache dropped, another caller's scalars on this plan, or operands
+        # matmul() binds per call
+        arguments = {"epilog": epilog, "epilog_inputs": epilog_inputs,
+                     "quantization_scales": scales() if scales is not None else None, "options": options,
+                     "preferences": preferences}
+        if key is None:
+            if len(_PLAN_KEYS) >= _PLAN_KEYS_LIMIT:
+                _PLAN_KEYS.clear()
+            _PLAN_KEYS[layouts] = plan_key(a, b, **arguments)
+        return matmul(a, b, **arguments, stream=stream.handle if stream is not None else None)
     runner = entry.runner
     if entry.by_pointer:
         runner.set_input_pointers(pointers)
     return runner.run(stream if stream is not None else torch_stream(device_id), a_ptr, b_ptr, None)
-
-
-def _plan(device_id: int, layouts: tuple, key, a, b, epilog, epilog_inputs, scales, options, preferences):
-    """The plan of a GEMM not in this thread's plan cache: of new layouts (its plan_key made), or
-    evicted, or made on another thread (the backward pass runs on autograd's): planned and cached."""
-    arguments = {"epilog": epilog, "epilog_inputs": epilog_inputs,
-                 "quantization_scales": scales() if scales is not None else None, "options": options,
-                 "preferences": preferences}
-    if key is None:
-        key = plan_key(a, b, **arguments)
-        if len(_PLAN_KEYS) >= _PLAN_KEYS_LIMIT:
-            _PLAN_KEYS.clear()
-        _PLAN_KEYS[layouts] = key
-        entry = plan_cache.get(device_id, key)
-        if entry is not None:
-            return entry
-    return cache_plan(device_id, key, a, b, **arguments)

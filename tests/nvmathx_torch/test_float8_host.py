@@ -350,16 +350,16 @@ def _aligned(values: torch.Tensor) -> torch.Tensor:
 
 
 def test_repeated_float8_gemms_run_their_cached_plans_by_address(fake_gpu, seed, monkeypatch):
-    """A float8 GEMM of layouts seen before makes no plan key and plans nothing: its cached plan runs
-    with the new addresses (operands, scales, bias); an evicted plan is planned again from its key."""
+    """A float8 GEMM of layouts seen before makes no plan key and calls no matmul(): its cached plan
+    runs with the new addresses (operands, scales, bias); an evicted plan is planned again by
+    matmul(), from the key already made."""
     from nvmathx._core.streams import resolve_stream
 
     keys, plans = [], []
-    real_plan_key, real_cache_plan = gemm_calls.plan_key, gemm_calls.cache_plan
+    real_plan_key, real_matmul = gemm_calls.plan_key, gemm_calls.matmul
     monkeypatch.setattr(gemm_calls, "plan_key",
                         lambda *args, **kwargs: keys.append(1) or real_plan_key(*args, **kwargs))
-    monkeypatch.setattr(gemm_calls, "cache_plan",
-                        lambda *args, **kwargs: plans.append(1) or real_cache_plan(*args, **kwargs))
+    monkeypatch.setattr(gemm_calls, "matmul", lambda *args, **kwargs: plans.append(1) or real_matmul(*args, **kwargs))
     monkeypatch.setattr(gemm_calls, "_PLAN_KEYS", {})
     work = type("Work", (), {"device_id": 0, "stream": resolve_stream(7, 0)})()
     gen = generator(seed)
@@ -390,10 +390,9 @@ def test_autotune_reaches_the_float8_gemms(fake_gpu, seed, monkeypatch, autotune
     """The block's autotune setting is each of its six float8 GEMMs' plan preferences."""
     seen = []
     _record_gemms(monkeypatch, lambda a, b, preferences: seen.append(preferences))
-    real_cache_plan = gemm_calls.cache_plan
+    real_matmul = gemm_calls.matmul
     # planned without autotuning: the fake device has no clock
-    monkeypatch.setattr(gemm_calls, "cache_plan",
-                        lambda *args, preferences=None, **kwargs: real_cache_plan(*args, **kwargs))
+    monkeypatch.setattr(gemm_calls, "matmul", lambda *args, preferences=None, **kwargs: real_matmul(*args, **kwargs))
     torch.manual_seed(seed)
     block = FusedMLP(16, 32, dtype=torch.bfloat16, fp8=Float8Recipe(), autotune=autotune)
     _mlp_step(block, *(randn(generator(seed), (16, 16), torch.bfloat16) for _ in range(2)))
@@ -412,7 +411,7 @@ def test_a_problem_cublaslt_refuses_runs_unquantised_from_then_on(fake_gpu, seed
         attempts.append(1)
         raise CudaLibraryError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmul")
 
-    monkeypatch.setattr(gemm_calls, "cache_plan", refusing)
+    monkeypatch.setattr(gemm_calls, "matmul", refusing)
     monkeypatch.setattr(dispatch, "refused", set())
     gen = generator(seed)
     x, w, b = (randn(gen, s, torch.bfloat16) for s in ((16, 32), (16, 32), (16,)))
@@ -426,7 +425,7 @@ def test_a_problem_cublaslt_refuses_runs_unquantised_from_then_on(fake_gpu, seed
     def failing(*args, **kwargs):
         raise CudaLibraryError(13, "CUBLAS_STATUS_EXECUTION_FAILED", "cublasLtMatmul")
 
-    monkeypatch.setattr(gemm_calls, "cache_plan", failing)
+    monkeypatch.setattr(gemm_calls, "matmul", failing)
     with pytest.raises(CudaLibraryError, match="EXECUTION_FAILED"):
         fused_linear(x[:, :16], w[:, :16], b, fp8=Float8Recipe(), fp8_state=state)
 
