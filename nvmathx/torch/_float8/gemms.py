@@ -114,10 +114,13 @@ class Pass:
         self.dynamic = self._dynamic(slots)
         # The pass's weights ((tensor, slot) pairs), looked up in the cache now: the scales of those
         # to recast (after an optimizer step) that scale as the pass does join its one update launch.
-        self.weights = {slot: (w, self._cached(w, slot)) for w, slot in weights}
-        self.folded = tuple(slot for slot, (w, (key, cast)) in self.weights.items()
-                            if cast is None and self._dynamic((slot,)) == self.dynamic)
-        self.update((*slots, *self.folded), self.dynamic)
+        self.weights: dict = {}
+        self.folded: list = []
+        for w, slot in weights:
+            found = self.weights[slot] = w, self._cached(w, slot)
+            if found[1][1] is None and self._dynamic((slot,)) == self.dynamic:
+                self.folded.append(slot)
+        self.update((*slots, *self.folded) if self.folded else slots, self.dynamic)
 
     def _dynamic(self, slots) -> bool:
         return self.state.recipe.scaling == "dynamic" or any(slot not in self.state.measured for slot in slots)
