@@ -46,9 +46,7 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
     """
     device_id = a.get_device()
     if device_id < 0:
-        return matmul(a, b, epilog=epilog, epilog_inputs=epilog_inputs,
-                      quantization_scales=scales() if scales is not None else None, options=options,
-                      preferences=preferences)
+        return matmul(a, b, **_arguments(epilog, epilog_inputs, scales, options, preferences))
     a_ptr, b_ptr = a.data_ptr(), b.data_ptr()
     layouts: tuple = (a.shape, a.stride(), a.dtype, a.is_neg(), a_ptr & 255 and a_ptr & -a_ptr or 256,
                       b.shape, b.stride(), b.dtype, b.is_neg(), b_ptr & 255 and b_ptr & -b_ptr or 256,
@@ -64,9 +62,7 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
     if entry is None or entry.alpha is not _ONE or entry.beta is not _ZERO or entry.rebind:
         # new layouts, a plan the cache dropped, another caller's scalars on this plan, or operands
         # matmul() binds per call
-        arguments = {"epilog": epilog, "epilog_inputs": epilog_inputs,
-                     "quantization_scales": scales() if scales is not None else None, "options": options,
-                     "preferences": preferences}
+        arguments = _arguments(epilog, epilog_inputs, scales, options, preferences)
         if key is None:
             if len(_PLAN_KEYS) >= _PLAN_KEYS_LIMIT:
                 _PLAN_KEYS.clear()
@@ -76,3 +72,10 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
     if entry.by_pointer:
         runner.set_input_pointers(pointers)
     return runner.run(stream if stream is not None else torch_stream(device_id), a_ptr, b_ptr, None)
+
+
+def _arguments(epilog, epilog_inputs, scales, options, preferences) -> dict:
+    """The :func:`~nvmathx.linalg.matmul` (and ``plan_key``) keywords of a call."""
+    return {"epilog": epilog, "epilog_inputs": epilog_inputs,
+            "quantization_scales": scales() if scales is not None else None, "options": options,
+            "preferences": preferences}

@@ -96,7 +96,11 @@ class Pass:
     first), then the casts of :meth:`cast` and :meth:`weight`.
 
     A pass scales dynamically (each tensor by this step's amax) under dynamic scaling, and under
-    delayed scaling while one of its slots has no amax recorded yet (the first step)."""
+    delayed scaling while one of its slots has no amax recorded yet (the first step).
+
+    ``weights`` are the ``(tensor, slot)`` pairs the pass takes through :meth:`weight`: looked up in
+    the weight cache at the start, so that the scale updates of those to recast join the pass's
+    update launch."""
 
     def __init__(self, state: Float8State, tensors, device: torch.device, slots, use_cache: bool = True,
                  weights=()):
@@ -104,8 +108,8 @@ class Pass:
         history, scale, scale_inv = self.history, self.scale, self.scale_inv = tensors
         # the buffers' addresses, read once: a state's scales are strided views (slot i at i * stride)
         self.history_ptr = history.data_ptr()
-        self.scale_ptr, self.scale_step = scale.data_ptr(), 4 * scale.stride(0)
-        self.scale_inv_ptr, self.scale_inv_step = scale_inv.data_ptr(), 4 * scale_inv.stride(0)
+        self.scale_ptr, self.scale_stride = scale.data_ptr(), scale.stride(0)
+        self.scale_inv_ptr, self.scale_inv_stride = scale_inv.data_ptr(), scale_inv.stride(0)
         self.device_id = device_id(device)
         self.stream = resolve_stream(current_stream_handle(device), self.device_id)
         self.group = state.recipe.process_group
@@ -133,7 +137,7 @@ class Pass:
         rows, columns = history.shape
         kernels.launch(self.stream, self.device_id, "update_scaling", len(state.slots) * kernels.WARP,
                        self.history_ptr, rows, columns, slot_mask(slots), state.e5m2_mask, self.scale_ptr,
-                       self.scale_step >> 2, self.scale_inv_ptr, self.scale_inv_step >> 2, self.margin_factor,
+                       self.scale_stride, self.scale_inv_ptr, self.scale_inv_stride, self.margin_factor,
                        _INT32[state.recipe.amax_compute_algo == "most_recent"], _INT32[zero_only])
 
     def _reduce_amaxes(self, amaxes: torch.Tensor) -> None:
@@ -170,8 +174,8 @@ class Pass:
             partials = t.new_empty((parts, cols), dtype=torch.float32)
         flags = (kernels.WRITE if rowmajor else 0) | (kernels.WRITE_T if transposed else 0)
         flags |= kernels.DBIAS if bias_grad else 0
-        scale_ptr = self.scale_ptr + self.scale_step * slot
-        scale_inv_ptr = self.scale_inv_ptr + self.scale_inv_step * slot
+        scale_ptr = self.scale_ptr + 4 * self.scale_stride * slot  # (float32 elements)
+        scale_inv_ptr = self.scale_inv_ptr + 4 * self.scale_inv_stride * slot
         if self.dynamic if dynamic is None else dynamic:
             self._launch_cast(t, aux, slot, dtype, op, kernels.AMAX, None, None, None, scale_ptr,
                               scale_inv_ptr)  # this step's amax first
