@@ -103,7 +103,7 @@ def forward(x, weight, bias, activation: str, keep_aux: bool, autotune: bool | N
     """``(act(x @ weight.T + bias), aux or None)`` in one GEMM (formats of :mod:`._reference`)."""
     epilog = _FORWARD_EPILOGS[activation, bias is not None, keep_aux]
     result = gemm(x, weight.T, epilog=epilog, epilog_inputs=None if bias is None else {"bias": bias},
-                    preferences=preferences_for(autotune))
+                  preferences=preferences_for(autotune))
     if not keep_aux:
         return result, None
     y, outputs = result
@@ -151,7 +151,7 @@ def grad_activation(grad, weight, aux, activation: str, bias_grad: bool, autotun
     if activation == "gelu" and aux.shape[1] != n:
         aux = aux[:, :n]
     result = gemm(grad, weight, epilog=_BACKWARD_EPILOGS[activation, bias_grad],
-                    epilog_inputs={_AUX_NAMES[activation]: aux}, preferences=preferences_for(autotune))
+                  epilog_inputs={_AUX_NAMES[activation]: aux}, preferences=preferences_for(autotune))
     if not bias_grad:
         return result, None
     dz, outputs = result
