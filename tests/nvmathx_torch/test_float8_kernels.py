@@ -208,16 +208,18 @@ def _reference_update(history, scale, mask, e5m2_mask, margin, most_recent, zero
 @pytest.mark.parametrize("most_recent", [0, 1])
 @pytest.mark.parametrize("zero_only", [0, 1])
 @pytest.mark.parametrize("stride", [1, 4])
-def test_update_scaling_follows_delayed_scaling(rng, most_recent, zero_only, stride):
+@pytest.mark.parametrize("length", [5, 1, 8, 9, 17, 1024])
+def test_update_scaling_follows_delayed_scaling(rng, most_recent, zero_only, stride, length):
     """Largest amax of the history (or the latest), scale = fp8_max / amax / 2**margin, kept when the
     amax is 0 or not finite, the largest float on overflow; the history shifts and row 0 is zeroed.
     The scales may lie ``stride`` floats apart (a state's: 16 bytes, cuBLASLt's alignment), the
-    floats between them untouched."""
-    length, slots = 5, 9
+    floats between them untouched. Lengths around the roll's chunk of eight rows, and the default
+    1024 (on the host one lane takes every row: the GPU tests cross the lanes)."""
+    slots = 9
     history = rng.uniform(0.01, 50.0, (length, slots)).astype(np.float32)
     history[:, 1] = 0.0  # never seen: the scale stays
-    history[2, 2] = np.inf
-    history[1, 3] = np.nan
+    history[(length - 1) * 2 // 4, 2] = np.inf
+    history[length // 4, 3] = np.nan
     history[:, 4] = 1e-42  # subnormal: the quotient overflows
     scale = rng.uniform(0.5, 2.0, slots).astype(np.float32)
     mask, e5m2_mask, margin = 0b111011111, 0b100100100, 2
