@@ -22,17 +22,12 @@ from .._core.streams import StreamHolder, resolve_stream
 from ..linalg import matmul, plan_cache, plan_key
 from ._column_sums import current_stream_handle
 
-__all__ = ["gemm", "torch_stream"]
+__all__ = ["gemm"]
 
 # layouts -> plan_key; forgotten wholesale past the limit (token counts may vary from call to call)
 _PLAN_KEYS: dict = {}
 _PLAN_KEYS_LIMIT = 1024
 _ONE, _ZERO = 1, 0  # alpha and beta as matmul() defaults them (a cached plan keeps the last ones set)
-
-
-def torch_stream(device_id: int) -> StreamHolder:
-    """torch's current stream on a device."""
-    return resolve_stream(current_stream_handle(device_id), device_id)
 
 
 def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers: dict | None = None,
@@ -71,7 +66,9 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
     runner = entry.runner
     if entry.by_pointer:
         runner.set_input_pointers(pointers)
-    return runner.run(stream if stream is not None else torch_stream(device_id), a_ptr, b_ptr, None)
+    if stream is None:  # torch's current stream on the operands' device
+        stream = resolve_stream(current_stream_handle(device_id), device_id)
+    return runner.run(stream, a_ptr, b_ptr, None)
 
 
 def _arguments(epilog, epilog_inputs, scales, options, preferences) -> dict:
