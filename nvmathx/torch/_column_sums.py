@@ -101,11 +101,22 @@ def column_sums(t: torch.Tensor) -> torch.Tensor:
     return sum_partials(partials, t.dtype, stream, device_id)
 
 
-def sum_partials(partials: torch.Tensor, dtype: torch.dtype, stream: StreamHolder, device_id: int) -> torch.Tensor:
+def sum_partials(partials: torch.Tensor, dtype: torch.dtype, stream: StreamHolder, device_id: int,
+                 second: torch.Tensor | None = None):
     """The column sums of ``partials`` (float32 rows of partial sums) in ``dtype``, in one launch
-    (``add_rows``: 32 columns a block, a fixed order)."""
+    (``add_rows``: 32 columns a block, a fixed order). With ``second`` (partial sums with as many
+    rows), both in the same launch: ``(sums of partials, sums of second)``."""
     parts, cols = partials.shape
     result = partials.new_empty(cols, dtype=dtype)
-    kernels.launch(stream, device_id, "add_rows", -(-cols // kernels.ADD_COLUMNS) * kernels.PARTIAL_THREADS,
-                   partials.data_ptr(), parts, cols, result.data_ptr(), _FORMAT_CODES[dtype])
-    return result
+    if second is None:
+        second_ptr = cols2 = result2_ptr = 0
+        result2 = None
+    else:
+        assert second.shape[0] == parts
+        cols2 = second.shape[1]
+        result2 = second.new_empty(cols2, dtype=dtype)
+        second_ptr, result2_ptr = second.data_ptr(), result2.data_ptr()
+    groups = -(-cols // kernels.ADD_COLUMNS) + -(-cols2 // kernels.ADD_COLUMNS)
+    kernels.launch(stream, device_id, "add_rows", groups * kernels.PARTIAL_THREADS, partials.data_ptr(), parts, cols,
+                   result.data_ptr(), second_ptr, cols2, result2_ptr, _FORMAT_CODES[dtype])
+    return result if result2 is None else (result, result2)

@@ -8,6 +8,7 @@ pytest.importorskip("torch")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 from helpers.host_kernels import HostKernels  # noqa: E402
+from nvmathx._codegen.float_formats import FORMAT_CODES  # noqa: E402
 from nvmathx.torch._float8 import kernels  # noqa: E402
 
 HOST = HostKernels(kernels.KERNEL_SOURCE, kernels.KERNEL_NAMES, "float8")
@@ -130,7 +131,7 @@ def test_cast_transpose_bias_gradient_partials_sum_to_the_column_sums(rng, cols)
         np.testing.assert_allclose(partials[part], block.sum(0), rtol=1e-4, atol=1e-4)
     result = np.zeros(cols, ml_dtypes.bfloat16)
     HOST.launch(None, 0, "add_rows", cols, partials.ctypes.data, np.int64(parts), np.int64(cols), result.ctypes.data,
-                np.int32(1))
+                0, np.int64(0), 0, np.int32(1))
     np.testing.assert_allclose(result.astype(np.float64), values.sum(0), rtol=1e-2, atol=1e-2)
 
 
@@ -143,10 +144,28 @@ def test_add_rows_sums_every_column(rng, parts, cols):
     for _ in range(2):
         result = np.full(cols, np.nan, np.float16)
         HOST.launch(None, 0, "add_rows", cols, partials.ctypes.data, np.int64(parts), np.int64(cols),
-                    result.ctypes.data, np.int32(0))
+                    result.ctypes.data, 0, np.int64(0), 0, np.int32(0))
         results.append(result)
     np.testing.assert_allclose(results[0], partials.astype(np.float64).sum(0), rtol=2e-3, atol=2e-3 * parts ** 0.5)
     assert results[0].tobytes() == results[1].tobytes()
+
+
+@pytest.mark.parametrize("parts, cols, cols2", [(70, 12, 40), (256, 768, 3072), (9, 33, 1)])
+def test_add_rows_sums_two_matrices_in_one_launch(rng, parts, cols, cols2):
+    """A second matrix of partial sums (a block's two bias gradients): each column of each into
+    its own result, the same bits as a launch of its own."""
+    first = (rng.standard_normal((parts, cols)) + 0.5).astype(np.float32)
+    second = (rng.standard_normal((parts, cols2)) - 0.25).astype(np.float32)
+    result, result2 = np.full(cols, np.nan, np.float32), np.full(cols2 + 1, np.nan, np.float32)
+    HOST.launch(None, 0, "add_rows", cols, first.ctypes.data, np.int64(parts), np.int64(cols), result.ctypes.data,
+                second.ctypes.data, np.int64(cols2), result2.ctypes.data, np.int32(FORMAT_CODES["float32"]))
+    np.testing.assert_allclose(result, first.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5 * parts)
+    np.testing.assert_allclose(result2[:cols2], second.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5 * parts)
+    assert np.isnan(result2[cols2])  # nothing written past the second result
+    alone = np.full(cols2, np.nan, np.float32)
+    HOST.launch(None, 0, "add_rows", cols2, second.ctypes.data, np.int64(parts), np.int64(cols2), alone.ctypes.data,
+                0, np.int64(0), 0, np.int32(FORMAT_CODES["float32"]))
+    assert alone.tobytes() == result2[:cols2].tobytes()
 
 
 @pytest.mark.parametrize("out_dtype", ["float8_e4m3fn", "float8_e5m2"])

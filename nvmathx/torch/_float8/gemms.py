@@ -115,6 +115,7 @@ class Pass:
         self.group = state.recipe.process_group
         self.margin_factor = _margin_factor(state.recipe.margin)
         self.use_cache = use_cache and not capturing()  # a graph replay must recast
+        self.deferred: list = []  # (slot, partial sums, dtype) of casts whose bias gradient waits (bias_grads)
         self.dynamic = self._dynamic(slots)
         # The pass's weights ((tensor, slot) pairs), looked up in the cache now: the scales of those
         # to recast (after an optimizer step) that scale as the pass does join its one update launch.
@@ -161,9 +162,11 @@ class Pass:
 
     def cast(self, t: torch.Tensor, slot: int, *, op: str = "none", aux: torch.Tensor | None = None,
              rowmajor: bool = True, transposed: bool = True, bias_grad: bool = False, dynamic: bool | None = None,
-             reduce_amax: bool = True) -> Cast:
+             reduce_amax: bool = True, defer_bias: bool = False) -> Cast:
         """``op(t)`` in float8 for slot ``slot``: row-major and/or transposed, with its column sums
-        (the bias gradient, in ``t``'s dtype) when ``bias_grad``; its amax recorded in row 0."""
+        (the bias gradient, in ``t``'s dtype) when ``bias_grad``; its amax recorded in row 0.
+        ``defer_bias`` leaves the column sums to :meth:`bias_grads` (``Cast.bias_grad`` None), which
+        adds up two casts' in one launch."""
         rows, cols = t.shape
         dtype = self.state.dtype_of(slot)
         out = t.new_empty((rows, cols), dtype=dtype) if rowmajor else None  # (no device object to make)
@@ -186,8 +189,24 @@ class Pass:
             flags |= kernels.AMAX
         self._launch_cast(t, aux, slot, dtype, op, flags, out, out_t, partials, scale_ptr, scale_inv_ptr)
         self.state.measured.add(slot)
-        bias = sum_partials(partials, t.dtype, self.stream, self.device_id) if partials is not None else None
+        bias = None
+        if partials is not None:
+            if defer_bias:
+                self.deferred.append((slot, partials, t.dtype))
+            else:
+                bias = sum_partials(partials, t.dtype, self.stream, self.device_id)
         return Cast(out, out_t, bias, self.scale_inv, slot, scale_inv_ptr)
+
+    def bias_grads(self) -> dict:
+        """The bias gradients of the casts made with ``defer_bias``, by slot: two (a block's, with as
+        many rows of partial sums) in one launch."""
+        deferred, self.deferred = self.deferred, []
+        if len(deferred) == 2:
+            (slot, partials, dtype), (second_slot, second, second_dtype) = deferred
+            if second.shape[0] == partials.shape[0] and second_dtype is dtype:
+                grads = sum_partials(partials, dtype, self.stream, self.device_id, second)
+                return {slot: grads[0], second_slot: grads[1]}
+        return {slot: sum_partials(partials, dtype, self.stream, self.device_id) for slot, partials, dtype in deferred}
 
     def snapshot(self) -> torch.Tensor:
         """The inverse scales as this pass cast with them, for the backward pass (a later pass may
@@ -331,14 +350,14 @@ def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, need
     w1_8, w2_8 = _saved(w1_8t, scale_inv, state.slot("fc1.weight")), _saved(w2_8t, scale_inv, state.slot("fc2.weight"))
     work = Pass(state, tensors, grad.device, (slot_g, slot_dz))
     need_dz = need_x or need_w1 or need_b1
-    g8 = work.cast(grad, slot_g, rowmajor=need_dz, transposed=need_w2, bias_grad=need_b2)
-    db2 = g8.bias_grad
+    # both bias gradients are summed in one launch at the end (bias_grads)
+    g8 = work.cast(grad, slot_g, rowmajor=need_dz, transposed=need_w2, bias_grad=need_b2, defer_bias=True)
     # Peak memory is reached in the hidden gradient's cast (dh, dz8 and dz8t beside the saved z and
     # h8t), with g8's row-major copy already freed: fc2's weight gradient is made before it when
     # that is smaller than g8's transposed copy, which it frees (hidden * itemsize vs tokens bytes
     # a column), else after it.
     dw2_first = need_dz and need_w2 and z.shape[1] * grad.element_size() < grad.shape[0]
-    dw2 = dx = dw1 = db1 = dz8 = None
+    dw2 = dx = dw1 = dz8 = None
     if need_dz:
         dh = _gemm(work, g8, g8.data, w2_8, w2_8.transposed.T, grad.dtype, False, preferences)
         g8.data = None
@@ -346,7 +365,7 @@ def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, need
             dw2 = _gemm(work, g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences)
             g8.transposed = None
         dz8 = work.cast(dh, slot_dz, op="d" + activation, aux=z, rowmajor=need_x, transposed=need_w1,
-                        bias_grad=need_b1)
+                        bias_grad=need_b1, defer_bias=True)
         del dh
     if need_w2 and not dw2_first:
         dw2 = _gemm(work, g8, g8.transposed, h8, h8.transposed.T, grad.dtype, False, preferences)
@@ -355,5 +374,5 @@ def mlp_backward(state: Float8State, tensors, grad, saved, activation: str, need
         dx = _gemm(work, dz8, dz8.data, w1_8, w1_8.transposed.T, grad.dtype, False, preferences) if need_x else None
         dz8.data = None
         dw1 = _gemm(work, dz8, dz8.transposed, x8, x8.transposed.T, grad.dtype, False, preferences) if need_w1 else None
-        db1 = dz8.bias_grad
-    return dx, dw1, db1, dw2, db2
+    bias_grads = work.bias_grads()
+    return dx, dw1, bias_grads.get(slot_dz), dw2, bias_grads.get(slot_g)

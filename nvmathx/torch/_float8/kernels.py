@@ -371,29 +371,35 @@ __global__ void column_partials(const void* __restrict__ in, i64 ld, i64 rows, i
 // Column sums of `parts` rows of partial sums into result[c], format result_code (the bias
 // gradient), in one launch: a block of ADD_WARPS warps takes 32 columns, each warp every
 // ADD_WARPS-th row of them (128 contiguous bytes a row), then the warps' sums are added in a fixed
-// order: deterministic.
+// order: deterministic. A second matrix of partial sums (`partial2`, `cols2` columns, the same
+// number of rows: a block's two bias gradients, summed once both exist) goes to result2 in the same
+// launch when cols2 > 0; its groups of 32 columns follow the first's.
 enum { ADD_WARPS = 8 };
 
-__global__ void add_rows(const float* __restrict__ partial, i64 parts, i64 cols, void* result, int result_code) {
+__global__ void add_rows(const float* __restrict__ partial, i64 parts, i64 cols, void* result,
+                         const float* __restrict__ partial2, i64 cols2, void* result2, int result_code) {
     SHARED float warp_sums[ADD_WARPS][32];
-    const i64 groups = (cols + 31) / 32;
-    for (i64 group = blockIdx.x; group < groups; group += gridDim.x) {
+    const i64 first_groups = (cols + 31) / 32, groups = first_groups + (cols2 + 31) / 32;
+    for (i64 item = blockIdx.x; item < groups; item += gridDim.x) {
+        const bool second = item >= first_groups;
+        const float* source = second ? partial2 : partial;
+        const i64 width = second ? cols2 : cols, group = second ? item - first_groups : item;
         for (int thread = threadIdx.x; thread < ADD_WARPS * 32; thread += blockDim.x) {
             const int warp = thread / 32, lane = thread % 32;
             const i64 c = group * 32 + lane;
             float sum = 0.0f;
-            if (c < cols) {
+            if (c < width) {
 #pragma unroll 8
-                for (i64 p = warp; p < parts; p += ADD_WARPS) sum += partial[p * cols + c];
+                for (i64 p = warp; p < parts; p += ADD_WARPS) sum += source[p * width + c];
             }
             warp_sums[warp][lane] = sum;
         }
         sync_block();
         for (int lane = threadIdx.x; lane < 32; lane += blockDim.x)
-            if (group * 32 + lane < cols) {
+            if (group * 32 + lane < width) {
                 float total = 0.0f;
                 for (int w = 0; w < ADD_WARPS; ++w) total += warp_sums[w][lane];
-                store<float>(result, result_code, group * 32 + lane, total);
+                store<float>(second ? result2 : result, result_code, group * 32 + lane, total);
             }
         sync_block();  // the next group overwrites shared memory
     }
