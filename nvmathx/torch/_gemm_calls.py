@@ -18,27 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._core.plan_cache import HashedKey
 from .._core.streams import StreamHolder, resolve_stream
 from ..linalg import matmul, plan_cache, plan_key
 from ._column_sums import current_stream_handle
 
 __all__ = ["gemm"]
 
-class _Key(tuple):
-    """A plan key that computes its hash once: the plan cache hashes the key twice per lookup (the
-    dict and its LRU order), and a key of nested layouts and options costs about half a
-    microsecond to hash. Equal to (and hashing as) the plain tuple that ``matmul()`` files the plan under."""
-
-    def __new__(cls, key: tuple):
-        self = super().__new__(cls, key)
-        self.hash = tuple.__hash__(self)
-        return self
-
-    def __hash__(self) -> int:
-        return self.hash
-
-
-# layouts -> plan_key (a _Key); forgotten wholesale past the limit (token counts may vary from call to call)
+# layouts -> plan_key (hashed once); forgotten wholesale past the limit (token counts may vary from call to call)
 _PLAN_KEYS: dict = {}
 _PLAN_KEYS_LIMIT = 1024
 _ONE, _ZERO = 1, 0  # alpha and beta as matmul() defaults them (a cached plan keeps the last ones set)
@@ -75,7 +62,7 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
         if key is None:
             if len(_PLAN_KEYS) >= _PLAN_KEYS_LIMIT:
                 _PLAN_KEYS.clear()
-            _PLAN_KEYS[layouts] = _Key(plan_key(a, b, **arguments))
+            _PLAN_KEYS[layouts] = HashedKey(plan_key(a, b, **arguments))
         return matmul(a, b, **arguments, stream=stream.handle if stream is not None else None)
     runner = entry.runner
     if entry.by_pointer:

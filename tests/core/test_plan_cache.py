@@ -98,3 +98,22 @@ def test_device_id_must_be_an_ordinal(bad, method):
         getattr(cache, method)(bad)
     assert info.value.argument == "device_id"
     assert cache.info(0).size == 0 and cache.keys(0) == []
+
+
+def test_a_hashed_key_finds_what_its_plain_tuple_filed_and_back():
+    """HashedKey equals and hashes as the tuple of its items, so a plan filed under either is found
+    by the other; a pickled copy hashes anew (str hashes differ between processes)."""
+    import pickle
+
+    from nvmathx._core.plan_cache import HashedKey
+
+    cache = PlanCache("test", max_size=4)
+    items = (("torch", (3, 4), "bfloat16"), 16, "BIAS", None)
+    cache.put(0, items, Plan("a"))
+    hashed = HashedKey(items)
+    assert hashed == items and hash(hashed) == hash(items) and cache.get(0, hashed) is not None
+    other = HashedKey((("torch", (4, 4), "bfloat16"), 16, "BIAS", None))
+    cache.put(0, other, Plan("b"))
+    assert cache.get(0, tuple(other)) is not None and cache.get(0, HashedKey(tuple(other)[:-1])) is None
+    copied = pickle.loads(pickle.dumps(hashed))
+    assert type(copied) is HashedKey and copied == items and copied.__reduce__() == (HashedKey, (items,))
