@@ -27,6 +27,8 @@ class HashedKey(tuple):
     layouts and options costs about half a microsecond to hash. Equal to, and hashing as, the plain
     tuple of the same items, so either finds a plan filed under the other."""
 
+    hash: int
+
     def __new__(cls, key: tuple):
         self = super().__new__(cls, key)
         self.hash = tuple.__hash__(self)
