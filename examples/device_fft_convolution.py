@@ -37,65 +37,23 @@ def gpu_available() -> bool:
         return False
 
 
-def build_kernel(forward, inverse, cuda=None, *, taps_first=True, launch_bounds=None, persistent=True,
-                 prefetch=False):
+def build_kernel(forward, inverse, cuda=None, *, taps_first=False, launch_bounds=None):
     """The kernel, compiled by ``cuda`` (a Numba compiler's ``cuda`` module; default :func:`numba_cuda`).
 
-    ``persistent`` (the default): each block reads the filter's spectrum once, scales it by
-    ``1 / size`` and keeps it in registers while it convolves every ``gridDim.x``-th group of
-    ``ffts_per_block`` rows; launch it with :func:`grid_size`'s grid. Otherwise a block convolves
-    one group of rows, reads the spectrum for it and scales each product. ``prefetch`` (persistent
-    only): read the next group's rows into a second set of registers while transforming this one.
-    ``taps_first`` (not persistent): read the filter's spectrum with the signal, before the forward
-    transform (its latency hidden; its registers held through the transform), else just before the
-    multiply. ``launch_bounds``: passed to ``cuda.jit`` where given (``(threads per block, blocks per SM)``).
+    ``taps_first``: read the filter's spectrum with the signal, before the forward transform (its
+    latency hidden; its registers held through the transform), else (the default) just before the
+    multiply: 1.5% faster on an H100 and an H200 (``scripts/tune-fft-knobs --only conv``).
+
+    One block convolves one group of ``ffts_per_block`` rows and reads the spectrum for it. A
+    persistent form (a resident grid of blocks, each reading and scaling the spectrum once and
+    keeping it in registers across its rows) was 3% slower on an H100 (0.1108 ms against 0.1073),
+    and 4% with the next rows prefetched into registers as well (141 registers: 6 blocks an SM).
+    ``launch_bounds``: passed to ``cuda.jit`` where given (``(threads per block, blocks per SM)``).
     """
     cuda = cuda or numba_cuda()
     jit = cuda.jit if launch_bounds is None else cuda.jit(launch_bounds=launch_bounds)
 
     scale = np.float32(1.0 / forward.size)  # the inverse transform is unnormalised
-    per_block = forward.ffts_per_block
-
-    if persistent:
-        @jit
-        def convolve_rows(signals, filter_spectrum, out):
-            regs = cuda.local.array(forward.storage_size, dtype=forward.value_type, alignment=forward.alignment)
-            taps = cuda.local.array(forward.storage_size, dtype=forward.value_type, alignment=forward.alignment)
-            ahead = cuda.local.array(forward.storage_size, dtype=forward.value_type, alignment=forward.alignment)
-            shared = cuda.shared.array(0, dtype=forward.value_type, alignment=16)
-            # the spectrum (in the order the transform leaves regs in), scaled once: a block reads
-            # it once however many rows it convolves, which takes a third of the block's global
-            # loads off the L1 that the transforms' shared-memory exchanges keep busy
-            forward.load(filter_spectrum, taps, 0)
-            for i in range(forward.elements_per_thread):
-                taps[i] = complex(taps[i].real * scale, taps[i].imag * scale)
-            # unsigned: the trip count is the same in every thread of the block (the transforms sync it)
-            first = np.uint64(cuda.blockIdx.x * per_block)
-            step = np.uint64(cuda.gridDim.x * per_block)
-            rows = np.uint64(signals.shape[0])
-            lane = np.uint64(cuda.threadIdx.y)
-            if prefetch:
-                forward.load(signals, regs, first + lane)
-            while first < rows:
-                if prefetch:
-                    # the next rows' loads in flight while these rows are transformed (a row past
-                    # the end is not read)
-                    forward.load(signals, ahead, first + step + lane)
-                else:
-                    forward.load(signals, regs, first + lane)
-                forward.execute(regs, shared)
-                for i in range(forward.elements_per_thread):
-                    regs[i] = regs[i] * taps[i]
-                cuda.syncthreads()  # the two transforms share the scratch space
-                inverse.execute(regs, shared)
-                inverse.store(regs, out, first + lane)
-                cuda.syncthreads()  # and the next rows' forward transform
-                if prefetch:
-                    for i in range(forward.elements_per_thread):
-                        regs[i] = ahead[i]
-                first += step
-
-        return convolve_rows
 
     @jit
     def convolve(signals, filter_spectrum, out):
@@ -123,22 +81,6 @@ def build_kernel(forward, inverse, cuda=None, *, taps_first=True, launch_bounds=
     return convolve
 
 
-def grid_size(kernel, forward, batch, *, persistent=True):
-    """The blocks to launch ``kernel`` (from :func:`build_kernel`) with on ``batch`` signals: one
-    block per group of ``ffts_per_block`` rows, or for a persistent kernel that has been compiled
-    (launched once) as many as the GPU holds at once, where that is fewer. A persistent kernel
-    convolves every row whatever the grid, so its first launch (which compiles it) may take the
-    full grid."""
-    groups = math.ceil(batch / forward.ffts_per_block)
-    overloads = list(getattr(kernel, "overloads", {}).values())
-    if not persistent or not overloads:
-        return groups
-    # both Numba compilers give a compiled overload the driver's occupancy this way
-    overload = overloads[0]
-    resident = overload.max_cooperative_grid_blocks(forward.block_dim, forward.shared_memory_size)
-    return max(1, min(groups, resident))
-
-
 def make_ffts(size, elements_per_thread=16, ffts_per_block=1):
     """The forward and inverse transforms. The default knobs were the fastest of cuFFTDx's tuned
     pairs for 16384 signals of 1024 points on an H100 (``scripts/tune-fft-knobs --only conv``:
@@ -164,9 +106,11 @@ def main(batch=4096, size=1024) -> int:
     filter_spectrum = np.fft.fft(taps).astype(np.complex64)
 
     kernel = build_kernel(forward, inverse)
-    x, f, out = cuda.to_device(signals), cuda.to_device(filter_spectrum), cuda.device_array_like(signals)
-    for _ in range(2):  # the first launch compiles the kernel; the second has the resident grid
-        kernel[grid_size(kernel, forward, batch), forward.block_dim, 0, forward.shared_memory_size](x, f, out)
+    out = cuda.device_array_like(signals)
+    grid = math.ceil(batch / forward.ffts_per_block)
+    kernel[grid, forward.block_dim, 0, forward.shared_memory_size](
+        cuda.to_device(signals), cuda.to_device(filter_spectrum), out
+    )
     result = out.copy_to_host()
 
     reference = np.fft.ifft(np.fft.fft(signals.astype(np.complex128), axis=1) * filter_spectrum, axis=1)
