@@ -38,7 +38,7 @@ from . import cache, descriptors, link, nvrtc
 __all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached",
            "shared_memory_bytes", "row_elements"]
 
-FORMAT = 9  # bump when the generated source changes meaning
+FORMAT = 10  # bump when the generated source changes meaning
 
 _C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", "float64": "double"}
 
@@ -85,20 +85,28 @@ _LOAD_ELEMENTS = """\
     }}"""
 
 _LOAD_PAIRS = """\
-    // a pair of adjacent reals in one vector load where the row allows it (no callback, unit stride,
-    // the pair aligned as the complex type is)
-    const bool vector_loads = {vector_loads} && in_step == 1 && ((row * in_row) & 1) == 0
+    // a pair of adjacent reals in one vector load where the row allows it (unit stride, the pair
+    // aligned as the complex type is): read as the complex type, or with a callback through a pointer
+    // the compiler is told is so aligned (it merges the callback's two loads of the pair into one)
+    const bool aligned_pairs = in_step == 1 && ((row * in_row) & 1) == 0
         && (reinterpret_cast<unsigned long long>(in) & (sizeof({element}) - 1)) == 0;
+    if (aligned_pairs) {{
+        const {input}* const aligned_in = static_cast<const {input}*>(__builtin_assume_aligned(in, sizeof({element})));
 #pragma unroll
-    for (unsigned i = 0; i < {input_count}u; ++i) {{
-        const unsigned position = threadIdx.x + i * {stride}u;
-        const long long offset = row * in_row + 2ll * position * in_step;
-        if (!(active && position < {input_length}u))
-            thread_data[i] = {element}{{}};
-        else if (vector_loads)
-            thread_data[i] = reinterpret_cast<const {element}*>(in)[offset / 2];
-        else
-            thread_data[i] = {element}{{load_element(offset), load_element(offset + in_step)}};
+        for (unsigned i = 0; i < {input_count}u; ++i) {{
+            const unsigned position = threadIdx.x + i * {stride}u;
+            const long long offset = row * in_row + 2ll * position;
+            thread_data[i] = active && position < {input_length}u
+                ? {aligned_pair} : {element}{{}};
+        }}
+    }} else {{
+#pragma unroll
+        for (unsigned i = 0; i < {input_count}u; ++i) {{
+            const unsigned position = threadIdx.x + i * {stride}u;
+            const long long offset = row * in_row + 2ll * position * in_step;
+            thread_data[i] = active && position < {input_length}u
+                ? {element}{{load_element(offset), load_element(offset + in_step)}} : {element}{{}};
+        }}
     }}"""
 
 _LOAD_STAGED = """\
@@ -151,6 +159,15 @@ _LOAD_DECLARATION = 'extern "C" __device__ {input} {name}(void*, unsigned long l
 _STORE_DECLARATION = 'extern "C" __device__ void {name}(void*, unsigned long long, {output}, void*, void*);'
 
 
+def _aligned_pair(c_element: str, c_input: str, load: str | None) -> str:
+    """The expression of a folded pair read at ``offset`` (even) from ``aligned_in``: one vector load
+    of the complex type, or the callback ``load`` called on both reals."""
+    if load is None:
+        return f"reinterpret_cast<const {c_element}*>(aligned_in)[offset / 2]"
+    call = f"{load}(const_cast<{c_input}*>(aligned_in), (unsigned long long)({{}}), load_info, nullptr)"
+    return f"{c_element}{{{call.format('offset')}, {call.format('offset + 1')}}}"
+
+
 def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, output: str, input_length: int,
                   output_length: int, stride: int, input_count: int, output_count: int, storage: int,
                   ffts_per_block: int, threads: int, input_pairs: bool = False, output_pairs: bool = False,
@@ -183,7 +200,7 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
         store_statement = f"{store}(out, (unsigned long long)offset, value, store_info, nullptr)"
     fields = dict(element=c_element, input=c_input, output=c_output, input_length=input_length,
                   output_length=output_length, stride=stride, input_count=input_count, output_count=output_count,
-                  vector_loads="false" if load is not None else "true",
+                  aligned_pair=_aligned_pair(c_element, c_input, load),
                   vector_stores="false" if store is not None else "true", real_length=2 * input_length,
                   staged_count=-(-2 * input_length // stride))
     load_loop = (_LOAD_STAGED if staged_loads else _LOAD_PAIRS if input_pairs else _LOAD_ELEMENTS).format(**fields)
