@@ -206,30 +206,38 @@ def test_windowed_rfft_gives_the_same_results_in_both_engines(rng, norm):
         assert _error(nfft.rfft(device, norm=norm, plan=fft, prolog=loaded).get(), expected) < 2e-5, engine
 
 
-@pytest.mark.parametrize("knobs", [(32, 1, None, True), (16, 1, 8, True), (8, 2, None, True)])
-@pytest.mark.parametrize("windowed", [False, True])
-def test_staged_loads_of_a_folded_r2c(rng, knobs, windowed):
-    # the reals read through shared memory (the tuning knob), with and without the load callback,
-    # a ragged batch of rows
+def _fused_r2c(flat, shift, size, batch, row_stride, window=None, knobs=None):
+    """The fused R2C of ``batch`` rows of ``size`` reals, ``row_stride`` apart, starting ``shift``
+    floats into ``flat`` (the windowed callback with ``window`` where given), run by its FusedPlan."""
     cupy = _cupy()
     from nvmathx._core import streams
     from nvmathx._fftcore.callbacks import attachment
     from nvmathx._fftcore.engine import FusedRows
     from nvmathx.fft._fused import FusedPlan
 
+    prolog = None
+    if window is not None:
+        callback = nfft.compile_prolog(_windowed, element_dtype="float32", user_info_dtype="float32")
+        prolog = attachment((callback, cupy.asarray(window)), "prolog", 0)
+    plan = FusedPlan(FusedRows("R2C", size, batch, "float32", row_stride, 1, size // 2 + 1, 1), 0, prolog=prolog,
+                     knobs=knobs)
+    source, target = cupy.asarray(flat), cupy.zeros((batch, size // 2 + 1), np.complex64)
+    plan.run(source.data.ptr + 4 * shift, target.data.ptr, -1,
+             streams.resolve_stream(cupy.cuda.get_current_stream().ptr, 0))
+    return target.get()
+
+
+@pytest.mark.parametrize("knobs", [(32, 1, None, True), (16, 1, 8, True), (8, 2, None, True)])
+@pytest.mark.parametrize("windowed", [False, True])
+def test_staged_loads_of_a_folded_r2c(rng, knobs, windowed):
+    # the reals read through shared memory (the tuning knob), with and without the load callback,
+    # a ragged batch of rows
     size, batch = 4096, 37
     x = rng.standard_normal((batch, size)).astype(np.float32)
     window = np.hanning(size).astype(np.float32) if windowed else np.ones(size, np.float32)
-    prolog = None
-    if windowed:
-        callback = nfft.compile_prolog(_windowed, element_dtype="float32", user_info_dtype="float32")
-        prolog = attachment((callback, cupy.asarray(window)), "prolog", 0)
-    plan = FusedPlan(FusedRows("R2C", size, batch, "float32", size, 1, size // 2 + 1, 1), 0, prolog=prolog,
-                     knobs=knobs)
-    source, target = cupy.asarray(x), cupy.zeros((batch, size // 2 + 1), np.complex64)
-    plan.run(source.data.ptr, target.data.ptr, -1, streams.resolve_stream(cupy.cuda.get_current_stream().ptr, 0))
+    result = _fused_r2c(x, 0, size, batch, size, window if windowed else None, knobs)
     expected = np.fft.rfft(x.astype(np.float64) * window, axis=1)
-    assert _error(target.get(), expected) < 2e-5
+    assert _error(result, expected) < 2e-5
 
 
 @pytest.mark.parametrize("layout", ["aligned", "one float off", "odd row stride"])
@@ -238,30 +246,17 @@ def test_folded_r2c_reads_pairs_at_any_alignment(rng, layout, windowed):
     # a folded R2C reads each pair of reals in one vector load where the pair is aligned as the complex
     # type (through the load callback too) and one real at a time where not: an operand one float
     # off, and rows of odd stride (every other row's pairs misaligned)
-    cupy = _cupy()
-    from nvmathx._core import streams
-    from nvmathx._fftcore.callbacks import attachment
-    from nvmathx._fftcore.engine import FusedRows
-    from nvmathx.fft._fused import FusedPlan
-
     size, batch = 4096, 9
     row_stride = size + 1 if layout == "odd row stride" else size
     shift = 1 if layout == "one float off" else 0
     flat = rng.standard_normal(shift + batch * row_stride).astype(np.float32)
     rows = flat[shift:].reshape(batch, row_stride)[:, :size]
     window = np.hanning(size).astype(np.float32) if windowed else np.ones(size, np.float32)
-    prolog = None
-    if windowed:
-        callback = nfft.compile_prolog(_windowed, element_dtype="float32", user_info_dtype="float32")
-        prolog = attachment((callback, cupy.asarray(window)), "prolog", 0)
-    plan = FusedPlan(FusedRows("R2C", size, batch, "float32", row_stride, 1, size // 2 + 1, 1), 0, prolog=prolog)
-    source, target = cupy.asarray(flat), cupy.zeros((batch, size // 2 + 1), np.complex64)
-    plan.run(source.data.ptr + 4 * shift, target.data.ptr, -1,
-             streams.resolve_stream(cupy.cuda.get_current_stream().ptr, 0))
+    result = _fused_r2c(flat, shift, size, batch, row_stride, window if windowed else None)
     # the callback indexes the window by the offset from the operand's start, modulo 4096
     offsets = np.arange(batch)[:, None] * row_stride + np.arange(size)
     expected = np.fft.rfft(rows.astype(np.float64) * window[offsets % size], axis=1)
-    assert _error(target.get(), expected) < 2e-5
+    assert _error(result, expected) < 2e-5
 
 
 def test_freed_plan_raises(rng):
