@@ -159,13 +159,18 @@ _LOAD_DECLARATION = 'extern "C" __device__ {input} {name}(void*, unsigned long l
 _STORE_DECLARATION = 'extern "C" __device__ void {name}(void*, unsigned long long, {output}, void*, void*);'
 
 
+def _load_call(load: str, c_input: str, pointer: str, offset: str) -> str:
+    """The call of the load callback ``load`` on element ``offset`` of ``pointer``, as cuFFT makes it."""
+    return f"{load}(const_cast<{c_input}*>({pointer}), (unsigned long long)({offset}), load_info, nullptr)"
+
+
 def _aligned_pair(c_element: str, c_input: str, load: str | None) -> str:
     """The expression of a folded pair read at ``offset`` (even) from ``aligned_in``: one vector load
     of the complex type, or the callback ``load`` called on both reals."""
     if load is None:
         return f"reinterpret_cast<const {c_element}*>(aligned_in)[offset / 2]"
-    call = f"{load}(const_cast<{c_input}*>(aligned_in), (unsigned long long)({{}}), load_info, nullptr)"
-    return f"{c_element}{{{call.format('offset')}, {call.format('offset + 1')}}}"
+    first, second = (_load_call(load, c_input, "aligned_in", offset) for offset in ("offset", "offset + 1"))
+    return f"{c_element}{{{first}, {second}}}"
 
 
 def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, output: str, input_length: int,
@@ -193,7 +198,7 @@ def kernel_source(symbol: str, fft_symbol: str, *, element: str, input: str, out
     load_expression = "in[offset]"
     if load is not None:
         declarations.append(_LOAD_DECLARATION.format(input=c_input, name=load))
-        load_expression = f"{load}(const_cast<{c_input}*>(in), (unsigned long long)offset, load_info, nullptr)"
+        load_expression = _load_call(load, c_input, "in", "offset")
     store_statement = "out[offset] = value"
     if store is not None:
         declarations.append(_STORE_DECLARATION.format(output=c_output, name=store))
