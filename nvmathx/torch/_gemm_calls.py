@@ -23,7 +23,7 @@ from .._core.streams import StreamHolder, resolve_stream
 from ..linalg import matmul, plan_cache, plan_key
 from ._column_sums import current_stream_handle
 
-__all__ = ["gemm"]
+__all__ = ["cached_entry", "current_stream", "gemm", "key_of", "run_entry"]
 
 # layouts -> plan_key (hashed once); forgotten wholesale past the limit (token counts may vary from call to call)
 _PLAN_KEYS: dict = {}
@@ -54,8 +54,8 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
             layouts += (name, tensor.shape, tensor.stride(), tensor.dtype, tensor.is_neg(),
                         ptr & 255 and ptr & -ptr or 256)
     key = _PLAN_KEYS.get(layouts)
-    entry = plan_cache.get(device_id, key) if key is not None else None
-    if entry is None or entry.alpha is not _ONE or entry.beta is not _ZERO or entry.rebind:
+    entry = cached_entry(device_id, key) if key is not None else None
+    if entry is None:
         # new layouts, a plan the cache dropped, another caller's scalars on this plan, or operands
         # matmul() binds per call
         arguments = _arguments(epilog, epilog_inputs, scales, options, preferences)
@@ -64,12 +64,35 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
                 _PLAN_KEYS.clear()
             _PLAN_KEYS[layouts] = HashedKey(plan_key(a, b, **arguments))
         return matmul(a, b, **arguments, stream=stream.handle if stream is not None else None)
+    return run_entry(entry, stream if stream is not None else current_stream(device_id), a_ptr, b_ptr, pointers)
+
+
+def current_stream(device_id: int) -> StreamHolder:
+    """torch's current stream on device ``device_id``."""
+    return resolve_stream(current_stream_handle(device_id), device_id)
+
+
+def cached_entry(device_id: int, key):
+    """The plan cache's entry for ``key`` when it runs by address as ``matmul()``'s defaults call it
+    (alpha 1, beta 0, no operand bound per call), else None."""
+    entry = plan_cache.get(device_id, key)
+    if entry is None or entry.alpha is not _ONE or entry.beta is not _ZERO or entry.rebind:
+        return None
+    return entry
+
+
+def run_entry(entry, stream: StreamHolder, a_ptr: int, b_ptr: int, pointers: dict):
+    """Run a :func:`cached_entry` on operands at ``a_ptr`` and ``b_ptr`` with the epilog inputs (and
+    float8 scales) at ``pointers``, as a ``matmul()`` cache hit runs it."""
     runner = entry.runner
     if entry.by_pointer:
         runner.set_input_pointers(pointers)
-    if stream is None:  # torch's current stream on the operands' device
-        stream = resolve_stream(current_stream_handle(device_id), device_id)
     return runner.run(stream, a_ptr, b_ptr, None)
+
+
+def key_of(a, b, *, epilog=None, epilog_inputs: dict | None = None, preferences=None):
+    """The plan key :func:`gemm` looks up for these operands (no float8 scales, default options)."""
+    return HashedKey(plan_key(a, b, **_arguments(epilog, epilog_inputs, None, None, preferences)))
 
 
 def _arguments(epilog, epilog_inputs, scales, options, preferences) -> dict:

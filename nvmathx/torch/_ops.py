@@ -46,7 +46,7 @@ import torch
 from torch import Tensor
 
 from .._core.errors import OptionsError
-from . import _dispatch, _reference
+from . import _dispatch, _mlp_plans, _reference
 from ._autograd import differentiable
 from ._reference import activation_backward, aux_width
 
@@ -135,8 +135,12 @@ def _mlp(x: Tensor, w1: Tensor, b1: Tensor | None, w2: Tensor, b2: Tensor | None
          activation: str, autotune: bool | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """``(out, h, aux)``: ``h = act(x @ w1.T + b1)`` with its auxiliary output, ``out = h @ w2.T + b2``."""
     check_activation(activation, _ACTIVATED)
+    recorded = _mlp_plans.forward(x, w1, b1, w2, b2, activation, autotune)
+    if recorded is not None:
+        return recorded
     h, aux = _dispatch.forward(x, w1, b1, activation, True, autotune)
     out, _ = _dispatch.forward(h, w2, b2, "none", False, autotune)
+    _mlp_plans.record_forward(x, w1, b1, w2, b2, h, activation, autotune)
     return out, h, aux
 
 
@@ -272,10 +276,15 @@ def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
     if grad is None:
         return _no_grads(ctx, 0)
     x, w1, _, w2, _, h, aux = ctx.saved_tensors
-    need_x, need_w1, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:5]
+    needs = ctx.needs_input_grad[:5]
+    need_x, need_w1, need_b1, need_w2, need_b2 = needs
     grad = as_matrix(grad)
     direct = eager(grad)  # (dz is made as grad is: eagerly or traced)
-    dx = dw1 = db1 = None
+    if direct:
+        recorded = _mlp_plans.backward(grad, x, w1, w2, h, aux, ctx.activation, ctx.autotune, needs)
+        if recorded is not None:
+            return *recorded, *_no_grads(ctx, 5)
+    dx = dw1 = db1 = dz = None
     if need_x or need_w1 or need_b1:
         # The bias-1 gradient comes from dW1's GEMM (BGRADA), not from DGELU_BGRAD / DRELU_BGRAD,
         # which cuBLASLt ran several times slower than DGELU alone.
@@ -283,6 +292,8 @@ def _backward_mlp(ctx, grad, _h_grad, _aux_grad):
                                                                   ctx.autotune)
         dx, dw1, db1 = _linear_grads((need_x, need_w1, need_b1), dz, x, w1, ctx.autotune, direct)
     _, dw2, db2 = _linear_grads((False, need_w2, need_b2), grad, h, w2, ctx.autotune, direct)
+    if direct:
+        _mlp_plans.record_backward(grad, x, w1, w2, h, aux, dz, ctx.activation, ctx.autotune, needs)
     return dx, dw1, db1, dw2, db2, *_no_grads(ctx, 5)
 
 
