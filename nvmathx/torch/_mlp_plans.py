@@ -41,7 +41,8 @@ def _alignment(ptr: int) -> int:
 
 
 def _layout(t) -> tuple:
-    return t.shape, t.stride(), t.dtype, t.is_neg(), _alignment(t.data_ptr())
+    # (the device too: the op called directly may be given tensors of several)
+    return t.shape, t.stride(), t.dtype, t.is_neg(), _alignment(t.data_ptr()), t.get_device()
 
 
 def _bias_layout(t) -> tuple | None:
