@@ -27,8 +27,8 @@ from ..linalg import MatmulPlanPreferences
 from . import _column_sums
 from ._gemm_calls import gemm
 
-__all__ = ["backward_epilog", "check_autotune", "forward", "forward_epilog", "grad_activation", "grad_input",
-           "grad_weight", "preferences_for", "set_autotune"]
+__all__ = ["aux_read", "backward_epilog", "bias_from_column_sums", "check_autotune", "forward", "forward_epilog",
+           "grad_activation", "grad_input", "grad_weight", "preferences_for", "set_autotune"]
 
 _AUX_NAMES = {"relu": RELU_AUX_NAME, "gelu": GELU_AUX_NAME}
 _AUTOTUNED = MatmulPlanPreferences(autotune=True)
@@ -127,6 +127,19 @@ def _whole_buffer(aux):
     return aux.new_empty(0).set_(aux.untyped_storage(), aux.storage_offset(), (rows, padded), (padded, 1))
 
 
+def bias_from_column_sums(grad) -> bool:
+    """Whether ``grad``'s bias gradient (its column sums) comes from the column-sum pass rather than
+    from BGRADA (:func:`._column_sums.in_kernel`: large gradients)."""
+    rows, cols = grad.shape
+    return _column_sums.in_kernel(rows, cols, grad.stride(1), _column_sums.dtype_name(grad.dtype))
+
+
+def aux_read(aux, activation: str, n: int):
+    """The auxiliary output as the gradient GEMM of ``n`` columns reads it: a GELU aux's first ``n``
+    columns (the forward GEMM pads it to a multiple of 8)."""
+    return aux[:, :n] if activation == "gelu" and aux.shape[1] != n else aux
+
+
 def grad_input(grad, weight, autotune: bool | None = None):
     """``grad @ weight``."""
     return gemm(grad, weight, preferences=preferences_for(autotune))
@@ -137,8 +150,7 @@ def grad_weight(grad, x, bias_grad: bool, autotune: bool | None = None):
     :func:`._column_sums.in_kernel` says so (large gradients), else BGRADA (cuBLASLt's transposed A
     summed by the GEMM's epilog)."""
     preferences = preferences_for(autotune)
-    rows, cols = grad.shape
-    if bias_grad and not _column_sums.in_kernel(rows, cols, grad.stride(1), _column_sums.dtype_name(grad.dtype)):
+    if bias_grad and not bias_from_column_sums(grad):
         weight_grad, outputs = gemm(grad.T, x, epilog="BGRADA", preferences=preferences)
         return weight_grad, outputs["bgrada"]
     weight_grad = gemm(grad.T, x, preferences=preferences)
@@ -147,11 +159,9 @@ def grad_weight(grad, x, bias_grad: bool, autotune: bool | None = None):
 
 def grad_activation(grad, weight, aux, activation: str, bias_grad: bool, autotune: bool | None = None):
     """``(dz, dz.sum(0) or None)``, ``dz = (grad @ weight) * act'(z)``, in one GEMM."""
-    n = weight.shape[1]
-    if activation == "gelu" and aux.shape[1] != n:
-        aux = aux[:, :n]
     result = gemm(grad, weight, epilog=_BACKWARD_EPILOGS[activation, bias_grad],
-                  epilog_inputs={_AUX_NAMES[activation]: aux}, preferences=preferences_for(autotune))
+                  epilog_inputs={_AUX_NAMES[activation]: aux_read(aux, activation, weight.shape[1])},
+                  preferences=preferences_for(autotune))
     if not bias_grad:
         return result, None
     dz, outputs = result

@@ -23,7 +23,7 @@ from .._core.streams import StreamHolder, resolve_stream
 from ..linalg import matmul, plan_cache, plan_key
 from ._column_sums import current_stream_handle
 
-__all__ = ["cached_entry", "current_stream", "gemm", "key_of", "run_entry"]
+__all__ = ["alignment", "cached_entry", "current_stream", "gemm", "key_of", "run_entry"]
 
 # layouts -> plan_key (hashed once); forgotten wholesale past the limit (token counts may vary from call to call)
 _PLAN_KEYS: dict = {}
@@ -44,6 +44,7 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
     if device_id < 0:
         return matmul(a, b, **_arguments(epilog, epilog_inputs, scales, options, preferences))
     a_ptr, b_ptr = a.data_ptr(), b.data_ptr()
+    # (alignment() written out: this is every GEMM's path)
     layouts: tuple = (a.shape, a.stride(), a.dtype, a.is_neg(), a_ptr & 255 and a_ptr & -a_ptr or 256,
                       b.shape, b.stride(), b.dtype, b.is_neg(), b_ptr & 255 and b_ptr & -b_ptr or 256,
                       epilog, id(options), id(preferences), scales is not None, device_id)
@@ -65,6 +66,11 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
             _PLAN_KEYS[layouts] = HashedKey(plan_key(a, b, **arguments))
         return matmul(a, b, **arguments, stream=stream.handle if stream is not None else None)
     return run_entry(entry, stream if stream is not None else current_stream(device_id), a_ptr, b_ptr, pointers)
+
+
+def alignment(ptr: int) -> int:
+    """The largest power of two up to 256 dividing ``ptr``, as the layouts of a call count it."""
+    return ptr & 255 and ptr & -ptr or 256
 
 
 def current_stream(device_id: int) -> StreamHolder:

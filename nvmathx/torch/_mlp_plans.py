@@ -25,7 +25,16 @@ from typing import NamedTuple
 import torch
 
 from . import _column_sums, _dispatch
-from ._fused import _AUX_NAMES, _BACKWARD_EPILOGS, _FORWARD_EPILOGS, _whole_buffer, preferences_for
+from ._fused import (
+    _AUX_NAMES,
+    _BACKWARD_EPILOGS,
+    _FORWARD_EPILOGS,
+    _whole_buffer,
+    aux_read,
+    bias_from_column_sums,
+    preferences_for,
+)
+from ._gemm_calls import alignment as _alignment
 from ._gemm_calls import cached_entry, current_stream, key_of, run_entry
 
 __all__ = ["backward", "forward", "record_backward", "record_forward"]
@@ -33,11 +42,6 @@ __all__ = ["backward", "forward", "record_backward", "record_forward"]
 _LIMIT = 1024  # passes remembered; forgotten wholesale past it (token counts may vary from step to step)
 _forward_passes: dict = {}
 _backward_passes: dict = {}
-
-
-def _alignment(ptr: int) -> int:
-    """The largest power of two up to 256 dividing ``ptr``, as a plan key counts alignment."""
-    return ptr & 255 and ptr & -ptr or 256
 
 
 def _layout(t) -> tuple:
@@ -176,8 +180,7 @@ def backward(grad, x, w1, w2, h, aux, activation: str, autotune, needs: tuple):
 
 def _weight_grad_key(grad, x, need_bias: bool, preferences) -> tuple[tuple, bool]:
     """(plan key, whether the bias gradient comes from the column-sum pass) of :func:`._fused.grad_weight`."""
-    rows, cols = grad.shape
-    column_sums = need_bias and _column_sums.in_kernel(rows, cols, grad.stride(1), _column_sums.dtype_name(grad.dtype))
+    column_sums = need_bias and bias_from_column_sums(grad)
     epilog = "BGRADA" if need_bias and not column_sums else None
     return key_of(grad.T, x, epilog=epilog, preferences=preferences), column_sums
 
@@ -192,11 +195,10 @@ def record_backward(grad, x, w1, w2, h, aux, dz, activation: str, autotune, need
     preferences = preferences_for(autotune)
     keys: dict = {"dz": None, "dx": None, "dw1": None, "dw2": None}
     sums = [False, False]
-    n = w2.shape[1]
     if dz is not None:
-        aux_read = aux[:, :n] if activation == "gelu" and aux.shape[1] != n else aux  # as _fused.grad_activation
         keys["dz"] = key_of(grad, w2, epilog=_BACKWARD_EPILOGS[activation, False],
-                            epilog_inputs={_AUX_NAMES[activation]: aux_read}, preferences=preferences)
+                            epilog_inputs={_AUX_NAMES[activation]: aux_read(aux, activation, w2.shape[1])},
+                            preferences=preferences)
         if need_x:
             keys["dx"] = key_of(dz, w1, preferences=preferences)
         if need_w1 or need_b1:
