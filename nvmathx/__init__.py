@@ -38,6 +38,8 @@ from ._core.errors import (
     OptionsError,
     UnsupportedLayoutError,
     UnsupportedOperandError,
+    SingularMatrixError,
+    CommunicationError,
 )
 from ._core.execution import ExecutionCPU, ExecutionCUDA
 from ._version import __version__
@@ -59,6 +61,8 @@ __all__ = [
     "OptionsError",
     "InvalidStateError",
     "DeviceUnavailableError",
+    "SingularMatrixError",
+    "CommunicationError",
     *_CODE_CACHE,
     *_SUBPACKAGES,
 ]

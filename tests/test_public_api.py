@@ -10,7 +10,8 @@ import nvmathx
 TOP_LEVEL = {
     "__version__", "ExecutionCUDA", "ExecutionCPU", "NvmathxError", "LibraryNotFoundError", "CudaLibraryError",
     "OperandError", "UnsupportedOperandError", "UnsupportedLayoutError", "OptionsError", "InvalidStateError",
-    "DeviceUnavailableError", "linalg", "fft", "device_api", "distributed", "typing",
+    "DeviceUnavailableError", "SingularMatrixError", "CommunicationError", "linalg", "fft", "device_api",
+    "distributed", "typing",
     "CacheInfo", "cache_dir", "cache_info", "clear_cache", "set_cache_dir",
 }
 

@@ -17,7 +17,11 @@ __all__ = [
     "OptionsError",
     "InvalidStateError",
     "DeviceUnavailableError",
+    "SingularMatrixError",
+    "CommunicationError",
 ]
+
+import numpy.linalg as _numpy_linalg
 
 
 class NvmathxError(Exception):
@@ -148,6 +152,46 @@ class DeviceUnavailableError(NvmathxError, RuntimeError):
     def __init__(self, argument: str, message: str) -> None:
         self.argument = argument
         super().__init__(f"{argument}: {message}")
+
+
+class SingularMatrixError(NvmathxError, _numpy_linalg.LinAlgError):
+    """A factorization met an exactly zero pivot: the system has no unique solution.
+
+    The dense (:class:`nvmathx.linalg.DirectSolver`) and sparse solvers raise the same class, which
+    is also a :class:`numpy.linalg.LinAlgError`, so code written against numpy/scipy keeps catching it.
+
+    Attributes
+    ----------
+    batch_index : int or None
+        The index (in the flattened batch) of the first system whose factorization failed, or
+        ``None`` for an unbatched solve.
+    pivot : int or None
+        The (0-based) index of the first zero pivot, where the library reports it.
+    """
+
+    def __init__(self, message: str, batch_index: int | None = None, pivot: int | None = None) -> None:
+        self.batch_index = batch_index
+        self.pivot = pivot
+        super().__init__(message)
+
+
+class CommunicationError(NvmathxError, RuntimeError):
+    """A collective among the ranks of a distributed run failed: a peer died, the connection was
+    lost, or the collective did not finish within the timeout given to
+    :func:`nvmathx.distributed.initialize`.
+
+    Attributes
+    ----------
+    rank : int or None
+        The rank that failed, where it is known.
+    operation : str
+        The collective that failed (``"all_to_all"``, ``"agreement"``, ...).
+    """
+
+    def __init__(self, message: str, rank: int | None = None, operation: str = "") -> None:
+        self.rank = rank
+        self.operation = operation
+        super().__init__(message)
 
 
 def _rebuild(cls, args, attributes):
