@@ -3,10 +3,12 @@ import importlib
 import pathlib
 import pickle
 
+import numpy as np
 import pytest
 
 import nvmathx
 from nvmathx import (
+    CommunicationError,
     CudaLibraryError,
     DeviceUnavailableError,
     InvalidStateError,
@@ -14,6 +16,7 @@ from nvmathx import (
     NvmathxError,
     OperandError,
     OptionsError,
+    SingularMatrixError,
     UnsupportedLayoutError,
     UnsupportedOperandError,
 )
@@ -35,6 +38,8 @@ EXAMPLES = [
     (OptionsError("options.limit", "expected an int"), ("argument",)),
     (InvalidStateError("freed"), ()),
     (DeviceUnavailableError("execution", "no CUDA driver"), ("argument",)),
+    (SingularMatrixError("a: exactly singular", batch_index=3, pivot=7), ("batch_index", "pivot")),
+    (CommunicationError("rank 2 died", rank=2, operation="all_to_all"), ("rank", "operation")),
     (LibraryNotFoundError("cufft", "nvidia-cufft", "NVMATHX_CUFFT_PATH", "not on the path"),
      ("library", "pip_package", "env_var", "detail", "msg")),
     (CudaLibraryError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmul", "no algorithm"),
@@ -94,6 +99,8 @@ def test_pickling_keeps_the_message_and_every_attribute(error, attributes):
         (LibraryNotFoundError("cufft", "nvidia-cufft", "NVMATHX_CUFFT_PATH"), ImportError),
         (CudaLibraryError(15, "CUBLAS_STATUS_NOT_SUPPORTED", "cublasLtMatmul"), RuntimeError),
         (DeviceUnavailableError("execution", "no CUDA driver"), RuntimeError),
+        (SingularMatrixError("a: singular"), np.linalg.LinAlgError),
+        (CommunicationError("rank 1 died", rank=1), RuntimeError),
     ],
 )
 def test_hierarchy(error, builtin):
