@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Profile the device suite's first launch (fresh interpreter -> first finished kernel) with a warm cache.
 
-    scripts/profile-first-launch [OUTPUT_DIR]
+    scripts/recipe profile-first-launch [OUTPUT_DIR]
 
 Fills a fresh NVMATHX_CACHE_DIR with one untimed run, then runs the same script three more times:
 plainly (wall time), under ``-X importtime`` (import costs) and under cProfile (where the rest
@@ -16,11 +16,10 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 from benchmarks.suites.device import _FIRST_LAUNCH  # noqa: E402
-
 
 _SCRIPT = os.path.join(tempfile.mkdtemp(prefix="nvmathx-first-launch-"), "first_launch.py")
 with open(_SCRIPT, "w") as _file:  # a file, not -c: cProfile runs scripts only

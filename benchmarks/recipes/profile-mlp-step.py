@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the host time of one training step of the feed-forward block goes, on a GPU.
 
-    scripts/profile-mlp-step [--tokens 16384 --d-model 1024 --hidden 4096] [--steps 20]
+    scripts/recipe profile-mlp-step [--tokens 16384 --d-model 1024 --hidden 4096] [--steps 20]
                              [--blocks torch,nvmathx,nvmathx.fp8,nvmathx.fp8.autotuned] [--gpu-only]
 
 For torch's block, FusedMLP and FusedMLP with a Float8Recipe (bfloat16; ``.autotuned``: the same
@@ -25,7 +25,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from nvmathx.torch import Float8Recipe, FusedMLP  # noqa: E402
 

@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """Count the SASS instructions of the generated kernels the benchmarks time, without a GPU.
 
-    scripts/count-sass fused TYPE SIZE EPT FPB [--window] [--min-blocks N] [--staged] [--strided]
-    scripts/count-sass conv EPT FPB
-    scripts/count-sass fill GENERATOR {seed|subsequence} CALLS [DISTRIBUTION]
-    scripts/count-sass cast IN OUT {none|relu|gelu|drelu|dgelu}
+    scripts/recipe count-sass fused TYPE SIZE EPT FPB [--window] [--min-blocks N] [--staged] [--strided]
+    scripts/recipe count-sass conv EPT FPB
+    scripts/recipe count-sass fill GENERATOR {seed|subsequence} CALLS [DISTRIBUTION]
+    scripts/recipe count-sass cast IN OUT {none|relu|gelu|drelu|dgelu}
     (each with [--nvdisasm PATH])
 
 ``fused``: the fused FFT engine's kernel for 16384 rows of SIZE points (TYPE C2C, R2C or C2R,
 float32) at cuFFTDx's (elements_per_thread, ffts_per_block) = (EPT, FPB), as a plan of contiguous
 rows builds it (``--strided``: rows with element strides of 2), with the ``fft_callbacks`` suite's
 window as load callback (``--window``, R2C). ``conv``: the kernel of
-``examples/device_fft_convolution.py`` (1024 points). ``fill``: ``scripts/tune-rng``'s fill loop.
+``examples/device_fft_convolution.py`` (1024 points). ``fill``: ``scripts/recipe tune-rng``'s fill loop.
 ``cast``: the float8 layers' cast-transpose kernel (``nvmathx.torch._float8.kernels``) from IN
 (bfloat16, float16, float32) to OUT (float8_e4m3fn, float8_e5m2) as one launch with that elementwise
 op runs it (the kernel's other ops left out).
@@ -35,7 +35,7 @@ import tempfile
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 

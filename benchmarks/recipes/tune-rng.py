@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time ways of filling 2**30 float32 normals with ``Random`` (numba-cuda) on a GPU.
 
-    scripts/tune-rng [--repeats 20]
+    scripts/recipe tune-rng [--repeats 20]
 
 The device suite's ``rng_normal_2p30_f32`` case is issue-bound (its loop is ~190 SASS instructions
 for 4 normals, most of them Philox's ten rounds and cuRAND's accurate ``logf``/``sqrtf``), so the
@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from numba import cuda  # noqa: E402
 

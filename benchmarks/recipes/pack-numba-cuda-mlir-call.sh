@@ -2,7 +2,7 @@
 # Make the carry folders of GPU calls that run nvmathx under numba-cuda-mlir, each small enough to
 # travel with the checkout (64 MiB in all per call):
 #
-#   scripts/pack-numba-cuda-mlir-call [VERSION]     (default 0.6.0; run once per checkout)
+#   scripts/recipe pack-numba-cuda-mlir-call [VERSION]     (default 0.6.0; run once per checkout)
 #
 #   .whl-mlir/numba_cuda_mlir-VERSION.tar.xz   numba-cuda-mlir's installed tree (its wheel is 71 MB),
 #                                              without its C headers, xz -9e (~47 MB)
@@ -17,9 +17,9 @@
 # numba-cuda-mlir alone on the image's numpy: carry [".whl-mlir", ".whl-device"] (numba-cuda 0.30
 # cannot compile on that numpy, so its half of the tests skips). The checkout with .whl-mlir and
 # .whl-device together is near the 64 MiB limit; .whl-curand travels with .whl instead.
-# Needs .whl (../shared/tools/fetch-gpu-wheels.sh .whl) and network access to PyPI.
+# Needs .whl (the GPU wheels, as scripts/gpu-check --help describes) and network access to PyPI.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 VERSION="${1:-0.6.0}"
 for folder in .whl-mlir .whl-device .whl-curand; do
     grep -qx "/$folder/" .git/info/exclude 2>/dev/null || echo "/$folder/" >> .git/info/exclude
@@ -38,7 +38,7 @@ fi
 
 mkdir -p .whl-device "$work/device"
 for wheel in .whl/nvidia_libmathdx_cu13-*.whl .whl/cffi-*.whl .whl/pycparser-*.whl; do
-    [[ -e "$wheel" ]] || { echo "missing $wheel: run ../shared/tools/fetch-gpu-wheels.sh .whl first" >&2; exit 1; }
+    [[ -e "$wheel" ]] || { echo "missing $wheel: put the GPU wheels in .whl first" >&2; exit 1; }
     (cd "$work/device" && python3 -m zipfile -e "$OLDPWD/$wheel" .)
 done
 tar -C "$work/device" -cf - . | xz -T0 -9e > .whl-device/device-wheels.tar.xz

@@ -2,7 +2,7 @@
 """Time cuFFTDx's (elements_per_thread, ffts_per_block) choices for the kernels the fused FFT
 engine and the device-API convolution run, on a GPU, against cuFFT on the same data.
 
-    scripts/tune-fft-knobs [--rows 16384] [--repeats 50] [--only fused|conv] [--case TEXT ...] [--knobs K ...]
+    scripts/recipe tune-fft-knobs [--rows 16384] [--repeats 50] [--only fused|conv] [--case TEXT ...] [--knobs K ...]
 
 For each transform of the ``fft`` / ``fft_callbacks`` suites the fused engine serves (C2C 4096 and
 1024 complex64, R2C/C2R 4096 float32, C2C 4096 complex128) and for ``examples/device_fft_convolution.py``
@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import cupy  # noqa: E402
 
@@ -170,7 +170,7 @@ def tune_convolution(rows, repeats, report, pairs=None, top=3, bounds=None):
 
     from numba import cuda
 
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples",
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples",
                         "device_fft_convolution.py")
     spec = importlib.util.spec_from_file_location("device_fft_convolution", path)
     example = importlib.util.module_from_spec(spec)

@@ -4,8 +4,8 @@ float32, a Hann window as a load callback), cuFFT's plain R2C of the same rows, 
 convolution kernel (the ``device`` suite's case: 16384 signals of 1024 complex64), a few times each:
 the program Nsight Compute profiles.
 
-    ncu --clock-control none --set full -s 3 -c 1 python3 scripts/profile-fused-kernels windowed
-    ncu --clock-control none --set full -s 3 -c 1 python3 scripts/profile-fused-kernels conv
+    ncu --clock-control none --set full -s 3 -c 1 python3 benchmarks/recipes/profile-fused-kernels.py windowed
+    ncu --clock-control none --set full -s 3 -c 1 python3 benchmarks/recipes/profile-fused-kernels.py conv
 
 (after ``scripts/gpu-check``'s install; the first launches warm the caches and are skipped with
 ``-s``). Prints each case's median event time as well, for a run without the profiler.
@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 import cupy  # noqa: E402

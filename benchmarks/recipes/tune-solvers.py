@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time cuSOLVERDx configurations of the device suite's two solver cases on a GPU.
 
-    scripts/tune-solvers [--batch 65536] [--repeats 20] [--only spd|lu]
+    scripts/recipe tune-solvers [--batch 65536] [--repeats 20] [--only spd|lu]
 
 For ``solve_spd_65536x32_f32`` (posv) and ``solve_lu_65536x64_f64`` (gesv_partial_pivot): the
 median GPU time of the suite's kernel (``benchmarks.suites.device._solver_kernel``, numba-cuda) for
@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from numba import cuda  # noqa: E402
 
