@@ -62,6 +62,8 @@ def test_each_entry_point_is_executable_and_answers_help(name):
     ("recipe", [], "scripts/recipe --list"),
     ("recipe", ["no-such-recipe"], "unknown recipe 'no-such-recipe'"),
     ("recipe", ["count-sass", "no-such-kind"], "invalid choice: 'no-such-kind'"),
+    ("recipe", ["count-sass", "--nvdisasm", "/no/nvdisasm", "cast", "bfloat16", "float8_e5m2", "relu"],
+     "'/no/nvdisasm' not found"),
 ])
 def test_bad_arguments_exit_2_with_a_message(name, arguments, says):
     needs(name)

@@ -29,6 +29,7 @@ import importlib.machinery
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -104,7 +105,7 @@ def fill_cubin(args):
 
     integer = args.distribution == "uniform_bits"
     rng = Random(args.generator, args.distribution, np.uint32 if integer else np.float32, sm=SM)
-    kernel = load_script("tune_rng", os.path.join(ROOT, "scripts", "tune-rng")).fill_kernel(
+    kernel = load_script("tune_rng", os.path.join(ROOT, "benchmarks", "recipes", "tune-rng.py")).fill_kernel(
         rng, args.apart_by == "seed", args.calls)
     return numba_cubin(kernel.py_func, ((types.uint32 if integer else types.float32)[::1], types.uint64))
 
@@ -115,11 +116,9 @@ def cast_cubin(args):
     from nvmathx._codegen.float_formats import FORMAT_CODES
     from nvmathx.torch._float8 import kernels
 
-    source = kernels.KERNEL_SOURCE
-    start, end = source.index("    switch (op) {\n    case OP_RELU"), source.index("#undef NVMATHX_CAST")
-    source = source[:start] + f"    NVMATHX_CAST(OP_{args.op.upper()});\n" + source[end:]
     name = f"cast_transpose<{FORMAT_CODES[args.input]}, {FORMAT_CODES[args.output]}>"
-    program = Program(source, "c++", ProgramOptions(arch=f"sm_{SM[0]}{SM[1]}", std="c++17"))
+    options = ProgramOptions(arch=f"sm_{SM[0]}{SM[1]}", std="c++17", define_macro=("CAST_OP", f"OP_{args.op.upper()}"))
+    program = Program(kernels.KERNEL_SOURCE, "c++", options)  # CAST_OP: the kernel built for that op alone
     return bytes(program.compile("cubin", name_expressions=(name,)).code)
 
 
@@ -184,6 +183,9 @@ def main():
     cast.add_argument("output", choices=["float8_e4m3fn", "float8_e5m2"])
     cast.add_argument("op", choices=["none", "relu", "gelu", "drelu", "dgelu"])
     args = parser.parse_args()
+    if shutil.which(args.nvdisasm) is None:
+        parser.error(f"--nvdisasm: {args.nvdisasm!r} not found (pip download nvidia-cuda-nvdisasm: "
+                     "nvidia/cu13/bin/nvdisasm)")
     cubin = {"fused": fused_cubin, "conv": conv_cubin, "fill": fill_cubin, "cast": cast_cubin}[args.kind](args)
     with tempfile.NamedTemporaryFile(suffix=".cubin") as file:
         file.write(cubin)
