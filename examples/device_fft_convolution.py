@@ -42,7 +42,7 @@ def build_kernel(forward, inverse, cuda=None, *, taps_first=False, launch_bounds
 
     ``taps_first``: read the filter's spectrum with the signal, before the forward transform (its
     latency hidden; its registers held through the transform), else (the default) just before the
-    multiply: 1.5% faster on an H100 and an H200 (``scripts/tune-fft-knobs --only conv``).
+    multiply: 1.5% faster on an H100 and an H200 (``scripts/recipe tune-fft-knobs --only conv``).
 
     One block convolves one group of ``ffts_per_block`` rows and reads the spectrum for it. A
     persistent form (a resident grid of blocks, each reading and scaling the spectrum once and
@@ -83,7 +83,7 @@ def build_kernel(forward, inverse, cuda=None, *, taps_first=False, launch_bounds
 
 def make_ffts(size, elements_per_thread=16, ffts_per_block=1):
     """The forward and inverse transforms. The default knobs were the fastest of cuFFTDx's tuned
-    pairs for 16384 signals of 1024 points on an H100 (``scripts/tune-fft-knobs --only conv``:
+    pairs for 16384 signals of 1024 points on an H100 (``scripts/recipe tune-fft-knobs --only conv``:
     0.141 ms, against 0.155 ms for 8 elements per thread and 2 FFTs per block)."""
     from nvmathx.device_api import FFT
 

@@ -281,7 +281,7 @@ def _montecarlo_setups(ctx):
     return {**setups, "torch": torch_payoffs}
 
 
-# the solver cases' configurations (scripts/tune-solvers times the others)
+# the solver cases' configurations (scripts/recipe tune-solvers times the others)
 _SPD_OPTIONS = {"batches_per_block": 2, "leading_dimension": "suggested"}
 _LU_OPTIONS = {"batches_per_block": 1, "leading_dimension": "suggested"}
 

@@ -299,8 +299,8 @@ def xt_set_jit_callback(plan: int, ltoir: bytes, callback_type, caller_info=None
 
     The LTO-IR must define the function named by :func:`callback_symbol` for the callback's role and
     element type. The name argument is passed as NULL: cuFFT 12.0 (CUDA 13.0) fails the make-plan call
-    with CUFFT_INTERNAL_ERROR when any name is given there, the callback's own mangled name included
-    (seen on an H200), and finds the callback by its documented name when none is.
+    with CUFFT_INTERNAL_ERROR when any name is given there, the callback's own mangled name included,
+    and finds the callback by its documented name when none is.
     ``caller_info`` is a sequence of device pointers (one per GPU) or None.
 
     cuFFT reads the code and the pointer array when the plan is made, so the returned tuple of ctypes

@@ -353,7 +353,7 @@ def wrapper_source(spec: RandomSpec, symbols: dict, prefix: str) -> str:
 
 def _offset_in_outputs(spec: RandomSpec, variable: str) -> str:
     """C expression: an offset in values (cuRAND's unit) as cuRANDDx counts it. cuRANDDx counts
-    Philox offsets in outputs of 4 values (measured against curand_init on the H200); an offset that
+    Philox offsets in outputs of 4 values (checked against curand_init); an offset that
     is not a multiple of 4 has no cuRANDDx state, so it stops the kernel (a trap) rather than
     shifting the stream silently."""
     if spec.generator != _PHILOX:

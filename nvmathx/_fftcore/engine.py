@@ -25,10 +25,9 @@ ENGINES = ("auto", "cufft", "fused")
 MAX_FUSED_SIZE = {"float32": 32768, "float64": 16384}
 
 # Plain transforms the fused kernel runs faster than cuFFT: (type, length, precision) -> the compute
-# capability majors where measured (scripts/tune-fft-knobs on the H200, 16384 rows,
-# benchmarks/results/logs/2026-12-05/run3-tests-tune: C2R 4096 float32 0.183 ms against 0.337
-# through cuFFT's engine, which copies the operand that cuFFT's C2R would overwrite). Only clear
-# margins are listed: "auto" takes the fused kernel for these once it is in the disk cache.
+# capability majors where measured (`scripts/recipe tune-fft-knobs`; the figures are in
+# docs/guide/fft.rst, "Performance notes"). Only clear margins are listed: "auto" takes the fused
+# kernel for these once it is in the disk cache.
 MEASURED_FASTER = {("C2R", 4096, "float32"): frozenset({9})}
 
 

@@ -5,7 +5,8 @@ and linked into kernels beside it. It indexes through a raw row pointer with uns
 the descriptor's lengths, stride and register counts as constants, so whichever compiler builds
 the kernel, the loads and stores are the same vector instructions: numba-cuda-mlir indexes arrays
 through run-time strides (its memrefs have dynamic strides even for C-contiguous arrays) and wraps
-signed indices, which cost the convolution example 12% of its time on the H200 when the kernel indexed rows itself.
+signed indices, which made the convolution example slower when the kernel indexed rows itself
+(docs/guide/device_api.rst, "Performance notes").
 
 One function per descriptor and direction, with the C signature
 ``void f(T* array, long long rows, long long length, long long row, V* thread_data)``: ``array``

@@ -76,9 +76,9 @@ class Solver:
     ``batches_per_block`` and ``shared_memory_size`` are compile-time constants in kernels.
     cuSOLVERDx's library code (its universal fatbin) is linked with the kernel for you.
 
-    Prefer the suggested ``block_dim``: on the H200, ``posv`` 32 x 32 float32 with 2 batches per
-    block and ``block_dim=(128,)`` or ``(256,)`` (suggested: 64) generated code that faulted
-    (illegal address) when launched. More than 48 KiB of dynamic shared memory needs the kernel's
+    Prefer the suggested ``block_dim``: others can generate code that faults (illegal address) at
+    launch, e.g. ``posv`` 32 x 32 float32 with 2 batches per block and ``block_dim=(128,)`` or
+    ``(256,)`` (suggested: 64). More than 48 KiB of dynamic shared memory needs the kernel's
     limit raised before launch, which numba does not do (the launch fails with
     ``CUDA_ERROR_INVALID_VALUE``).
     """

@@ -26,12 +26,10 @@ __all__ = ["FusedPlan", "compute_capability", "kernel_state", "launch_offsets"]
 _DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without opting in
 
 # (elements_per_thread, ffts_per_block, min_blocks, staged_loads) measured faster than cuFFTDx's
-# suggestion, by compute capability major and transform (scripts/tune-fft-knobs on the H200, 16384
-# rows, benchmarks/results/logs/2026-12-05/run3-tests-tune: C2C 1024 float32 0.111 -> 0.078 ms;
-# run5-fp8-tests-tune-solvers, after the unit-stride kernels: C2C 4096 float32 0.2771 -> 0.2748 ms
-# with 5 blocks per SM, windowed R2C 4096 float32 0.1953 (suggested) -> 0.1743 ms); min_blocks,
-# where not None, is the kernel's resident blocks per SM asked of the compiler (fewer registers per
-# thread); staged_loads reads a folded R2C's reals through shared memory
+# suggestion, by compute capability major and transform (`scripts/recipe tune-fft-knobs`; the
+# figures are in docs/guide/fft.rst, "Performance notes"); min_blocks, where not None, is the
+# kernel's resident blocks per SM asked of the compiler (fewer registers per thread); staged_loads
+# reads a folded R2C's reals through shared memory
 _MEASURED_KNOBS = {(9, "C2C", 1024, "float32"): (16, 1, None, False),
                    (9, "C2C", 4096, "float32"): (16, 1, 5, False),
                    (9, "R2C", 4096, "float32"): (32, 1, 5, False)}
@@ -154,7 +152,7 @@ class FusedPlan:
     def __init__(self, rows: FusedRows, device_id: int, output_shape=(), output_strides=(), prolog=None,
                  epilog=None, knobs: tuple | None = None):
         # knobs: (elements_per_thread, ffts_per_block[, min_blocks[, staged_loads]]) in place of the
-        # measured or suggested ones (scripts/tune-fft-knobs)
+        # measured or suggested ones (`scripts/recipe tune-fft-knobs`)
         from cuda.core import LaunchConfig, ObjectCode
 
         check_callback_launches(rows, prolog, epilog)

@@ -40,7 +40,7 @@ _MAX_SAMPLE_RUNS = 200
 
 
 # Sustained work before any timing: GPU clocks ramp up from idle over a fraction of a second, and a
-# candidate timed during the ramp looks slower than it is (seen on the H200 for the first one).
+# candidate timed during the ramp looks slower than it is.
 _SUSTAIN_S = 0.3
 
 

@@ -24,8 +24,8 @@ from typing import NamedTuple
 
 __all__ = ["LAUNCH_BYTES", "BatchOperand", "BatchPlan", "aligned_strides", "dense_batch_strides", "plan_batches"]
 
-# One kernel launch costs about as long as moving this many bytes: ~8 us at the H200's 4.25 TB/s
-# copy ceiling, less than the ~18 us of host time a launch takes there (reference/anchors.md).
+# One kernel launch costs about as long as moving this many bytes (docs/guide/linalg.rst,
+# "Performance notes").
 LAUNCH_BYTES = 32 << 20
 
 

@@ -185,7 +185,7 @@ class GpuRunner:
 
     def _point_device_scale(self, key: str, pointer: int) -> None:
         """Point scale ``key`` at a device float. cuBLASLt refuses a float8 scale that is not 16-byte
-        aligned (CUBLAS_STATUS_NOT_SUPPORTED at launch, measured on the H200): such a scale
+        aligned (CUBLAS_STATUS_NOT_SUPPORTED at launch): such a scale
         is copied into the plan's own slot on each run's stream, before the product."""
         if pointer % _SCALE_SLOT_BYTES:
             self.scale_copies[key] = pointer

@@ -1,14 +1,11 @@
 """Bias gradients as column sums in one read of the gradient, for the unquantised layers' large GEMMs.
 
-cuBLASLt's BGRADA epilog runs its sum as a second kernel after the GEMM, and on Hopper it costs
-more than reading the gradient once: on an H100 at 16384 tokens, +23 us over the plain GEMM for a
-16384 x 1024 gradient and +83 us for 16384 x 4096; this pass sums 16384 x 4096 bfloat16 in 54-57 us
-(2.3-2.5 TB/s with its finishing launch; torch's ``sum(0)`` 62 us). So from :data:`MIN_ELEMENTS`
-elements on, the weight-gradient GEMM runs plain and the bias gradient comes from one column-sum
-pass (``column_partials`` of :mod:`._float8.kernels`, sums over bands of rows, then ``add_rows``; a
-fixed order, so the result is deterministic); smaller gradients keep BGRADA, which costs no extra
-launch. Measured on the bfloat16 ``FusedMLP`` step (H100, ``scripts/probe-bias-grad``): -1.5% and
--2.3% on the ``mlp`` suite's two smaller shapes, no change beyond noise on the largest.
+cuBLASLt's BGRADA epilog runs its sum as a second kernel after the GEMM, and on Hopper that costs
+more than reading the gradient once (figures in docs/guide/torch.rst, "Performance notes"). So from
+:data:`MIN_ELEMENTS` elements on, the weight-gradient GEMM runs plain and the bias gradient comes
+from one column-sum pass (``column_partials`` of :mod:`._float8.kernels`, sums over bands of rows,
+then ``add_rows``; a fixed order, so the result is deterministic); smaller gradients keep BGRADA,
+which costs no extra launch.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ and, according to ``flags``:
 A block of :data:`TILE_THREADS` threads takes a tile of 128 rows and 128 columns at a time (grid
 stride over tiles, :func:`tile_count` of them), a thread two groups of four rows of eight columns:
 a 16-byte read per row (when the input is 16-byte aligned) and an 8-byte row-major store; the
-transposed bytes pass through shared memory and leave as 128 contiguous bytes per column (64 made
-the casts 5-21% slower on an H100, 32 slower still: scripts/tune-float8-cast). ``rows`` must be a
+transposed bytes pass through shared memory and leave as 128 contiguous bytes per column (fewer
+made the casts slower). ``rows`` must be a
 multiple of 16 and ``cols`` of 8 (float8 GEMMs need multiples of 16 anyway).
 
 ``column_partials<IN>`` sums the columns of a matrix over bands of rows (the bias gradient of the
@@ -37,8 +37,7 @@ infinite or NaN; the largest float when the quotient overflows), then shifts the
 row and zeroes row 0 (slot ``i``'s scale at ``scale[i * scale_stride]``, its inverse likewise).
 With ``zero_only`` it only zeroes row 0 (dynamic scaling's accumulators, before a step). The lanes
 share the history's rows, each lane reading its block before writing it, so a history of 1024
-steps costs one wait on memory (the launch took 9 us on an H100 when each lane moved its 32 rows
-one read and write at a time, 7.4 us in chunks of eight).
+steps costs one wait on memory rather than one per row.
 """
 
 from __future__ import annotations
