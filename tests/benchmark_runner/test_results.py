@@ -6,7 +6,7 @@ import time
 import pytest
 
 from benchmarks import Case, Context, Skip, tflops
-from benchmarks._report import format_table, normalised_times, validate_result, write_json, write_plot
+from benchmarks._report import best_peer, format_table, normalised_times, validate_result, write_json, write_plot
 from benchmarks._runner import run_cases
 
 
@@ -96,10 +96,18 @@ def test_write_json_round_trips(result, tmp_path):
         assert json.load(file) == result
 
 
-def test_normalised_times_prefer_torch_then_first():
+def test_normalised_times_divide_by_the_best_peer():
     assert normalised_times({"times": {"nvmathx": 2.0, "torch": 4.0}}) == {"nvmathx": 0.5, "torch": 1.0}
-    assert normalised_times({"times": {"nvmathx": 2.0, "cupy": 1.0, "x": None}}) == {"nvmathx": 1.0, "cupy": 0.5}
+    times = {"nvmathx": 2.0, "torch": 5.0, "cupy": 4.0, "nvmathx.autotuned": 1.0, "x": None}
+    assert normalised_times({"times": times}) == {"nvmathx": 0.5, "torch": 1.25, "cupy": 1.0, "nvmathx.autotuned": 0.25}
+    # No peer with a time: the fastest column is the base.
+    assert normalised_times({"times": {"nvmathx": 2.0, "nvmathx.first": 8.0}}) == {"nvmathx": 1.0, "nvmathx.first": 4.0}
     assert normalised_times({"times": {"nvmathx": None}}) == {}
+
+
+def test_best_peer_ignores_nvmathx_columns_and_missing_times():
+    assert best_peer({"times": {"nvmathx": 1.0, "torch": 3.0, "cupy": 2.0, "nvmath-python": None}}) == ("cupy", 2.0)
+    assert best_peer({"times": {"nvmathx": 1.0, "nvmathx.first": 2.0}}) is None
 
 
 def test_write_plot_makes_a_png(result, tmp_path):

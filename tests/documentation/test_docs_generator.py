@@ -46,17 +46,21 @@ def test_coverage_page_follows_the_transform_table(monkeypatch):
 
 def test_benchmark_page_is_read_from_the_results(tmp_path):
     case = {"name": "gemm_64", "params": {"shape": [64, 64], "dtype": "float32"}, "unit": "us_per_call",
-            "times": {"torch": 12.5, "nvmathx": 13.25}, "note": "per call"}
+            "times": {"torch": 12.5, "nvmathx": 13.25, "cupy": 20.0}, "note": "per call"}
+    alone = {"name": "first_launch", "params": {}, "unit": "s", "times": {"nvmathx.first": 1.5}}
     (tmp_path / "matmul.json").write_text(json.dumps({"suite": "matmul", "device": "H200", "date": "2026-12-02T00:00",
-                                                      "versions": {"nvmathx": "0.1.0"}, "cases": [case]}))
+                                                      "versions": {"nvmathx": "0.1.0"}, "cases": [case, alone]}))
     (tmp_path / "matmul.png").write_bytes(b"")
     (tmp_path / "survey.json").write_text("[1, 2]")  # not a suite: left out
     page = docs.benchmark_page(tmp_path)
     assert "matmul\n------" in page and "H200, 2026-12-02; nvmathx 0.1.0." in page
-    assert "     - nvmathx\n     - torch" in page  # nvmathx first
-    row = "   * - ``gemm_64``\n     - shape=64x64, dtype=float32\n     - us_per_call\n     - 13.25\n     - 12.5"
+    assert "   * - case\n     - nvmathx\n     - best peer\n     - ratio" in page
+    # The note sits with its case; the best peer is the fastest non-nvmathx column; the ratio is ours over it.
+    row = "   * - ``gemm_64`` |br| per call\n     - 13.25 us_per_call\n     - 12.5 us_per_call (torch)\n     - 1.06x"
     assert row in page
-    assert ".. image:: /../" in page and "- per call" in page and "survey" not in page
+    assert "   * - ``first_launch``\n     - 1.5 s (nvmathx.first)\n     - \n     - " in page
+    assert ":download:`matmul.json </../" in page
+    assert ".. image:: /../" in page and "survey" not in page
 
 
 def test_committed_results_all_appear():
