@@ -85,8 +85,10 @@ def api_page(module_name: str, public: list[str], home: dict | None = None) -> s
         lines += [_heading("Also exported here", "-"), "The same objects as:", ""]
         lines += [f"- ``{name}``: :obj:`{target}`" for name, target in elsewhere.items()] + [""]
     if submodules:
-        lines += [_heading("Submodules", "-"), ".. toctree::", "   :maxdepth: 1", ""]
-        lines += [f"   {module_name}.{name}" for name in submodules] + [""]
+        # Links, not a toctree: the API index's toctree already lists every module once, so the
+        # sidebar shows each submodule once.
+        lines += [_heading("Submodules", "-")]
+        lines += [f"- :doc:`{module_name}.{name}`" for name in submodules] + [""]
     return "\n".join(lines)
 
 

@@ -29,7 +29,7 @@ def test_api_page_lists_every_name_of_all(module_name):
     modules = docs.public_modules()
     page = docs.api_page(module_name, modules)
     listed = set(re.findall(r"^   (\w+)$", page, re.M)) | set(re.findall(r"^\.\. data:: (\w+)$", page, re.M))
-    listed |= {line.rsplit(".", 1)[1] for line in re.findall(r"^   (nvmathx[\w.]+)$", page, re.M)}
+    listed |= {line.rsplit(".", 1)[1] for line in re.findall(r"^- :doc:`(nvmathx[\w.]+)`$", page, re.M)}
     assert listed == set(importlib.import_module(module_name).__all__)
     assert not [name for name in listed if name.startswith("_") and name != "__version__"]
 
@@ -87,3 +87,15 @@ def test_a_re_exported_object_is_documented_once():
     entries = page.split("Also exported here")
     assert len(entries) == 2 and "   CacheInfo\n" not in entries[0]
     assert "``CacheInfo``: :obj:`nvmathx.CacheInfo`" in entries[1]
+
+
+def test_each_module_is_in_the_api_toctree_once():
+    """The sidebar lists each public module once: the API index's toctree holds them all, and a
+    module's page links its submodules without a toctree of its own."""
+    modules = docs.public_modules()
+    entries = [line.strip() for line in docs.api_index(modules).splitlines() if line.startswith("   nvmathx")]
+    assert sorted(entries) == sorted(modules)
+    for name in modules:
+        page = docs.api_page(name, modules)
+        assert ".. toctree::" not in page
+    assert "- :doc:`nvmathx.fft`" in docs.api_page("nvmathx", modules)
