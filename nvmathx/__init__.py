@@ -29,6 +29,7 @@ from __future__ import annotations
 import importlib
 
 from ._core.errors import (
+    CommunicationError,
     CudaLibraryError,
     DeviceUnavailableError,
     InvalidStateError,
@@ -36,10 +37,9 @@ from ._core.errors import (
     NvmathxError,
     OperandError,
     OptionsError,
+    SingularMatrixError,
     UnsupportedLayoutError,
     UnsupportedOperandError,
-    SingularMatrixError,
-    CommunicationError,
 )
 from ._core.execution import ExecutionCPU, ExecutionCUDA
 from ._version import __version__

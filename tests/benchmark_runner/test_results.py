@@ -132,3 +132,12 @@ def test_per_call_cases_report_failures_per_library():
     record = result["cases"][0]
     assert record["times"]["nvmathx"] > 0 and record["times"]["torch"] is None
     assert "ZeroDivisionError" in record["errors"]["torch"] and "cupy" in record["skipped"]
+
+
+def test_progress_is_reported_per_case_with_a_counter_and_a_time():
+    lines = []
+    cases = [Case(name=name, unit="s", gpu=False, setups={"nvmathx": lambda: (lambda: None)}, repeats=1)
+             for name in ("first", "second")]
+    run_cases("fake", cases, Context(peers=(), has_gpu=False), progress=lines.append)
+    assert lines[0] == "[fake 1/2] first ..." and lines[1].startswith("[fake 1/2] first: done in ")
+    assert lines[3].startswith("[fake 2/2] second: done in ") and lines[3].endswith(" s")
