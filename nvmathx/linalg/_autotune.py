@@ -10,6 +10,7 @@ import time
 from .._bindings import cublaslt as lt
 from .._bindings import cuda_driver
 from .._core import device
+from .._core.logs import timed_step
 from .._core.memory import allocate
 from ._cublaslt_plan import MatmulAlgorithm
 from ._runner import GpuRunner
@@ -70,6 +71,13 @@ def rank(times: dict[int, float]) -> list[int]:
 
 
 def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tuple[float, MatmulAlgorithm]]:
+    """(ms per run, algorithm) for every candidate of ``runner``, fastest first, logged at INFO
+    when it starts and ends (:func:`_timed_candidates`)."""
+    with timed_step(f"autotuning {len(runner.algorithms)} cuBLASLt candidate(s)"):
+        return _timed_candidates(runner, stream, iterations)
+
+
+def _timed_candidates(runner: GpuRunner, stream, iterations: int) -> list[tuple[float, MatmulAlgorithm]]:
     """(ms per run, algorithm) for every candidate of ``runner``, fastest first.
 
     The list is sorted by the reported times (ties keep the heuristic's order); an algorithm that
