@@ -8,7 +8,7 @@ import os
 
 from ._case import FIXED_LIBRARIES, UNITS
 
-__all__ = ["validate_result", "write_json", "write_plot", "format_table", "normalised_times"]
+__all__ = ["validate_result", "write_json", "write_plot", "format_table", "normalised_times", "best_peer", "is_ours"]
 
 _TOP_KEYS = ("suite", "device", "date", "versions", "cases")
 _CASE_KEYS = ("name", "params", "unit", "times")
@@ -65,16 +65,34 @@ def _columns(result: dict) -> list[str]:
 
 
 def normalised_times(case: dict) -> dict[str, float]:
-    """Each library's time divided by torch's (or by the first library with a time)."""
+    """Each library's time divided by the best peer's (the fastest column not named ``nvmathx...``),
+    or by the fastest column where the case has no peer with a time."""
     times = {library: time for library, time in case["times"].items() if time}
     if not times:
         return {}
-    base = times.get("torch") or next(iter(times.values()))
+    _, base = best_peer(case) or min(times.items(), key=lambda item: item[1])
     return {library: time / base for library, time in times.items()}
 
 
+def is_ours(column: str) -> bool:
+    """Whether a column measures nvmathx itself (``nvmathx``, ``nvmathx.first``, ...)."""
+    return column == "nvmathx" or column.startswith("nvmathx.")
+
+
+def best_peer(case: dict) -> tuple[str, float] | None:
+    """The fastest peer library of ``case`` and its time, or ``None`` where no peer has a time."""
+    peers = [(library, time) for library, time in case["times"].items() if time and not is_ours(library)]
+    return min(peers, key=lambda item: item[1]) if peers else None
+
+
+# Ratios past this are drawn to the frame's edge with their value written inside it, so that one
+# case far ahead does not squash every other row on a linear axis.
+_RATIO_AXIS_LIMIT = 3.0
+
+
 def write_plot(result: dict, directory: str) -> str | None:
-    """Write ``<directory>/<suite>.png``: grouped bars per case, normalised to torch.
+    """Write ``<directory>/<suite>.png``: one row per case, a bar per library of its time over the
+    best peer's time (lower is better), on a linear axis with a line at 1.0.
 
     Returns the path, or ``None`` (with the reason printed) when matplotlib is missing.
     """
@@ -89,30 +107,46 @@ def write_plot(result: dict, directory: str) -> str | None:
     columns = _columns(result)
     cases = result["cases"]
     ratios = [normalised_times(case) for case in cases]
-    width = 0.8 / max(len(columns), 1)
-    figure, axes = plt.subplots(figsize=(max(6.0, 1.2 * len(cases) + 2), 4.5))
-    for offset, library in enumerate(columns):
-        xs = [i + (offset - (len(columns) - 1) / 2) * width for i in range(len(cases))]
-        heights = [ratio.get(library, 0.0) for ratio in ratios]
-        axes.bar(xs, heights, width=width, label=library)
-        for x, height, case in zip(xs, heights, cases):
-            if height:
-                axes.text(x, height, _cell(case["times"][library]), ha="center", va="bottom", fontsize=6, rotation=90)
-    values = [value for ratio in ratios for value in ratio.values()]
-    if values and max(values) / min(values) > 20:
-        axes.set_yscale("log")
-    axes.axhline(1.0, color="grey", linewidth=0.8)
-    axes.set_xticks(range(len(cases)))
-    axes.set_xticklabels([f"{case['name']}\n({case['unit']})" for case in cases], rotation=30, ha="right", fontsize=8)
-    axes.set_ylabel("time / torch time (or first library); lower is better", fontsize=8)
+    largest = max((value for ratio in ratios for value in ratio.values()), default=1.0)
+    limit = min(max(largest * 1.15, 1.25), _RATIO_AXIS_LIMIT)
+    colours = dict(zip(columns, _cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"], len(columns))))
+    bars = sum(len(ratio) for ratio in ratios)
+    figure, axes = plt.subplots(figsize=(8.0, 1.4 + 0.17 * bars + 0.2 * len(cases)))
+    y, centres, labelled = 0.0, [], set()
+    for ratio in ratios:
+        first = y
+        for library in (column for column in columns if column in ratio):
+            value = ratio[library]
+            width = min(value, limit)
+            axes.barh(y, width, height=0.85, color=colours[library],
+                      label=None if library in labelled else library)
+            labelled.add(library)
+            inside = width > 0.8 * limit  # near the frame's edge: the label goes inside the bar
+            axes.text(width - 0.01 * limit if inside else width + 0.01 * limit, y, f"{value:.2f}x",
+                      ha="right" if inside else "left", va="center", fontsize=6,
+                      color="white" if inside else "black", clip_on=True)
+            y += 1.0
+        centres.append((first + y - 1.0) / 2)
+        y += 0.8  # a gap between cases
+    axes.axvline(1.0, color="black", linewidth=0.9)
+    axes.set_xlim(0.0, limit)
+    axes.set_ylim(y - 0.5, -0.9)
+    axes.set_yticks(centres)
+    axes.set_yticklabels([case["name"] for case in cases], fontsize=7)
+    axes.set_xlabel("time / best peer's time (lower is better; 1.0 = the fastest of torch, CuPy, ...)", fontsize=8)
     axes.set_title(f"{result['suite']} on {result['device']}", fontsize=9)
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.06 - 2.0 / (bars + 10)),
+                ncol=min(len(columns), 4), frameon=False)
     figure.tight_layout()
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{result['suite']}.png")
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def _cycle(items: list, count: int) -> list:
+    return [items[index % len(items)] for index in range(count)]
 
 
 def _cell(value) -> str:

@@ -6,6 +6,8 @@ import fnmatch
 import gc
 import importlib
 import pkgutil
+import sys
+import time
 
 from ._case import KNOWN_PEERS, Case, Skip
 from ._context import Context
@@ -217,10 +219,26 @@ def run_cases(name: str, cases, ctx: Context, patterns=(), progress=print) -> di
         "versions": collect_versions(),
         "cases": [],
     }
-    for case in cases:
-        progress(f"[{name}] {case.name}")
+    for index, case in _with_progress_bar(cases, name):
+        counter = f"[{name} {index}/{len(cases)}]"
+        progress(f"{counter} {case.name} ...")
+        start = time.perf_counter()
         result["cases"].append(run_case(case, ctx))
+        progress(f"{counter} {case.name}: done in {time.perf_counter() - start:.1f} s")
     return result
+
+
+def _with_progress_bar(cases: list, name: str):
+    """``enumerate(cases, 1)``, drawn as a tqdm bar on a terminal where tqdm is installed (an
+    optional dependency; the per-case lines are printed either way)."""
+    numbered = enumerate(cases, 1)
+    if not sys.stderr.isatty():
+        return numbered
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return numbered
+    return tqdm(numbered, total=len(cases), desc=name, unit="case", leave=False)
 
 
 def run_suite(name: str, ctx: Context, patterns=(), progress=print) -> dict | None:

@@ -44,7 +44,7 @@ from ._core.errors import (
 from ._core.execution import ExecutionCPU, ExecutionCUDA
 from ._version import __version__
 
-_SUBPACKAGES = ("linalg", "fft", "device_api", "distributed", "typing")
+_SUBPACKAGES = ("linalg", "fft", "device_api", "distributed", "typing", "autotune_cache")
 # The on-disk code cache serves every area; its functions load with the first use.
 _CODE_CACHE = ("CacheInfo", "cache_dir", "cache_info", "clear_cache", "set_cache_dir")
 

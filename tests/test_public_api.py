@@ -11,13 +11,14 @@ TOP_LEVEL = {
     "__version__", "ExecutionCUDA", "ExecutionCPU", "NvmathxError", "LibraryNotFoundError", "CudaLibraryError",
     "OperandError", "UnsupportedOperandError", "UnsupportedLayoutError", "OptionsError", "InvalidStateError",
     "DeviceUnavailableError", "SingularMatrixError", "CommunicationError", "linalg", "fft", "device_api",
-    "distributed", "typing",
+    "distributed", "typing", "autotune_cache",
     "CacheInfo", "cache_dir", "cache_info", "clear_cache", "set_cache_dir",
 }
 
 # Public (non-underscore) modules allowed anywhere in the package.
 PUBLIC_MODULES = {"nvmathx", "nvmathx.linalg", "nvmathx.fft", "nvmathx.device_api", "nvmathx.typing", "nvmathx.torch",
-                  "nvmathx.distributed", "nvmathx.distributed.fft", "nvmathx.distributed.linalg"}
+                  "nvmathx.distributed", "nvmathx.distributed.fft", "nvmathx.distributed.linalg",
+                  "nvmathx.autotune_cache"}
 
 
 def test_top_level_all_is_pinned():

@@ -21,8 +21,11 @@ import os
 import pathlib
 import pkgutil
 import shutil
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # the benchmark page reads the runner's own ratio rules
 
 
 def public_modules(package: str = "nvmathx") -> list[str]:
@@ -82,8 +85,10 @@ def api_page(module_name: str, public: list[str], home: dict | None = None) -> s
         lines += [_heading("Also exported here", "-"), "The same objects as:", ""]
         lines += [f"- ``{name}``: :obj:`{target}`" for name, target in elsewhere.items()] + [""]
     if submodules:
-        lines += [_heading("Submodules", "-"), ".. toctree::", "   :maxdepth: 1", ""]
-        lines += [f"   {module_name}.{name}" for name in submodules] + [""]
+        # Links, not a toctree: the API index's toctree already lists every module once, so the
+        # sidebar shows each submodule once.
+        lines += [_heading("Submodules", "-")]
+        lines += [f"- :doc:`{module_name}.{name}`" for name in submodules] + [""]
     return "\n".join(lines)
 
 
@@ -132,34 +137,54 @@ def _format(value) -> str:
     return "" if value is None else str(value)
 
 
+def _ours(times: dict) -> tuple[str, float] | None:
+    """The nvmathx column of a case: ``nvmathx`` itself, else the first ``nvmathx.*`` one with a time."""
+    from benchmarks._report import is_ours
+
+    if times.get("nvmathx"):
+        return "nvmathx", times["nvmathx"]
+    return next(((name, time) for name, time in times.items() if time and is_ours(name)), None)
+
+
+def benchmark_rows(case: dict) -> list[str]:
+    """One case as rows of a five-column list-table (case, nvmathx, best peer, ratio, JSON); the
+    case's note sits in its first cell, under its name."""
+    from benchmarks._report import best_peer
+
+    ours, peer = _ours(case.get("times", {})), best_peer(case)
+    unit = case.get("unit", "")
+    first = f"``{case['name']}``" + (f" |br| {case['note']}" if case.get("note") else "")
+    ratio = f"{ours[1] / peer[1]:.2f}x" if ours and peer else ""
+    ours_cell = f"{_format(ours[1])} {unit}" + (f" ({ours[0]})" if ours[0] != "nvmathx" else "") if ours else ""
+    peer_cell = f"{_format(peer[1])} {unit} ({peer[0]})" if peer else ""
+    return [f"   * - {first}", f"     - {ours_cell}", f"     - {peer_cell}", f"     - {ratio}"]
+
+
 def benchmark_page(results: pathlib.Path) -> str:
     """Every suite in ``results`` (``<suite>.json``, the fixed format of ``benchmarks/``) as a table
-    of its cases, with the suite's plot where there is one."""
+    of its cases (nvmathx against the best peer, with the ratio), with the suite's plot."""
     lines = [_heading("Benchmark results"),
              "Measured by ``python -m benchmarks SUITE`` (see ``benchmarks/README.md``) and committed as",
              "``benchmarks/results/<suite>.json`` with a plot; this page is generated from those files when",
-             "the documentation is built. Each suite's ``unit`` says what a number is; lower is better.", ""]
+             "the documentation is built. Ratio: nvmathx's time over the best peer's (torch, CuPy,",
+             "nvmath-python, ...); lower is better. Each suite's JSON has every column and parameter.", "",
+             ".. |br| raw:: html", "", "   <br/>", ""]
     for path in sorted(results.glob("*.json")):
         data = json.loads(path.read_text())
         if not isinstance(data, dict) or "cases" not in data:
             continue  # survey output and other side files
-        columns = sorted({peer for case in data["cases"] for peer in case.get("times", {})},
-                         key=lambda peer: (peer != "nvmathx", peer))
         lines += [_heading(data["suite"], "-"),
                   f"{data.get('device', 'unknown device')}, {data.get('date', '')[:10]}; "
-                  + ", ".join(f"{k} {v}" for k, v in sorted(data.get("versions", {}).items())) + ".", ""]
+                  + ", ".join(f"{k} {v}" for k, v in sorted(data.get("versions", {}).items())) + ".", "",
+                  f"All columns: :download:`{path.name} </{_relative(path)}>`.", ""]
         plot = path.with_suffix(".png")
         if plot.exists():
             lines += [f".. image:: /{_relative(plot)}", f"   :alt: {data['suite']} results", ""]
-        lines += [".. list-table::", "   :header-rows: 1", "", "   * - case", "     - parameters", "     - unit"]
-        lines += [f"     - {peer}" for peer in columns]
+        lines += [".. list-table::", "   :header-rows: 1", "   :widths: 46 18 24 12", "",
+                  "   * - case", "     - nvmathx", "     - best peer", "     - ratio"]
         for case in data["cases"]:
-            params = ", ".join(f"{k}={_format(v)}" for k, v in case.get("params", {}).items())
-            times = case.get("times", {})
-            lines += [f"   * - ``{case['name']}``", f"     - {params}", f"     - {case.get('unit', '')}"]
-            lines += [f"     - {_format(times.get(peer))}" for peer in columns]
-        notes = sorted({case["note"] for case in data["cases"] if case.get("note")})
-        lines += [""] + [f"- {note}" for note in notes] + [""]
+            lines += benchmark_rows(case)
+        lines += [""]
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ import sys
 import threading
 
 from .._bindings import mathdx
+from .._core.logs import timed_step
 from . import cache
 from .target import Target
 
@@ -107,7 +108,7 @@ def get_code(descriptor: Descriptor, target: Target) -> cache.CodeEntry:
         entry = cache.load(key)
         if entry is not None:
             return entry
-    with _generation_lock:
+    with _generation_lock, timed_step(f"libmathdx code generation ({type(descriptor).__name__})"):
         entry = _generate(descriptor, target, _symbol_name(key))
         cache.store(key, entry)
     return entry

@@ -33,6 +33,7 @@ import textwrap
 
 import numpy as np
 
+from .._core.logs import timed_step
 from . import cache, descriptors, link, nvrtc
 
 __all__ = ["FORMAT", "FusedKernel", "kernel_parameters", "kernel_source", "fused_kernel", "is_cached",
@@ -345,4 +346,5 @@ def _link(entries, arch: str) -> bytes:
     from cuda.core import Linker, LinkerOptions, ObjectCode
 
     objects = [ObjectCode.from_ltoir(code, name=name) for name, code in entries]
-    return bytes(Linker(*objects, options=LinkerOptions(arch=arch, link_time_optimization=True)).link("cubin").code)
+    with timed_step(f"nvJitLink link of {len(entries)} object(s) for {arch}"):
+        return bytes(Linker(*objects, options=LinkerOptions(arch=arch, link_time_optimization=True)).link("cubin").code)

@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from .._core import device
+from .._core.logs import timed_step
 from . import cache, link
 from .nvrtc import nvrtc_version
 
@@ -48,8 +49,9 @@ class KernelSet:
         if image is not None and set(image.symbols) == set(self.names):
             symbols = {name: mangled.encode() for name, mangled in image.symbols.items()}
             return ObjectCode.from_cubin(image.cubin, symbol_mapping=symbols), True
-        program = Program(self.source, "c++", ProgramOptions(arch=arch, std="c++17"))
-        code = program.compile("cubin", name_expressions=self.names)
+        with timed_step(f"NVRTC compile of {len(self.names)} kernel(s) for {arch}"):
+            program = Program(self.source, "c++", ProgramOptions(arch=arch, std="c++17"))
+            code = program.compile("cubin", name_expressions=self.names)
         symbols = {name: mangled.decode() if isinstance(mangled, bytes) else str(mangled)
                    for name, mangled in code.symbol_mapping.items()}
         if caching:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._core.logs import timed_step
 from . import cache
 
 __all__ = ["nvrtc_version", "cached_ltoir"]
@@ -25,6 +26,7 @@ def cached_ltoir(key: dict, symbol: str, source: str, arch: str) -> cache.CodeEn
     from cuda.core import Program, ProgramOptions
 
     options = ProgramOptions(arch=arch, relocatable_device_code=True, link_time_optimization=True)
-    entry = cache.CodeEntry(symbol, bytes(Program(source, "c++", options).compile("ltoir").code))
+    with timed_step(f"NVRTC compile of {symbol} for {arch}"):
+        entry = cache.CodeEntry(symbol, bytes(Program(source, "c++", options).compile("ltoir").code))
     cache.store(key, entry)
     return entry

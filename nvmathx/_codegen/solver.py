@@ -23,6 +23,7 @@ import numpy as np
 from .._bindings import mathdx
 from .._core.dtypes import dtype_among
 from .._core.errors import OptionsError
+from .._core.logs import timed_step
 from . import cache, descriptors
 from .target import Target, max_shared_memory_per_block
 
@@ -319,8 +320,9 @@ def universal_fatbin() -> cache.CodeEntry:
     entry = _fatbins.get(name) or cache.load(key)
     if entry is None:
         spec = solver_spec("potrf", (2, 2))
-        with descriptors.open_descriptor(descriptor(spec, Target(9, 0))) as handle:
-            entry = cache.CodeEntry("cusolverdx-universal-fatbin", handle.universal_fatbin())
+        with timed_step("cuSOLVERDx library fatbin"):
+            with descriptors.open_descriptor(descriptor(spec, Target(9, 0))) as handle:
+                entry = cache.CodeEntry("cusolverdx-universal-fatbin", handle.universal_fatbin())
         cache.store(key, entry)
     _fatbins[name] = entry
     return entry

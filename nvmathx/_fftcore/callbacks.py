@@ -48,6 +48,7 @@ from .._bindings._loader import load_library
 from .._codegen import compilers
 from .._codegen.target import resolve_target
 from .._core.errors import LibraryNotFoundError, OperandError, OptionsError, UnsupportedOperandError
+from .._core.logs import timed_step
 from .._core.memo import BuildOnce
 from .._core.tensor import wrap_operand
 from .callback_errors import CallbackCompileError, CallbacksUnavailableError
@@ -416,7 +417,8 @@ def _load_or_build(role, fn, element, user_info, arch, key, compiler) -> Compile
         from .callback_codegen_mlir import lower
     else:
         from .callback_codegen import lower
-    ltoir = lower(role, fn, element, user_info, arch, symbol)
+    with timed_step(f"{compiler} compile of the {role} callback {getattr(fn, '__name__', fn)!r}"):
+        ltoir = lower(role, fn, element, user_info, arch, symbol)
     if key is not None:
         _cache.store(key, _cache.CodeEntry(symbol, ltoir))
     return CompiledCallback(role, element, user_info, arch, symbol, ltoir, digest)

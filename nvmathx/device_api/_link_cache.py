@@ -25,6 +25,7 @@ import hashlib
 
 from .._codegen import cache as _cache
 from .._codegen import link
+from .._core.logs import timed_step
 
 __all__ = [
     "mark_nvmathx_code", "mark_nvmathx_bytes", "links_nvmathx_code", "link_key", "install", "install_numba_cuda_mlir",
@@ -99,7 +100,8 @@ def _cached_cubin(library, cc, link_uncached):
         cubin = ObjectCode.from_cubin(image.cubin, name=f"{library.name}.cubin")
         info_log = image.info_log
     else:
-        cubin = linker.complete()
+        with timed_step(f"nvJitLink link of {library.name}"):
+            cubin = linker.complete()
         info_log = linker.info_log
         code = cubin.code
         if key is not None and isinstance(code, (bytes, bytearray)) and code:
@@ -195,7 +197,8 @@ def install_numba_cuda_mlir() -> bool:
 
             self.linker, self._complete, self._info_log, self._error_log = _CachedLink(), True, image.info_log, ""
             return ObjectCode.from_cubin(image.cubin, name="nvmathx-linked.cubin")
-        result = original(self)
+        with timed_step("nvJitLink link of a numba-cuda-mlir kernel"):
+            result = original(self)
         code = result.code
         if key is not None and isinstance(code, (bytes, bytearray)) and code:
             _cache.store_linked(key, _cache.LinkedImage(bytes(code), str(self._info_log or "")))

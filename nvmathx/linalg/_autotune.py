@@ -10,11 +10,14 @@ import time
 from .._bindings import cublaslt as lt
 from .._bindings import cuda_driver
 from .._core import device
+from .._core.autotune_cache import store as autotune_store
+from .._core.errors import OperandError
+from .._core.logs import timed_step
 from .._core.memory import allocate
 from ._cublaslt_plan import MatmulAlgorithm
 from ._runner import GpuRunner
 
-__all__ = ["autotune_algorithms", "sample_runs", "rank"]
+__all__ = ["autotune_algorithms", "autotune_key", "sample_runs", "rank"]
 
 
 def _flusher(device_id: int, stream, memory_resource):
@@ -70,6 +73,56 @@ def rank(times: dict[int, float]) -> list[int]:
 
 
 def autotune_algorithms(runner: GpuRunner, stream, iterations: int) -> list[tuple[float, MatmulAlgorithm]]:
+    """(ms per run, algorithm) for every candidate of ``runner``, fastest first: from the autotune
+    cache where it holds this problem and cuBLASLt accepts what it holds
+    (:mod:`nvmathx.autotune_cache`), else timed (:func:`_timed_candidates`, logged at INFO when it
+    starts and ends) and recorded there."""
+    key = autotune_key(runner) if autotune_store.active else None
+    if key is not None:
+        stored = _stored_timings(runner, key)
+        if stored is not None:
+            return stored
+    with timed_step(f"autotuning {len(runner.algorithms)} cuBLASLt candidate(s)"):
+        timings = _timed_candidates(runner, stream, iterations)
+    if key is not None:
+        autotune_store.record(key, [{"algo": algorithm.algo.hex(), "ms": ms if math.isfinite(ms) else None}
+                                    for ms, algorithm in timings])
+    return timings
+
+
+def autotune_key(runner: GpuRunner) -> dict:
+    """Everything an autotuning's outcome depends on: the machine (GPU model, SM count, driver,
+    cuBLASLt), the planned problem and its cuBLASLt layouts (shapes, strides, dtypes, compute and
+    scale types, epilog, alignments), the options (workspace limit included) and the candidates
+    the heuristic offered (which the plan preferences decide)."""
+    plan = runner.plan
+    properties = device.device_properties(plan.device_id)
+    return {"gpu": properties["name"], "sm_count": properties["multiprocessor_count"],
+            "driver": cuda_driver.driver_version(), "cublaslt": lt.get_version(),
+            "problem": repr(plan.problem), "layouts": repr(plan.traits),
+            "options": [plan.options.compute_type, plan.options.scale_type, plan.options.sm_count_target,
+                        plan.options.fast_accumulation, plan.options.workspace_limit],
+            "candidates": [algorithm.algo.hex() for algorithm in runner.algorithms]}
+
+
+def _stored_timings(runner: GpuRunner, key: dict) -> list[tuple[float, MatmulAlgorithm]] | None:
+    """The stored outcome for ``key``, each algorithm re-checked by cuBLASLt for this plan; None
+    (and the entry dropped) when one is refused or none is stored."""
+    entries = autotune_store.lookup(key)
+    if entries is None:
+        return None
+    timings = []
+    for entry in entries:
+        try:
+            algorithm = runner.plan.check_algorithms([MatmulAlgorithm(bytes.fromhex(entry["algo"]), 0, 0.0)])[0]
+        except (OperandError, KeyError, TypeError, ValueError):
+            autotune_store.reject(key)
+            return None
+        timings.append((math.inf if entry.get("ms") is None else float(entry["ms"]), algorithm))
+    return timings
+
+
+def _timed_candidates(runner: GpuRunner, stream, iterations: int) -> list[tuple[float, MatmulAlgorithm]]:
     """(ms per run, algorithm) for every candidate of ``runner``, fastest first.
 
     The list is sorted by the reported times (ties keep the heuristic's order); an algorithm that

@@ -250,15 +250,64 @@ def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: com
 
     Parameters
     ----------
-    a, b, c, alpha, beta, quantization_scales, options, execution, stream
-        As for :class:`Matmul`.
-    epilog, epilog_inputs, preferences
-        As for :meth:`Matmul.plan`.
+    a, b : array or array-like
+        ``(..., M, K)`` and ``(..., K, N)`` arrays (or 1-D, promoted as numpy.matmul promotes
+        them) of one library on one device: numpy, cupy, torch, jax or any DLPack / CUDA Array
+        Interface producer. Transposed and Fortran-ordered views are used without copies.
+    c : array or array-like, optional
+        Addend of the result's shape, or of its matrix shape ``(M, N)`` under batch dimensions
+        that broadcast to the result's. Read only when ``beta`` is not 0.
+    alpha, beta : number
+        Scalars (Python or numpy numbers, or 0-d numpy arrays); ``beta`` needs ``c``.
+    epilog : MatmulEpilog, str, int or None
+        The operation fused after the product: ``"RELU"``, ``"RELU_AUX"``, ``"BIAS"``,
+        ``"RELU_BIAS"``, ``"RELU_AUX_BIAS"``, ``"GELU"`` (tanh approximation), ``"GELU_AUX"``,
+        ``"GELU_BIAS"``, ``"GELU_AUX_BIAS"``, and for backward passes ``"DRELU"``,
+        ``"DRELU_BGRAD"``, ``"DGELU"``, ``"DGELU_BGRAD"``, ``"BGRADA"``, ``"BGRADB"`` (a
+        :class:`MatmulEpilog` member, its name in any case, or its cuBLASLt code).
+    epilog_inputs : dict, optional
+        What the epilog reads: ``{"bias": ...}`` (shape ``(N,)``, the per-output-feature bias of
+        ``x @ W + b``), ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` (a forward pass's auxiliary
+        output, for the D* epilogs).
+    quantization_scales : dict, optional
+        float8 only: per-tensor scales ``{"a": sa, "b": sb, "d": sd}`` (numbers, or one-element
+        float32 device arrays read at execution).
+    options : MatmulOptions, dict or None
+        Compute type, result type, workspace limit, memory resource, logger (see
+        :class:`MatmulOptions`).
+    preferences : MatmulPlanPreferences, dict or None
+        What cuBLASLt's heuristic may return, and ``{"autotune": True}`` to time its candidates
+        when the plan is made and keep the fastest (see :class:`MatmulPlanPreferences`).
+    execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or None
+        Where to run. None: where the operands live (numpy arrays run on the CPU);
+        ``"cuda"`` with host operands copies them to the GPU and the result back.
+    stream : cuda.core Stream, object with ``__cuda_stream__``, int or None
+        The stream to run on (default: the operand library's current stream).
 
     Returns
     -------
     array or (array, dict)
-        The result, plus a dict of auxiliary outputs for epilogs that produce some.
+        The result, an array of the operands' library on their device; for epilogs with
+        auxiliary outputs (``*_AUX*``, ``*_BGRAD``, ``BGRADA``, ``BGRADB``), ``(result, aux)``
+        where ``aux`` is a dict (``"relu_aux"``, ``"gelu_aux"``, ``"drelu_bgrad"``, ...).
+
+    Raises
+    ------
+    OperandError
+        Shapes that do not multiply or broadcast, operands of different devices or libraries, an
+        epilog input of the wrong shape; the message starts with the argument's name.
+    UnsupportedOperandError
+        An object that is no array, or an unsupported dtype.
+    UnsupportedLayoutError
+        A layout cuBLASLt cannot read without a copy.
+    OptionsError
+        An unknown epilog, option or preference, or ``beta`` without ``c``.
+    DeviceUnavailableError
+        ``execution="cuda"`` where no GPU or driver is present.
+
+    See Also
+    --------
+    Matmul : the stateful form (plan once, execute many times, autotune).
 
     Examples
     --------

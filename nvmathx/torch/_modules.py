@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ._float8.dispatch import warn_unquantised_layer
 from ._float8.recipe import Float8Recipe, check_recipe
 from ._float8.state import Float8State
 from ._functional import _activation, fused_linear, fused_mlp
@@ -44,7 +45,9 @@ class FusedLinear(nn.Module):
         ``fp8_state.amax_history``, ``fp8_state.scale`` and ``fp8_state.scale_inv`` join the
         ``state_dict``: an ``nn.Linear`` checkpoint loads with ``strict=False`` (those keys
         reported missing), and this layer's loads into ``nn.Linear`` with ``strict=False``
-        (reported unexpected); ``strict=True`` raises for them, as torch does.
+        (reported unexpected); ``strict=True`` raises for them, as torch does. Where float8 cannot
+        run on the input's device (CPU tensors, a GPU older than compute capability 8.9) the
+        layer runs unquantised and warns once (``UserWarning``).
 
     See Also
     --------
@@ -87,6 +90,8 @@ class FusedLinear(nn.Module):
             self.fp8_state.reset_parameters()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fp8 is not None:
+            warn_unquantised_layer(self, x)
         return fused_linear(x, self.weight, self.bias, self.activation, autotune=self.autotune, fp8=self.fp8,
                             fp8_state=self.fp8_state)
 
@@ -122,7 +127,7 @@ class FusedMLP(nn.Module):
     fp8 : Float8Recipe or None
         Train and run in float8 with this recipe (see :func:`fused_mlp`); the block's scaling
         state is its submodule ``fp8_state`` (``kind="mlp"``), saved in the ``state_dict`` as for
-        :class:`FusedLinear`.
+        :class:`FusedLinear`, and the same ``UserWarning`` where float8 cannot run.
 
     Examples
     --------
@@ -156,6 +161,8 @@ class FusedMLP(nn.Module):
             self.fp8_state.reset_parameters()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fp8 is not None:
+            warn_unquantised_layer(self, x)
         fc1, fc2 = self.fc1, self.fc2
         return fused_mlp(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias, self.activation, autotune=self.autotune,
                          fp8=self.fp8, fp8_state=self.fp8_state)

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from benchmarks import Case, Context, Skip, tflops
-from benchmarks._report import format_table, normalised_times, validate_result, write_json, write_plot
+from benchmarks._report import best_peer, format_table, normalised_times, validate_result, write_json, write_plot
 from benchmarks._runner import run_cases
 
 
@@ -96,10 +96,18 @@ def test_write_json_round_trips(result, tmp_path):
         assert json.load(file) == result
 
 
-def test_normalised_times_prefer_torch_then_first():
+def test_normalised_times_divide_by_the_best_peer():
     assert normalised_times({"times": {"nvmathx": 2.0, "torch": 4.0}}) == {"nvmathx": 0.5, "torch": 1.0}
-    assert normalised_times({"times": {"nvmathx": 2.0, "cupy": 1.0, "x": None}}) == {"nvmathx": 1.0, "cupy": 0.5}
+    times = {"nvmathx": 2.0, "torch": 5.0, "cupy": 4.0, "nvmathx.autotuned": 1.0, "x": None}
+    assert normalised_times({"times": times}) == {"nvmathx": 0.5, "torch": 1.25, "cupy": 1.0, "nvmathx.autotuned": 0.25}
+    # No peer with a time: the fastest column is the base.
+    assert normalised_times({"times": {"nvmathx": 2.0, "nvmathx.first": 8.0}}) == {"nvmathx": 1.0, "nvmathx.first": 4.0}
     assert normalised_times({"times": {"nvmathx": None}}) == {}
+
+
+def test_best_peer_ignores_nvmathx_columns_and_missing_times():
+    assert best_peer({"times": {"nvmathx": 1.0, "torch": 3.0, "cupy": 2.0, "nvmath-python": None}}) == ("cupy", 2.0)
+    assert best_peer({"times": {"nvmathx": 1.0, "nvmathx.first": 2.0}}) is None
 
 
 def test_write_plot_makes_a_png(result, tmp_path):
@@ -124,3 +132,12 @@ def test_per_call_cases_report_failures_per_library():
     record = result["cases"][0]
     assert record["times"]["nvmathx"] > 0 and record["times"]["torch"] is None
     assert "ZeroDivisionError" in record["errors"]["torch"] and "cupy" in record["skipped"]
+
+
+def test_progress_is_reported_per_case_with_a_counter_and_a_time():
+    lines = []
+    cases = [Case(name=name, unit="s", gpu=False, setups={"nvmathx": lambda: (lambda: None)}, repeats=1)
+             for name in ("first", "second")]
+    run_cases("fake", cases, Context(peers=(), has_gpu=False), progress=lines.append)
+    assert lines[0] == "[fake 1/2] first ..." and lines[1].startswith("[fake 1/2] first: done in ")
+    assert lines[3].startswith("[fake 2/2] second: done in ") and lines[3].endswith(" s")

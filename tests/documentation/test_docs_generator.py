@@ -29,7 +29,7 @@ def test_api_page_lists_every_name_of_all(module_name):
     modules = docs.public_modules()
     page = docs.api_page(module_name, modules)
     listed = set(re.findall(r"^   (\w+)$", page, re.M)) | set(re.findall(r"^\.\. data:: (\w+)$", page, re.M))
-    listed |= {line.rsplit(".", 1)[1] for line in re.findall(r"^   (nvmathx[\w.]+)$", page, re.M)}
+    listed |= {line.rsplit(".", 1)[1] for line in re.findall(r"^- :doc:`(nvmathx[\w.]+)`$", page, re.M)}
     assert listed == set(importlib.import_module(module_name).__all__)
     assert not [name for name in listed if name.startswith("_") and name != "__version__"]
 
@@ -46,17 +46,21 @@ def test_coverage_page_follows_the_transform_table(monkeypatch):
 
 def test_benchmark_page_is_read_from_the_results(tmp_path):
     case = {"name": "gemm_64", "params": {"shape": [64, 64], "dtype": "float32"}, "unit": "us_per_call",
-            "times": {"torch": 12.5, "nvmathx": 13.25}, "note": "per call"}
+            "times": {"torch": 12.5, "nvmathx": 13.25, "cupy": 20.0}, "note": "per call"}
+    alone = {"name": "first_launch", "params": {}, "unit": "s", "times": {"nvmathx.first": 1.5}}
     (tmp_path / "matmul.json").write_text(json.dumps({"suite": "matmul", "device": "H200", "date": "2026-12-02T00:00",
-                                                      "versions": {"nvmathx": "0.1.0"}, "cases": [case]}))
+                                                      "versions": {"nvmathx": "0.1.0"}, "cases": [case, alone]}))
     (tmp_path / "matmul.png").write_bytes(b"")
     (tmp_path / "survey.json").write_text("[1, 2]")  # not a suite: left out
     page = docs.benchmark_page(tmp_path)
     assert "matmul\n------" in page and "H200, 2026-12-02; nvmathx 0.1.0." in page
-    assert "     - nvmathx\n     - torch" in page  # nvmathx first
-    row = "   * - ``gemm_64``\n     - shape=64x64, dtype=float32\n     - us_per_call\n     - 13.25\n     - 12.5"
+    assert "   * - case\n     - nvmathx\n     - best peer\n     - ratio" in page
+    # The note sits with its case; the best peer is the fastest non-nvmathx column; the ratio is ours over it.
+    row = "   * - ``gemm_64`` |br| per call\n     - 13.25 us_per_call\n     - 12.5 us_per_call (torch)\n     - 1.06x"
     assert row in page
-    assert ".. image:: /../" in page and "- per call" in page and "survey" not in page
+    assert "   * - ``first_launch``\n     - 1.5 s (nvmathx.first)\n     - \n     - " in page
+    assert ":download:`matmul.json </../" in page
+    assert ".. image:: /../" in page and "survey" not in page
 
 
 def test_committed_results_all_appear():
@@ -83,3 +87,15 @@ def test_a_re_exported_object_is_documented_once():
     entries = page.split("Also exported here")
     assert len(entries) == 2 and "   CacheInfo\n" not in entries[0]
     assert "``CacheInfo``: :obj:`nvmathx.CacheInfo`" in entries[1]
+
+
+def test_each_module_is_in_the_api_toctree_once():
+    """The sidebar lists each public module once: the API index's toctree holds them all, and a
+    module's page links its submodules without a toctree of its own."""
+    modules = docs.public_modules()
+    entries = [line.strip() for line in docs.api_index(modules).splitlines() if line.startswith("   nvmathx")]
+    assert sorted(entries) == sorted(modules)
+    for name in modules:
+        page = docs.api_page(name, modules)
+        assert ".. toctree::" not in page
+    assert "- :doc:`nvmathx.fft`" in docs.api_page("nvmathx", modules)

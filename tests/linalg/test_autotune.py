@@ -159,3 +159,94 @@ def test_algorithms_are_equal_by_configuration_not_bytes():
     assert "custom_option=3" in repr(first) and "workspace_size=1024" in repr(first)
     # without a configuration (not read from cuBLASLt) the bytes decide
     assert MatmulAlgorithm(bytes(64), 0, 1.0) != MatmulAlgorithm(bytes([1]) + bytes(63), 0, 1.0)
+
+
+class _FakeDevice:
+    """The machine facts the autotune cache's key reads, for the host stand-in."""
+
+    @staticmethod
+    def install(monkeypatch, name="NVIDIA H100 80GB HBM3"):
+        from nvmathx._bindings import cublaslt, cuda_driver
+        from nvmathx._core import device
+
+        monkeypatch.setattr(device, "device_properties", lambda device_id: {"name": name, "multiprocessor_count": 132})
+        monkeypatch.setattr(cuda_driver, "driver_version", lambda: 13000)
+        monkeypatch.setattr(cublaslt, "get_version", lambda: 130100)
+
+
+@pytest.fixture
+def tuning_store(monkeypatch, tmp_path):
+    """A fresh autotune cache enabled in a temporary folder, and a factory of fresh stores over the
+    same folder (a second process)."""
+    from nvmathx._core.autotune_cache import AutotuneCache
+    from nvmathx.linalg import _autotune
+
+    def fresh():
+        store = AutotuneCache()
+        store.enable(tmp_path)
+        monkeypatch.setattr(_autotune, "autotune_store", store)
+        return store
+
+    _FakeDevice.install(monkeypatch)
+    return fresh
+
+
+def _autotuned(rng, shape=(8, 5, 6)):
+    m, k, n = shape
+    with Matmul(to_device(random(rng, (m, k))), to_device(random(rng, (k, n)))) as mm:
+        mm.plan()
+        return mm.autotune(iterations=1), mm.algorithms
+
+
+def test_a_second_process_takes_the_stored_outcome_without_timing(rng, fake, tuning_store, monkeypatch):
+    from nvmathx.linalg import _autotune
+
+    first = tuning_store()
+    timed = []
+    original = _autotune._timed_candidates
+    monkeypatch.setattr(_autotune, "_timed_candidates", lambda *args: timed.append(1) or original(*args))
+    timings, order = _autotuned(rng)
+    assert timed == [1] and first.info().entries == 1 and first.info().misses == 1
+    second = tuning_store()  # nothing in memory: only the folder is shared
+    again, again_order = _autotuned(rng)
+    assert timed == [1] and second.info().hits == 1
+    assert again_order == order and [ms for ms, _ in again] == [ms for ms, _ in timings]
+    _autotuned(rng, shape=(16, 5, 6))  # another problem: tuned
+    assert timed == [1, 1]
+
+
+def test_an_algorithm_cublaslt_refuses_is_dropped_and_the_problem_tuned_again(rng, fake, tuning_store, monkeypatch):
+    import json
+    import os
+
+    from nvmathx.linalg import _autotune
+
+    store = tuning_store()
+    _autotuned(rng)
+    (entry_file,) = [name for name in os.listdir(store.info().path) if name.endswith(".json")]
+    path = os.path.join(store.info().path, entry_file)
+    entry = json.load(open(path))
+    entry["algorithms"][0]["algo"] = (bytes([9]) + bytes(63)).hex()  # an algorithm id the library lacks
+    json.dump(entry, open(path, "w"))
+    store = tuning_store()
+    timed = []
+    original = _autotune._timed_candidates
+    monkeypatch.setattr(_autotune, "_timed_candidates", lambda *args: timed.append(1) or original(*args))
+    timings, order = _autotuned(rng)
+    assert timed == [1] and store.info().rejected == 1
+    assert all(1 <= algorithm.config[0] <= 3 for algorithm in order)
+    assert json.load(open(path))["algorithms"][0]["algo"] != (bytes([9]) + bytes(63)).hex()  # re-recorded
+
+
+def test_the_key_holds_the_machine(rng, fake, tuning_store, monkeypatch):
+    from nvmathx.linalg import _autotune
+
+    tuning_store()
+    _autotuned(rng)
+    _FakeDevice.install(monkeypatch, name="NVIDIA H200")
+    store = tuning_store()
+    timed = []
+    original = _autotune._timed_candidates
+    monkeypatch.setattr(_autotune, "_timed_candidates", lambda *args: timed.append(1) or original(*args))
+    _autotuned(rng)
+    assert timed == [1] and store.info().misses == 1

@@ -273,6 +273,27 @@ def test_compile_fullgraph_of_a_float8_block_on_cpu_runs_unquantised(seed):
     torch.testing.assert_close(torch.compile(block, fullgraph=True)(x), plain(x))
 
 
+@pytest.mark.parametrize("kind", ["linear", "mlp"])
+def test_a_float8_layer_on_cpu_tensors_warns_once(seed, kind):
+    """Asking for float8 where it cannot run is visible: one UserWarning per layer, not per call, and
+    the layer's results are the unquantised layer's."""
+    import warnings
+
+    torch.manual_seed(seed)
+    make = (lambda **kw: FusedLinear(16, 32, **kw)) if kind == "linear" else (lambda **kw: FusedMLP(16, 32, **kw))
+    layer, other, plain = make(fp8=Float8Recipe()), make(fp8=Float8Recipe()), make()
+    plain.load_state_dict(layer.state_dict(), strict=False)
+    x = randn(generator(seed), (8, 16))
+    with pytest.warns(UserWarning, match="float8 GEMMs cannot run on cpu tensors") as caught:
+        for _ in range(3):
+            torch.testing.assert_close(layer(x), plain(x))
+        other(x)
+    assert len([w for w in caught if "float8" in str(w.message)]) == 2  # one per layer
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plain(x)
+
+
 def test_copies_and_pickles_find_their_own_state(seed):
     import copy
     import pickle

@@ -4,12 +4,15 @@ Float8 needs CUDA tensors of float16 or bfloat16 (the dtype the GEMMs write and 
 float32 layers get there under ``torch.autocast``) on a GPU of compute capability 8.9 or
 newer (Ada, Hopper and later) and every GEMM dimension (tokens and features) a non-zero multiple
 of 16; anything else runs the layer's unquantised path, as without a recipe, leaving the scaling
-state untouched, and the reason is logged once at INFO on the ``nvmathx`` logger.
+state untouched, and the reason is logged once at INFO on the ``nvmathx`` logger. A layer
+(``FusedLinear``, ``FusedMLP``) whose recipe can never run on its input's device (CPU tensors, a GPU
+older than 8.9) also warns once, with a ``UserWarning``: asking for float8 there is a mistake to see.
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 
 import torch
 
@@ -19,7 +22,8 @@ from .ops import EagerFloat8Linear, EagerFloat8MLP
 from .recipe import check_recipe
 from .state import Float8State
 
-__all__ = ["fallback_reason", "linear", "log_fallback", "mlp", "refused", "resolve_state", "row_major"]
+__all__ = ["fallback_reason", "linear", "log_fallback", "mlp", "refused", "resolve_state", "row_major",
+           "warn_unquantised_layer"]
 
 _DTYPES = (torch.float16, torch.bfloat16)
 _logger = logging.getLogger("nvmathx")
@@ -57,6 +61,17 @@ def fallback_reason(x: torch.Tensor, *weights: torch.Tensor) -> tuple[str, str] 
         return "dimensions", f"GEMM dimensions {dimensions} (float8 GEMMs need non-zero multiples of 16)"
     reason = device_reason(x)
     return (reason, reason) if reason is not None else None
+
+
+def warn_unquantised_layer(layer: torch.nn.Module, x: torch.Tensor) -> None:
+    """Warn once per ``layer`` (a ``UserWarning``) when its float8 recipe cannot run on ``x``'s device."""
+    if layer.__dict__.get("_fp8_device_warned") or torch.compiler.is_compiling():
+        return
+    reason = device_reason(x)
+    if reason is not None:
+        layer.__dict__["_fp8_device_warned"] = True
+        warnings.warn(f"{type(layer).__name__}(fp8=...): float8 GEMMs cannot run on {reason}; this layer runs "
+                      "unquantised (in its own dtype) there", UserWarning, stacklevel=3)
 
 
 def log_fallback(topic: object, message: str) -> None:
