@@ -9,6 +9,15 @@
   column ``torch.addmm_activation``); ``a @ b`` alone (``torch.gemm_only``: no bias, no GELU, the
   floor for any fused version); nvmath-python's GELU_BIAS epilog (its bias is per row of
   its column-major result: the same work).
+- ``gemm_MxNxK_bf16`` (M of 1 to 256: decode-time shapes): ``x @ W.T`` with ``W`` in
+  ``nn.Linear``'s ``(N, K)`` layout, bfloat16; the ``nvmathx`` column is a planned Matmul without
+  autotuning (the plan's default choice), beside ``torch.nn.functional.linear`` and nvmath-python's
+  planned Matmul.
+- ``autotune_restart_8192_bf16``: wall seconds of ``Matmul.autotune()`` (32 candidates and their
+  custom-option variants) on an 8192^3 bfloat16 product in a fresh process with an empty
+  :mod:`nvmathx.autotune_cache` (``nvmathx.first_process``), and the same call in a second fresh
+  process over that cache (``nvmathx.second_process``); ``params.kernel_ms`` records the GEMM each
+  process then runs.
 - ``gemm_8192_fp8e4m3``: float8 e4m3 with per-tensor scales, bfloat16 result, beside
   ``torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=torch.bfloat16)``.
 
@@ -23,9 +32,19 @@ chose algorithms that ran slower than the heuristic's first pick; see CHANGELOG,
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
 from benchmarks import Case, import_or_skip, tflops
 
 __all__ = ["cases"]
+
+_SMALL_M_SHAPES = ((1, 8192, 8192), (16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
+                   (16, 14336, 4096))
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _GELU_SHAPES = ((4096, 4096, 4096), (8192, 2048, 8192), (16384, 4096, 1024))
 # The stateful APIs of nvmathx and nvmath-python both autotune in the large cases (setup, untimed):
@@ -221,9 +240,100 @@ def _fp8_case(ctx):
                 note="torch column: torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=bfloat16)")
 
 
+def _small_m_case(ctx, m, n, k):
+    def operands():
+        return _torch(ctx, (m, k), "bfloat16"), _torch(ctx, (n, k), "bfloat16")
+
+    def nvmathx_linear():
+        x, weight = operands()
+        return _nvmathx_stateful(x, weight.T).execute
+
+    def torch_linear():
+        torch = import_or_skip("torch")
+        x, weight = operands()
+        return lambda: torch.nn.functional.linear(x, weight)
+
+    def nvmath_linear():
+        x, weight = operands()
+        return _nvmath_stateful(x, weight.T).execute
+
+    return Case(f"gemm_{m}x{n}x{k}_bf16", "ms", {"nvmathx": nvmathx_linear, "torch": torch_linear,
+                                                 "nvmath-python": nvmath_linear},
+                params={"m": m, "n": n, "k": k, "dtype": "bfloat16", "layout": "x @ W.T (nn.Linear)"},
+                derive=tflops(2 * m * n * k), note="planned, not autotuned; torch: F.linear(x, W)")
+
+
+# A fresh interpreter autotunes one product with the autotune cache in FOLDER and prints what it
+# measured: the autotune() call's wall seconds and the GPU time of the GEMM it then runs.
+_AUTOTUNE_SCRIPT = """
+import json, sys, time
+import torch
+import nvmathx.autotune_cache as autotune_cache
+from nvmathx.linalg import Matmul
+folder, n = sys.argv[1], int(sys.argv[2])
+autotune_cache.enable(folder)
+a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+mm = Matmul(a, b)
+mm.plan(preferences={"limit": 32, "expand_custom_options": True})
+torch.cuda.synchronize()
+start = time.perf_counter()
+mm.autotune(iterations=5)
+seconds = time.perf_counter() - start
+for _ in range(10):
+    mm.execute()
+begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+begin.record()
+for _ in range(20):
+    mm.execute()
+end.record()
+end.synchronize()
+print(json.dumps({"seconds": seconds, "kernel_ms": begin.elapsed_time(end) / 20, "info": list(autotune_cache.info())}))
+"""
+
+
+def _autotune_process(folder: str, n: int) -> dict:
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_REPO_ROOT, os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", _AUTOTUNE_SCRIPT, folder, str(n)], capture_output=True, text=True,
+                          env=environment, timeout=600)
+    if done.returncode:
+        raise RuntimeError(f"autotune process failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _autotune_restart_case(ctx):
+    n = 1024 if ctx.quick else 8192
+    params = {"m": n, "n": n, "k": n, "dtype": "bfloat16", "kernel_ms": {}}
+
+    def first_process():
+        def run():
+            measured = _autotune_process(tempfile.mkdtemp(prefix="nvmathx-autotune-"), n)  # an empty cache each time
+            params["kernel_ms"]["nvmathx.first_process"] = round(measured["kernel_ms"], 5)
+            return measured["seconds"]
+        return run
+
+    def second_process():
+        folder = tempfile.mkdtemp(prefix="nvmathx-autotune-")
+        _autotune_process(folder, n)  # the earlier process that filled the cache (untimed)
+
+        def run():
+            measured = _autotune_process(folder, n)
+            params["kernel_ms"]["nvmathx.second_process"] = round(measured["kernel_ms"], 5)
+            return measured["seconds"]
+        return run
+
+    return Case(f"autotune_restart_{n}_bf16", "s", {"nvmathx.first_process": first_process,
+                                                    "nvmathx.second_process": second_process},
+                params=params, repeats=1,
+                note="Matmul.autotune() wall seconds in a fresh process: empty autotune cache, then the cache the "
+                     "first process filled")
+
+
 def cases(ctx):
     return [
         *_overhead_cases(ctx),
+        *(_small_m_case(ctx, m, n, k) for m, n, k in _SMALL_M_SHAPES),
+        _autotune_restart_case(ctx),
         _gemm_case(ctx, "bfloat16", "bf16"),
         _gemm_case(ctx, "float16", "f16"),
         _gemm_case(ctx, "float32", "f32"),
