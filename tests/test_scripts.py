@@ -133,3 +133,33 @@ def test_no_script_or_recipe_names_a_path_outside_the_repository():
     for path in [*SCRIPTS.iterdir(), *RECIPES.iterdir(), ROOT / ".ci" / "run"]:
         if path.is_file():
             assert not pattern.search(path.read_text()), path
+
+
+def _docs_screenshots():
+    spec = importlib.util.spec_from_file_location("docs_screenshots", ROOT / "benchmarks" / "recipes" / "docs-screenshots.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_docs_screenshots_tells_a_blank_page_from_a_page(tmp_path):
+    pytest.importorskip("PIL")
+    from PIL import Image, ImageDraw
+
+    recipe = _docs_screenshots()
+    blank, page = tmp_path / "blank.png", tmp_path / "page.png"
+    Image.new("RGB", (640, 480), "white").save(blank)
+    image = Image.new("RGB", (640, 480), "white")
+    draw = ImageDraw.Draw(image)
+    for row in range(20, 460, 24):
+        draw.rectangle((40, row, 600, row + 10), fill="black")
+    image.save(page)
+    assert recipe.blank_fraction(str(blank)) == 1.0 and recipe.blank_fraction(str(page)) < 0.9
+
+
+def test_docs_screenshots_tells_a_clipped_page_from_one_that_fits():
+    recipe = _docs_screenshots()
+    assert recipe.clipped('<html data-probe="1900x1280">') == (1900, 1280)
+    assert recipe.clipped('<html lang="en" data-probe="1280x1280">') is None
+    with pytest.raises(RuntimeError, match="did not report"):
+        recipe.clipped("<html>")
