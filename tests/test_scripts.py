@@ -136,7 +136,8 @@ def test_no_script_or_recipe_names_a_path_outside_the_repository():
 
 
 def _docs_screenshots():
-    spec = importlib.util.spec_from_file_location("docs_screenshots", ROOT / "benchmarks" / "recipes" / "docs-screenshots.py")
+    path = ROOT / "benchmarks" / "recipes" / "docs-screenshots.py"
+    spec = importlib.util.spec_from_file_location("docs_screenshots", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

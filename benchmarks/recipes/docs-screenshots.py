@@ -63,10 +63,12 @@ def check_page(chrome: str, html: str, out: str, name: str, width: int, height: 
     probe = os.path.join(os.path.dirname(source), f".probe-{name}.html")  # beside it: relative links resolve
     with open(probe, "w", encoding="utf-8") as file:
         file.write(text.replace("</body>", _PROBE + "</body>"))
-    common = [chrome, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--window-size={width},{height}"]
+    common = [chrome, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+              f"--window-size={width},{height}"]
     try:
         png = os.path.join(out, f"{name}.png")
-        subprocess.run(common + [f"--screenshot={png}", "file://" + source], check=True, capture_output=True, timeout=120)
+        subprocess.run(common + [f"--screenshot={png}", "file://" + source], check=True, capture_output=True,
+                       timeout=120)
         dom = subprocess.run(common + ["--dump-dom", "file://" + probe], check=True, capture_output=True, text=True,
                              timeout=120).stdout
     finally:
@@ -95,7 +97,8 @@ def main(argv=None) -> int:
     html = args.html
     if html is None:
         html = tempfile.mkdtemp(prefix="nvmathx-docs-")
-        subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", os.path.join(ROOT, "docs"), html], check=True)
+        docs = os.path.join(ROOT, "docs")
+        subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", docs, html], check=True)
     os.makedirs(args.out, exist_ok=True)
     failed = 0
     for name in PAGES:
