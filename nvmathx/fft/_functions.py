@@ -53,6 +53,8 @@ def _resolve(shape, s, axes, form, fft_type):
     else:
         lengths, axes_ = shape_and_axes(shape, s, axes, allow_empty=True)
         if not axes_ and fft_type != C2C:
+            if not shape:
+                raise OptionsError("x", "a real-to-complex or complex-to-real transform needs an axis (got 0-d x)")
             raise OptionsError("axes", "a real-to-complex or complex-to-real transform needs at least one axis "
                                        "(got none; only the complex fftn/ifftn/fft2/ifft2 return x for no axis)")
     if not axes_:
@@ -121,7 +123,7 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
     name, fft_type, form, direction, conj = kind
     key_of = operand_keys.get(type(x))
     if key_of is None:  # an array-like (scipy takes lists and scalars), or an array type not seen yet
-        x = as_array(x)
+        x = as_array(x, "x")
         key_of = key_function(x, "x")
     signature, pointer, device_id = key_of(x)
     if device_id < 0:

@@ -258,3 +258,21 @@ def test_host_results_in_the_callers_library(rng, torch, dtype_name):
         np.testing.assert_array_equal(result.float().numpy(), values.T.astype(np.float32))
     else:
         np.testing.assert_array_equal(result.numpy(), values.T)
+
+
+@pytest.mark.parametrize("dtype_name", ["float64", "complex64", "bfloat16"])
+def test_host_results_keep_zero_dimensions(rng, torch, dtype_name):
+    """A 0-d result (matmul of two vectors) comes back 0-d from every adapter, never as one element."""
+    from nvmathx._core.tensor import Adapter
+
+    value = np.asarray(rng.standard_normal(), dtype=numpy_dtype(dtype_name))
+    generic = Adapter()  # the adapter of DLPack producers nvmathx has no module for (jax, ...)
+    generic.name = "numpy"
+    for adapter in (adapter_for(value), adapter_for(torch.zeros(1)), generic):
+        if adapter is generic and dtype_name == "bfloat16":
+            continue  # numpy's from_dlpack takes no bfloat16
+        result = adapter.from_host(value)
+        assert result.shape == () and result.ndim == 0, type(adapter).__name__
+        if isinstance(result, torch.Tensor) and not result.is_complex():
+            result = result.double()  # (numpy takes no bfloat16 tensor)
+        assert complex(np.asarray(result)) == complex(value)

@@ -32,7 +32,7 @@ def stage_to_device(operand: Operand, device_id: int, stream, memory_resource=No
     """
     host = operand
     if not (operand.is_c_contiguous() or operand.is_f_contiguous()):
-        array = np.ascontiguousarray(np.asarray(operand.obj))
+        array = np.asarray(operand.obj, order="C")
         host = wrap_operand(array, "operand")
     device = device_array(host.shape, host.dtype, device_id, stream, host.strides, memory_resource)
     nbytes = span_bytes(host.shape, host.strides, host.dtype.itemsize)
