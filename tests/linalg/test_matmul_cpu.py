@@ -14,10 +14,17 @@ SHAPES = [
 ]
 
 
+def _stateful(a, b):
+    with Matmul(a, b) as mm:
+        mm.plan()
+        return mm.execute()
+
+
+@pytest.mark.parametrize("form", [matmul, _stateful], ids=["function", "stateful"])
 @pytest.mark.parametrize("a_shape, b_shape", SHAPES)
-def test_shapes_follow_numpy(rng, a_shape, b_shape):
+def test_shapes_follow_numpy(rng, a_shape, b_shape, form):
     a, b = random(rng, a_shape, "float64"), random(rng, b_shape, "float64")
-    result = matmul(a, b)
+    result = form(a, b)
     assert isinstance(result, np.ndarray) and result.shape == np.matmul(a, b).shape
     np.testing.assert_allclose(result, np.matmul(a, b), rtol=1e-12, atol=1e-12)
 
@@ -128,12 +135,6 @@ def test_torch_cpu_tensors_give_torch_results(rng):
     assert relative_error(result.float().numpy(), expected) < 1e-2
 
 
-def _stateful(a, b):
-    with Matmul(a, b) as mm:
-        mm.plan()
-        return mm.execute()
-
-
 @pytest.mark.parametrize("form", [matmul, _stateful], ids=["function", "stateful"])
 @pytest.mark.parametrize("a_shape, b_shape", SHAPES)
 def test_torch_cpu_shapes_follow_torch(rng, a_shape, b_shape, form):
@@ -143,14 +144,6 @@ def test_torch_cpu_shapes_follow_torch(rng, a_shape, b_shape, form):
     result = form(a, b)
     assert isinstance(result, torch.Tensor) and result.shape == torch.matmul(a, b).shape
     np.testing.assert_allclose(result.numpy(), np.matmul(a.numpy(), b.numpy()), rtol=1e-12, atol=1e-12)
-
-
-@pytest.mark.parametrize("a_shape, b_shape", SHAPES)
-def test_stateful_shapes_follow_numpy(rng, a_shape, b_shape):
-    a, b = random(rng, a_shape, "float64"), random(rng, b_shape, "float64")
-    result = _stateful(a, b)
-    assert isinstance(result, np.ndarray) and result.shape == np.matmul(a, b).shape
-    np.testing.assert_allclose(result, np.matmul(a, b), rtol=1e-12, atol=1e-12)
 
 
 def test_float8_result_saturates_without_finfo(rng, monkeypatch):

@@ -219,3 +219,13 @@ def test_vector_products_keep_numpy_shapes(rng, library, a_shape, b_shape):
         host = cupy.asnumpy(result)
     assert type(result).__module__.partition(".")[0] == library and result.shape == expected.shape
     np.testing.assert_allclose(host, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_relu_mask_of_a_gpu_array_asks_for_a_host_copy(rng):
+    from nvmathx import OperandError
+
+    a, b = random(rng, (6, 5), "float32"), random(rng, (5, 9), "float32")
+    d, aux = matmul(to_torch(a), to_torch(b), epilog="RELU_AUX")
+    with pytest.raises(OperandError, match="^relu_aux: lives on GPU"):
+        relu_mask(aux["relu_aux"], 9)
+    np.testing.assert_array_equal(relu_mask(to_numpy(aux["relu_aux"]), 9), to_numpy(d) > 0)  # max(z, 0) > 0 iff z > 0
