@@ -424,3 +424,11 @@ def test_scale_kernel_vector_and_scalar_paths(rng):
         _kernels.scale(device.data.ptr, count, np.complex64, 0.25, True, stream, 0)
         cp.cuda.runtime.deviceSynchronize()
         np.testing.assert_array_equal(cp.asnumpy(device), np.conj(x) * np.float32(0.25))
+
+
+def test_shift_of_a_0d_array_on_device():
+    cp = pytest.importorskip("cupy")
+    x = cp.asarray(np.array(2.5))
+    for shift in (nfft.fftshift, nfft.ifftshift):
+        y = shift(x)
+        assert isinstance(y, cp.ndarray) and y.shape == () and float(y) == 2.5 and y.data.ptr != x.data.ptr
