@@ -393,16 +393,14 @@ FFT_FUNCTIONS = [
     Row("fftn axes [True]", lambda o: nfft.fftn(o.X, axes=[True]), O, "axes"),
     Row("fft of a ragged list", lambda o: nfft.fft([[1.0, 2.0], [3.0]]), P, "x", device=False),
     Row("rfftn of a ragged tuple", lambda o: nfft.rfftn(((1.0, 2.0), (3.0,))), P, "x", device=False),
-    # sizes past any host's memory: typed, naming n or s, before scipy tries to allocate them
+    # sizes past any host's or GPU's memory: typed, naming n or s, before scipy or cuFFT tries to allocate them
     *(Row(f"{name} n 2**40", lambda o, name=name: getattr(nfft, name)(o.R if name in _REAL_INPUT else o.X, n=2**40),
-          O, "n", device=False) for name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")),
+          O, "n") for name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")),
     *(Row(f"{name} s [2**20] * 2",
-          lambda o, name=name: getattr(nfft, name)(o.R if name in _REAL_INPUT else o.X, s=[2**20] * 2), O, "s",
-          device=False)
+          lambda o, name=name: getattr(nfft, name)(o.R if name in _REAL_INPUT else o.X, s=[2**20] * 2), O, "s")
       for name in ("fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn",
                    "ihfftn")),
-    Row("fftn s [2**40] * 2 (past numpy's largest dimension)", lambda o: nfft.fftn(o.X, s=[2**40] * 2), O, "s",
-        device=False),
+    Row("fftn s [2**40] * 2 (past numpy's largest dimension)", lambda o: nfft.fftn(o.X, s=[2**40] * 2), O, "s"),
 ]
 
 FFT_STATEFUL = [

@@ -7,7 +7,6 @@ strings, long double) is refused before scipy sees it.
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -15,11 +14,10 @@ import numpy as np
 from .._core.errors import OptionsError
 from .._core.options import as_index
 from .._core.tensor import Operand, host_array, is_read_only, may_overlap, wrap_operand
-from .._fftcore.layout import output_shape
-from ._gpu import check_dtype, plan_key, result_dtype
+from ._gpu import check_dtype, plan_key
+from ._sizes import check_result_fits, host_memory_bytes, result_bytes
 
-__all__ = ["check_workers", "compute_array", "cpu_plan_key", "host_memory_bytes", "result_bytes",
-           "check_result_fits", "run_on_cpu"]
+__all__ = ["check_workers", "compute_array", "cpu_plan_key", "run_on_cpu"]
 
 _SINGLE_PRECISION = ("float16", "bfloat16")  # no half-precision transforms: computed in float32
 
@@ -60,29 +58,6 @@ def compute_array(operand: Operand, *, writeable: bool = False) -> np.ndarray:
     float32 (complex64 results, as on the GPU), every other supported dtype as it is."""
     host = host_array(operand, writeable=writeable)
     return host.astype(np.float32) if host.dtype.name in _SINGLE_PRECISION else host
-
-
-def host_memory_bytes() -> int | None:
-    """The machine's physical memory in bytes, or None where the platform does not say."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def result_bytes(fft_type: str, shape, dtype, axes, lengths) -> int:
-    """Bytes of the result of a transform of ``lengths`` over ``axes`` of an operand of ``shape`` and
-    ``dtype`` (Python ints: no overflow, however large the lengths)."""
-    return math.prod(output_shape(fft_type, tuple(shape), tuple(axes), tuple(lengths))) * \
-        result_dtype(fft_type, dtype).itemsize
-
-
-def check_result_fits(nbytes: int, memory: int | None, argument: str) -> None:
-    """Raise OptionsError naming ``argument`` (``n`` or ``s``) when a result of ``nbytes`` cannot fit
-    in ``memory`` bytes (None: no limit known)."""
-    if memory is not None and nbytes > memory:
-        raise OptionsError(argument, f"asks for a result of {nbytes} bytes, more than this machine's {memory} "
-                                     f"bytes of memory")
 
 
 def run_on_cpu(name: str, fft_type: str, x, s, axes, norm, overwrite_x, *, workers=None):

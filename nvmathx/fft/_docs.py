@@ -63,8 +63,8 @@ Raises
 OptionsError
     For invalid ``n``/``s``, ``axis``/``axes`` (repeated or out of range; none for a real or
     Hermitian transform), ``norm`` or ``workers`` (0, not an int, below ``-os.cpu_count()``, or
-    not None with a GPU array); on the CPU, naming ``n``/``s`` with the bytes needed, for a
-    result larger than the machine's memory or than its free memory.
+    not None with a GPU array); naming ``n``/``s`` with the bytes needed, for a result larger
+    than the memory of the machine (CPU) or GPU that runs it, or than the machine's free memory.
 OperandError
     When ``plan`` was made for another problem (the message names what differs), or ``x`` is a
     list numpy cannot convert (ragged).

@@ -20,6 +20,7 @@ from ._arguments import one_axis, shape_and_axes
 from ._cpu import check_workers, cpu_plan_key, run_on_cpu
 from ._fft import FFT
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
+from ._sizes import check_fits_device
 
 __all__ = ["plan_cache", "plan_key", "define"]
 
@@ -94,6 +95,9 @@ def _prepare(operand, *, fft_type, form, direction, s, axes, norm, overwrite_x, 
     pass, so that the most common call never waits for cuFFT to link a callback)."""
     checked_norm = check_norm(norm)
     lengths, resolved_axes = _resolve(operand.shape, s, axes, form, fft_type)
+    if resolved_axes:
+        check_fits_device(fft_type, operand.shape, operand.dtype, resolved_axes, lengths, operand.device_id,
+                          "n" if form == 1 else "s")
     if conj:  # hfft / ihfft scale the opposite direction, as scipy does
         checked_norm = swap_direction(checked_norm)
     overwrite = bool(overwrite_x) and fft_type == C2R and not conj

@@ -223,7 +223,7 @@ def test_overwrite_x_result_in_a_torch_tensor_stays_valid(rng):
 
 def test_result_bytes_of_each_transform_type():
     from nvmathx._fftcore.layout import C2C, C2R, R2C
-    from nvmathx.fft._cpu import result_bytes
+    from nvmathx.fft._sizes import result_bytes
 
     assert result_bytes(C2C, (4, 8), np.complex128, (1,), (2**40,)) == 4 * 2**40 * 16
     assert result_bytes(C2C, (4, 8), np.float32, (0, 1), (3, 5)) == 15 * 8  # complex64
@@ -233,7 +233,7 @@ def test_result_bytes_of_each_transform_type():
 
 
 def test_check_result_fits():
-    from nvmathx.fft._cpu import check_result_fits, host_memory_bytes
+    from nvmathx.fft._sizes import check_result_fits, host_memory_bytes
 
     memory = host_memory_bytes()
     assert memory is None or memory > 2**20
@@ -243,13 +243,22 @@ def test_check_result_fits():
         check_result_fits(101, 100, "s")
 
 
+@pytest.mark.parametrize("space", ["cpu", "fake-gpu"])
 @pytest.mark.parametrize("name", ALL_1D + ALL_ND)
-def test_sizes_past_memory_name_n_or_s_and_the_bytes(rng, name):
-    from nvmathx.fft._cpu import host_memory_bytes
+def test_sizes_past_memory_name_n_or_s_and_the_bytes(rng, name, space, monkeypatch):
+    """On the CPU against the machine's memory, on the GPU code path (the host stand-in of
+    ``_fake_device.py``) against the GPU's."""
+    from nvmathx.fft._sizes import host_memory_bytes
 
-    if host_memory_bytes() is None:
-        pytest.skip("this platform does not report its memory")
     x = _operand(name, (4, 6), rng)
+    if space == "fake-gpu":
+        from ._fake_device import install, to_device
+
+        install(monkeypatch)
+        x = to_device(x)
+        nfft.plan_cache.clear()
+    elif host_memory_bytes() is None:
+        pytest.skip("this platform does not report its memory")
     family = name.rstrip("2n") or name  # fft, ifft, rfft, irfft, hfft, ihfft
     if name in ALL_1D:  # (4, 6) -> (4, 2**40)
         argument, lengths, extents = "n", 2**40, [4, 2**40]
@@ -260,7 +269,9 @@ def test_sizes_past_memory_name_n_or_s_and_the_bytes(rng, name):
     itemsize = 8 if family in ("irfft", "hfft") else 16  # real or complex float64 results
     with pytest.raises(OptionsError) as info:
         getattr(nfft, name)(x, **{argument: lengths})
-    assert str(info.value).startswith(f"{argument}: asks for a result of {extents[0] * extents[1] * itemsize} bytes")
+    where = "this machine's" if space == "cpu" else "GPU 0's"
+    assert str(info.value).startswith(f"{argument}: asks for a result of {extents[0] * extents[1] * itemsize} bytes, "
+                                      f"more than {where} ")
 
 
 def test_running_out_of_memory_is_typed(rng, monkeypatch):

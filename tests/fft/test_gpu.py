@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import nvmathx.fft as nfft
+from nvmathx import OptionsError
 
 pytestmark = pytest.mark.gpu
 
@@ -432,3 +433,11 @@ def test_shift_of_a_0d_array_on_device():
     for shift in (nfft.fftshift, nfft.ifftshift):
         y = shift(x)
         assert isinstance(y, cp.ndarray) and y.shape == () and float(y) == 2.5 and y.data.ptr != x.data.ptr
+
+
+@pytest.mark.parametrize("call, argument", [(lambda x: nfft.fft(x, n=2**40), "n"),
+                                            (lambda x: nfft.irfftn(x, s=[2**20] * 2), "s")])
+def test_sizes_past_the_gpus_memory_name_n_or_s(call, argument):
+    cp = pytest.importorskip("cupy")
+    with pytest.raises(OptionsError, match=rf"^{argument}: asks for a result of \d+ bytes, more than GPU \d+'s "):
+        call(cp.ones((4, 8), cp.complex64))
