@@ -455,6 +455,8 @@ FFT_STATEFUL = [
     Row("FFT.reset_operand not an array", lambda o: _planned_fft(o.X).reset_operand("x"), U, "x"),
     Row("FFT inplace of a torch conj view",
         lambda o: nfft.FFT(_torch_cpu(o.X.copy()).conj(), options={"inplace": True}), P, "x", device=False),
+    Row("FFT inplace of a torch tensor requiring grad",
+        lambda o: nfft.FFT(_torch_cpu(o.X.copy()).requires_grad_(), options={"inplace": True}), P, "x", device=False),
     Row("FFT inplace of a torch negative view", lambda o: nfft.FFT(_neg_view(o.X.copy()), options={"inplace": True}),
         P, "x", device=False),
     Row("FFT inplace of a torch expanded row",

@@ -161,7 +161,14 @@ def test_mismatched_plan():
 # -- overwrite_x on any host array --------------------------------------------------------------------------
 
 HOST_KINDS = ["numpy", "numpy read-only", "numpy broadcast", "torch", "torch conj view", "torch expanded row",
-              "torch column slice"]
+              "torch column slice", "torch requiring grad"]
+
+
+def _values_of(array):
+    """A numpy copy of what a host array holds (a torch tensor's lazy bits and autograd left out)."""
+    if hasattr(array, "resolve_conj"):
+        return array.detach().resolve_conj().numpy().copy()
+    return np.array(array)
 
 
 def _host_operand(kind, values):
@@ -184,6 +191,9 @@ def _host_operand(kind, values):
     if kind == "torch column slice":
         base = torch.from_numpy(np.repeat(values, 2, axis=-1))
         return base[:, ::2], None  # writeable, strided: may be overwritten
+    if kind == "torch requiring grad":  # autograd would not see a write
+        base = torch.from_numpy(values.copy()).requires_grad_()
+        return base, base
     return torch.from_numpy(values.copy()), None
 
 
@@ -197,13 +207,13 @@ def test_overwrite_x_takes_any_host_array(rng, name, kind):
     if kind == "torch conj view" and name in REAL_INPUT:
         pytest.skip("torch has no conjugate view of a real tensor")
     x, kept = _host_operand(kind, values)
-    values = np.asarray(x.resolve_conj() if hasattr(x, "resolve_conj") else x).copy()  # what x holds
-    before = None if kept is None else np.asarray(kept).copy()
+    values = _values_of(x)
+    before = None if kept is None else _values_of(kept)
     result = getattr(nfft, name)(x, overwrite_x=True)
     assert type(result) is type(x)
-    assert relative_error(np.asarray(result), dft_reference(name, values)) < 1e-12
+    assert relative_error(_values_of(result), dft_reference(name, values)) < 1e-12
     if kept is not None:
-        np.testing.assert_array_equal(np.asarray(kept), before)
+        np.testing.assert_array_equal(_values_of(kept), before)
 
 
 def test_overwrite_x_result_in_a_torch_tensor_stays_valid(rng):
