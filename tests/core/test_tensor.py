@@ -63,6 +63,9 @@ def test_array_like_inputs():
     assert operand.shape == (2, 2) and operand.dtype == np.float64
     with pytest.raises(UnsupportedOperandError, match="^a:"):
         wrap_operand([[1.0, 2.0]], "a")
+    for ragged in ([[1.0, 2.0], [3.0]], ((1j,), (2j, 3j))):  # numpy's own ValueError, typed and named
+        with pytest.raises(OperandError, match="^b: could not be converted to an array with numpy.asarray"):
+            wrap_operand(ragged, "b", array_like=True)
 
 
 @pytest.mark.parametrize("bad", [object(), "text", {"a": 1}, 3.0, np.float32(2.0)])
