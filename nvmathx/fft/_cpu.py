@@ -90,9 +90,10 @@ def run_on_cpu(name: str, fft_type: str, x, s, axes, norm, overwrite_x, *, worke
         with scipy.fft.set_backend("scipy", only=True):
             result = function(host, s, axes, norm, overwrite, workers=workers)
     except MemoryError:
-        raise OptionsError(argument, f"asks for more memory than is free: the result alone needs {nbytes} bytes "
-                                     f"(this machine has {memory})") from None
-    if host is not operand.obj and np.may_share_memory(result, host):
+        raise OptionsError(argument, f"asks for more memory than is free: the result alone needs {nbytes} bytes"
+                                     + (f" (this machine has {memory})" if memory is not None else "")) from None
+    in_memory_of_x = host is not operand.obj and host.dtype == operand.dtype  # (not a float32 copy of float16)
+    if in_memory_of_x and np.may_share_memory(result, host):
         # computed in another library's memory: a numpy view of it would not keep that memory alive
         if _same_view(result, host):
             return operand.obj  # the operand holds the result, as a numpy operand would
