@@ -286,21 +286,21 @@ def relu_mask(relu_aux: ArrayLike, n: int) -> np.ndarray:
     bits = 8 * mask.shape[-1]
     count = check_positive_int(n, "n", allow_zero=True)  # (N = 0: a mask of no bits)
     if count > bits:
-        raise OptionsError("n", f"asks for {count} bits per row, but relu_aux holds {bits} (shape {mask.shape})")
+        raise OptionsError("n", f"asks for {count} bits per row, but {RELU_AUX_NAME} holds {bits} (shape {mask.shape})")
     return np.unpackbits(mask, axis=-1, count=count, bitorder="little").astype(bool)
 
 
 def _bitmask(relu_aux) -> Operand:
     """The Operand of ``relu_aux``, checked to be a host ``uint8`` array of at least one dimension."""
-    operand = wrap_operand(relu_aux, "relu_aux")
+    operand = wrap_operand(relu_aux, RELU_AUX_NAME)
     if operand.device_id >= 0:
-        raise OperandError("relu_aux", f"lives on GPU {operand.device_id}; relu_mask unpacks host arrays "
+        raise OperandError(RELU_AUX_NAME, f"lives on GPU {operand.device_id}; relu_mask unpacks host arrays "
                                        "(copy it to the host first)")
     if operand.dtype != np.uint8:
-        raise UnsupportedOperandError("relu_aux", f"expected the uint8 bitmask of a RELU_AUX epilog "
+        raise UnsupportedOperandError(RELU_AUX_NAME, f"expected the uint8 bitmask of a RELU_AUX epilog "
                                                   f"(got dtype {operand.dtype})")
     if operand.ndim == 0:
-        raise OperandError("relu_aux", "expected an array of at least one dimension (got a 0-d array)")
+        raise OperandError(RELU_AUX_NAME, "expected an array of at least one dimension (got a 0-d array)")
     return operand
 
 
