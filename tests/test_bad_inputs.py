@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
 
+import nvmathx.distributed as distributed
 import nvmathx.fft as nfft
 from helpers.requirements import mathdx_missing
 from nvmathx import (
@@ -30,10 +31,11 @@ from nvmathx import (
     OptionsError,
     UnsupportedOperandError,
 )
-from nvmathx.linalg import Matmul, MatmulOptions, MatmulPlanPreferences, matmul
+from nvmathx.linalg import Matmul, MatmulOptions, MatmulPlanPreferences, matmul, relu_mask
 from nvmathx.linalg import plan_cache as matmul_plan_cache
 
 HANG_SECONDS = 60
+_BOX = distributed.Box((0, 0), (4, 6))  # a rank's piece: allocate() then needs no distributed context
 
 
 class Operands:
@@ -96,6 +98,9 @@ def _planned_matmul(o, **kwargs):
     mm = Matmul(o.A, o.B, **kwargs)
     mm.plan()
     return mm
+
+
+_REAL_INPUT = ("rfft", "ihfft", "rfft2", "ihfft2", "rfftn", "ihfftn")  # the transforms of real operands
 
 
 def _planned_fft(x, **kwargs):
@@ -257,6 +262,21 @@ MATMUL = [
         lambda o: dataclasses.replace(MatmulOptions(), sm_count_target=2**31), O, "options.sm_count_target"),
 ]
 
+RELU_AUX = np.zeros((4, 16), np.uint8)  # the bitmask of a (4, N <= 128) RELU_AUX result
+
+MATMUL += [
+    Row("relu_mask n -1", lambda o: relu_mask(RELU_AUX, -1), O, "n", device=False),
+    Row("relu_mask n past the mask's 128 bits", lambda o: relu_mask(RELU_AUX, 129), O, "n", device=False),
+    Row("relu_mask n True", lambda o: relu_mask(RELU_AUX, True), O, "n", device=False),
+    Row("relu_mask n a float", lambda o: relu_mask(RELU_AUX, 8.0), O, "n", device=False),
+    Row("relu_mask of a float array", lambda o: relu_mask(RELU_AUX.astype(np.float32), 8), U, "relu_aux",
+        device=False),
+    Row("relu_mask of an int64 array", lambda o: relu_mask(RELU_AUX.astype(np.int64), 8), U, "relu_aux",
+        device=False),
+    Row("relu_mask of a 0-d array", lambda o: relu_mask(np.array(3, np.uint8), 8), P, "relu_aux", device=False),
+    Row("relu_mask of a string", lambda o: relu_mask("mask", 8), U, "relu_aux", device=False),
+]
+
 MATMUL_STATEFUL = [
     Row("Matmul alpha a string", lambda o: Matmul(o.A, o.B, alpha="x"), O, "alpha"),
     Row("Matmul beta without c", lambda o: Matmul(o.A, o.B, beta=2.0), O, "beta"),
@@ -282,6 +302,10 @@ MATMUL_STATEFUL = [
         "epilog"),
     Row("Matmul a ragged tuple", lambda o: Matmul(((1.0, 2.0, 3.0), (1.0,)), o.B), P, "a"),
     Row("Matmul alpha a 0-d string array", lambda o: Matmul(o.A, o.B, alpha=np.array("2")), O, "alpha"),
+    Row("Matmul.execute release_workspace 'yes'", lambda o: _planned_matmul(o).execute(release_workspace="yes"), O,
+        "release_workspace"),
+    Row("Matmul.execute release_workspace 0", lambda o: _planned_matmul(o).execute(release_workspace=0), O,
+        "release_workspace"),
     Row("Matmul.reset_operands bias never planned",
         lambda o: _planned_matmul(o).reset_operands(epilog_inputs={"bias": o.BIAS}), P, "epilog_inputs"),
 ]
@@ -313,7 +337,8 @@ FFT_FUNCTIONS = [
     Row("fft of a string", lambda o: nfft.fft("text"), U, "x"),
     Row("fft of a dict", lambda o: nfft.fft({"x": 1}), U, "x"),
     Row("fft of a 0-d array", lambda o: nfft.fft(np.array(1 + 0j)), O, "x", device=False),
-    Row("fftn of a 0-d array", lambda o: nfft.fftn(np.array(2.0)), O, "x", device=False),
+    Row("rfftn of a 0-d array", lambda o: nfft.rfftn(np.array(2.0)), O, "x", device=False),
+    Row("irfftn of a 0-d array", lambda o: nfft.irfftn(np.array(2.0 + 0j)), O, "x", device=False),
     Row("fft along an axis of no points", lambda o: nfft.fft(o(np.ones((3, 0), complex))), O, "x"),
     Row("fft workers 0", lambda o: nfft.fft(o.X, workers=0), O, "workers"),
     Row("fft workers a string", lambda o: nfft.fft(o.X, workers="x"), O, "workers"),
@@ -359,9 +384,27 @@ FFT_FUNCTIONS = [
     Row("fftn s with a numpy float", lambda o: nfft.fftn(o.X, s=(np.float64(4.0), 8)), O, "s"),
     Row("fft workers numpy True", lambda o: nfft.fft(o.X, workers=np.True_), O, "workers"),
     Row("fft workers a 0-d float array", lambda o: nfft.fft(o.X, workers=np.array(2.0)), O, "workers"),
+    Row("fft n True", lambda o: nfft.fft(o.X, n=True), O, "n"),
+    Row("rfft n numpy True", lambda o: nfft.rfft(o.R, n=np.True_), O, "n"),
+    Row("fft axis True", lambda o: nfft.fft(o.X, axis=True), O, "axis"),
+    Row("fftn s [True]", lambda o: nfft.fftn(o.X, s=[True]), O, "s"),
+    Row("fftn s True", lambda o: nfft.fftn(o.X, s=True), O, "s"),
+    Row("ifft2 s (4, True)", lambda o: nfft.ifft2(o.X, s=(4, True)), O, "s"),
+    Row("fftn axes [True]", lambda o: nfft.fftn(o.X, axes=[True]), O, "axes"),
+    Row("fft of a ragged list", lambda o: nfft.fft([[1.0, 2.0], [3.0]]), P, "x", device=False),
+    Row("rfftn of a ragged tuple", lambda o: nfft.rfftn(((1.0, 2.0), (3.0,))), P, "x", device=False),
+    # sizes past any host's or GPU's memory: typed, naming n or s, before scipy or cuFFT tries to allocate them
+    *(Row(f"{name} n 2**40", lambda o, name=name: getattr(nfft, name)(o.R if name in _REAL_INPUT else o.X, n=2**40),
+          O, "n") for name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")),
+    *(Row(f"{name} s [2**20] * 2",
+          lambda o, name=name: getattr(nfft, name)(o.R if name in _REAL_INPUT else o.X, s=[2**20] * 2), O, "s")
+      for name in ("fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn",
+                   "ihfftn")),
+    Row("fftn s [2**40] * 2 (past numpy's largest dimension)", lambda o: nfft.fftn(o.X, s=[2**40] * 2), O, "s"),
 ]
 
 FFT_STATEFUL = [
+    Row("FFT of a ragged list", lambda o: nfft.FFT([[1.0, 2.0], [3.0]]), P, "x", device=False),
     Row("FFT empty axes", lambda o: nfft.FFT(o.X, axes=()), O, "axes"),
     Row("FFT repeated axes", lambda o: nfft.FFT(o.X, axes=(0, 0)), O, "axes"),
     Row("FFT axis out of range", lambda o: nfft.FFT(o.X, axes=(3,)), O, "axes"),
@@ -412,6 +455,8 @@ FFT_STATEFUL = [
     Row("FFT.reset_operand not an array", lambda o: _planned_fft(o.X).reset_operand("x"), U, "x"),
     Row("FFT inplace of a torch conj view",
         lambda o: nfft.FFT(_torch_cpu(o.X.copy()).conj(), options={"inplace": True}), P, "x", device=False),
+    Row("FFT inplace of a torch tensor requiring grad",
+        lambda o: nfft.FFT(_torch_cpu(o.X.copy()).requires_grad_(), options={"inplace": True}), P, "x", device=False),
     Row("FFT inplace of a torch negative view", lambda o: nfft.FFT(_neg_view(o.X.copy()), options={"inplace": True}),
         P, "x", device=False),
     Row("FFT inplace of a torch expanded row",
@@ -433,6 +478,23 @@ FFT_STATEFUL = [
         "execution.num_threads", device=False),
     Row("ExecutionCPU num_threads a numpy float", lambda o: ExecutionCPU(num_threads=np.float64(2.0)), O,
         "execution.num_threads", device=False),
+]
+
+DISTRIBUTED = [  # the argument checks that need no distributed context
+    Row("distributed.allocate dtype object", lambda o: distributed.allocate((8, 6), "object", _BOX), O, "dtype",
+        device=False),
+    Row("distributed.allocate dtype str", lambda o: distributed.allocate((8, 6), str, _BOX), O, "dtype",
+        device=False),
+    Row("distributed.allocate dtype unknown", lambda o: distributed.allocate((8, 6), "float99", _BOX), O, "dtype",
+        device=False),
+    Row("distributed.allocate negative extent", lambda o: distributed.allocate((4, -4), np.float64), O,
+        "global_shape", device=False),
+    Row("distributed.allocate float extent", lambda o: distributed.allocate((4.5, 4), np.float64), O,
+        "global_shape", device=False),
+    Row("distributed.local_shape bool extent", lambda o: distributed.local_shape((True, 4), rank=0, world_size=1), O,
+        "global_shape", device=False),
+    Row("distributed.local_box global_shape an int", lambda o: distributed.local_box(8, rank=0, world_size=1), O,
+        "global_shape", device=False),
 ]
 
 PLAN_CACHES = [
@@ -598,7 +660,8 @@ TORCH_FLOAT8 = [
         "fp8_state", device=False),
 ]
 
-CATALOGUE = MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + PLAN_CACHES + DEVICE_API + TORCH_FLOAT8
+CATALOGUE = (MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + DISTRIBUTED + PLAN_CACHES + DEVICE_API
+             + TORCH_FLOAT8)
 
 
 def _rows(space):

@@ -13,6 +13,7 @@ __all__ = [
     "driver_available",
     "device_count",
     "driver_version",
+    "device_total_memory",
     "memcpy_async",
     "memset_async",
     "stream_synchronize",
@@ -70,6 +71,11 @@ def device_count() -> int:
 def driver_version() -> int:
     """The driver's CUDA version as an integer (13000 = CUDA 13.0)."""
     return _call("cuDriverGetVersion")
+
+
+def device_total_memory(device_id: int) -> int:
+    """The total memory of device ``device_id`` in bytes."""
+    return int(_call("cuDeviceTotalMem", _call("cuDeviceGet", device_id)))
 
 
 def memcpy_async(dst: int, src: int, nbytes: int, stream_handle: int) -> None:

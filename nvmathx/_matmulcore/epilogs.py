@@ -54,7 +54,9 @@ from typing import Any, Union
 import numpy as np
 
 from .._bindings import cublaslt as lt
-from .._core.errors import OptionsError
+from .._core.errors import OperandError, OptionsError, UnsupportedOperandError
+from .._core.options import check_positive_int
+from .._core.tensor import Operand, host_array, wrap_operand
 from ..typing import ArrayLike
 
 __all__ = [
@@ -243,9 +245,63 @@ def pack_relu_mask(positive) -> np.ndarray:
 
 
 def relu_mask(relu_aux: ArrayLike, n: int) -> np.ndarray:
-    """Unpack a ``relu_aux`` bitmask (host array) to a boolean ``(..., M, n)`` array."""
-    bits = np.unpackbits(np.asarray(relu_aux, dtype=np.uint8), axis=-1, bitorder="little")
-    return bits[..., :n].astype(bool)
+    """Unpack a ``relu_aux`` bitmask (host array) to a boolean ``(..., M, n)`` array.
+
+    Parameters
+    ----------
+    relu_aux : array_like
+        The ``uint8`` bitmask a RELU_AUX or RELU_AUX_BIAS epilog returned, of shape
+        ``(..., M, round_up(N, 128) // 8)``, in host memory (a numpy array or a torch CPU
+        tensor): copy a GPU one to the host first.
+    n : int
+        The result's N: how many of the mask's bits per row to unpack, 0 to ``8 *
+        relu_aux.shape[-1]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``bool``, of shape ``(..., M, n)``: True where the pre-activation was positive.
+
+    Raises
+    ------
+    UnsupportedOperandError
+        When ``relu_aux`` is not an array or not of dtype ``uint8``.
+    OperandError
+        When ``relu_aux`` has no dimension or lives on a GPU.
+    OptionsError
+        When ``n`` is not an int (bools are refused), negative, or more bits than a row holds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathx.linalg import matmul, relu_mask
+    >>> a = np.array([[1.0, -1.0], [-2.0, 3.0]])
+    >>> d, aux = matmul(a, np.eye(2), epilog="RELU_AUX")
+    >>> relu_mask(aux["relu_aux"], 2)
+    array([[ True, False],
+           [False,  True]])
+    """
+    operand = _bitmask(relu_aux)
+    mask = host_array(operand)  # (a view of operand's memory: operand stays alive while it is read)
+    bits = 8 * mask.shape[-1]
+    count = check_positive_int(n, "n", allow_zero=True)  # (N = 0: a mask of no bits)
+    if count > bits:
+        raise OptionsError("n", f"asks for {count} bits per row, but {RELU_AUX_NAME} holds {bits} (shape {mask.shape})")
+    return np.unpackbits(mask, axis=-1, count=count, bitorder="little").astype(bool)
+
+
+def _bitmask(relu_aux) -> Operand:
+    """The Operand of ``relu_aux``, checked to be a host ``uint8`` array of at least one dimension."""
+    operand = wrap_operand(relu_aux, RELU_AUX_NAME)
+    if operand.device_id >= 0:
+        raise OperandError(RELU_AUX_NAME, f"lives on GPU {operand.device_id}; relu_mask unpacks host arrays "
+                                       "(copy it to the host first)")
+    if operand.dtype != np.uint8:
+        raise UnsupportedOperandError(RELU_AUX_NAME, f"expected the uint8 bitmask of a RELU_AUX epilog "
+                                                  f"(got dtype {operand.dtype})")
+    if operand.ndim == 0:
+        raise OperandError(RELU_AUX_NAME, "expected an array of at least one dimension (got a 0-d array)")
+    return operand
 
 
 def reference_epilog(spec: EpilogSpec | None, d, *, bias=None, aux_input=None, a=None, b=None, n=None):

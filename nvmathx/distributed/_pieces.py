@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._core.errors import OptionsError
+from .._core.dtypes import numpy_dtype
+from .._core.errors import OptionsError, UnsupportedOperandError
+from .._core.options import as_index
 from ..typing import ArrayLike
 from ._context import current
 from ._distributions import Box, Slab, slab_boxes, split_axis
@@ -28,6 +30,28 @@ def _rank_and_size(rank, world_size):
     return rank, world_size
 
 
+def _global_shape(global_shape) -> tuple:
+    """``global_shape`` as a tuple of ints >= 0 (bools and floats refused), else OptionsError."""
+    try:
+        extents = tuple(as_index(extent) for extent in global_shape)
+    except TypeError:
+        extents = (None,)
+    if isinstance(global_shape, (str, bytes)) or any(extent is None or extent < 0 for extent in extents):
+        raise OptionsError("global_shape", f"expected a sequence of ints >= 0 (got {global_shape!r})")
+    return extents
+
+
+def _element_dtype(dtype) -> np.dtype:
+    """``dtype`` as a numpy dtype of numbers (bool, integers, floating or complex, ml_dtypes' included)."""
+    try:
+        result = numpy_dtype(dtype)
+    except (TypeError, ValueError, UnsupportedOperandError):
+        raise OptionsError("dtype", f"expected a numpy dtype (got {dtype!r})") from None
+    if result.kind not in "biufc" and result.name not in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        raise OptionsError("dtype", f"expected a dtype of numbers: bool, integer, floating or complex (got {result})")
+    return result
+
+
 def local_box(global_shape: Sequence[int], distribution: Slab = Slab.X, *, axes: Sequence[int] | None = None,
               rank: int | None = None, world_size: int | None = None) -> Box:
     """This rank's :class:`Box` of the global array (the FFT and reshape slab rule).
@@ -42,7 +66,7 @@ def local_box(global_shape: Sequence[int], distribution: Slab = Slab.X, *, axes:
     rank, world_size : int, optional
         Default: the distributed context's.
     """
-    shape = tuple(int(extent) for extent in global_shape)
+    shape = _global_shape(global_shape)
     if not isinstance(distribution, Slab):
         raise OptionsError("distribution", f"expected Slab.X or Slab.Y (got {distribution!r})")
     transformed = tuple(range(len(shape))) if axes is None else tuple(axis % len(shape) for axis in axes)
@@ -73,11 +97,18 @@ def allocate(global_shape: Sequence[int], dtype: DTypeLike, distribution: Slab |
     global_shape, distribution, axes
         As :func:`local_box`; ``distribution`` may also be a :class:`Box` (this rank's piece).
     dtype : numpy dtype or name
+        A dtype of numbers: bool, an integer, floating (bfloat16 and float8 included) or complex.
     package : {"numpy", "cupy", "torch", ...}
         The array library; GPU libraries allocate on the context's device, on their current stream.
+
+    Raises
+    ------
+    OptionsError
+        Naming ``dtype`` for any other dtype, ``global_shape`` for extents that are not ints >= 0,
+        or the argument of :func:`local_box` it refuses.
     """
+    dtype = _element_dtype(dtype)
     shape = distribution.shape if isinstance(distribution, Box) else local_shape(global_shape, distribution, axes=axes)
-    dtype = np.dtype(dtype)
     if package == "numpy":
         return np.empty(shape, dtype)
     from .._core.streams import resolve_stream

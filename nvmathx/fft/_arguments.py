@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import operator
-
 from .._core.errors import OptionsError
+from .._core.options import as_index
 
 __all__ = ["normalize_axes", "shape_and_axes", "one_axis"]
 
 
 def _as_int(value, argument):
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise OptionsError(argument, f"expected an integer (got {type(value).__name__})") from None
+    number = as_index(value)  # bools, Python's or numpy's, are refused: True is no length or axis
+    if number is None:
+        raise OptionsError(argument, f"expected an integer (got {type(value).__name__})")
+    return number
 
 
 def _int_tuple(value, argument):
@@ -27,7 +26,7 @@ def _int_tuple(value, argument):
 
 def normalize_axes(ndim: int, axes, argument: str = "axes", *, allow_empty: bool = False) -> tuple:
     """Non-negative, distinct axes of an ``ndim``-dimensional operand (integers of any kind that
-    ``operator.index`` takes, numpy's included).
+    ``operator.index`` takes, numpy's included, except bools).
 
     Raises
     ------
@@ -54,15 +53,15 @@ def shape_and_axes(shape, s, axes, *, s_argument: str = "s", axes_argument: str 
 
     ``axes=None`` means every axis, or the last ``len(s)`` axes when ``s`` is given; ``s=None`` keeps
     the operand's extents, and an entry of -1 in ``s`` keeps that one extent. No axis at all
-    (``axes=[]``, or ``s=[]`` without axes) gives ``((), ())`` where ``allow_empty``, else an
-    OptionsError naming ``axes``.
+    (``axes=[]``, ``s=[]`` without axes, or a 0-d operand without either) gives ``((), ())`` where
+    ``allow_empty``, else an OptionsError naming ``axes`` (``x`` for the 0-d operand).
     """
     ndim = len(shape)
     if axes is None:
         if s is None:
-            if ndim == 0:
+            if ndim == 0 and not allow_empty:
                 raise OptionsError("x", "expected an array with at least one dimension (got a 0-d array)")
-            axes = tuple(range(ndim))
+            axes = tuple(range(ndim))  # (none for a 0-d array, as numpy.fft and scipy.fft take it)
         else:
             s = _int_tuple(s, s_argument)
             if len(s) > ndim:

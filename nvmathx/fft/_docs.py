@@ -21,10 +21,11 @@ axes : sequence of int, optional
     Here and in ``s``, numpy integers and integer arrays count as ints; floats and bools are
     refused. {no_axis}"""
 
-_NO_AXIS_C2C = """No axis (``axes=[]``, or ``s=[]`` without ``axes``) returns ``x``
-    itself, as scipy.fft does, after the checks of any call (an ``s`` with entries then raises)."""
+_NO_AXIS_C2C = """No axis (``axes=[]``, ``s=[]`` without ``axes``, or a 0-d ``x`` without
+    either) returns ``x`` itself, as scipy.fft does, after the checks of any call (an ``s`` with
+    entries then raises)."""
 _NO_AXIS_REAL = """No axis (``axes=[]``, or ``s=[]`` without ``axes``) raises
-    OptionsError naming ``axes``, as scipy.fft refuses it."""
+    OptionsError naming ``axes`` (``x`` for a 0-d ``x``), as scipy.fft refuses it."""
 
 _TEMPLATE = """{summary}
 
@@ -38,7 +39,10 @@ norm : {{"backward", "ortho", "forward"}}, optional
     Normalisation (default "backward"): {norm_text}
 overwrite_x : bool, optional
     Whether the operand may be destroyed. On the GPU this lets a complex-to-real transform skip
-    its copy of the operand (cuFFT's C2R overwrites its input); otherwise it is never written.
+    its copy of the operand (cuFFT's C2R overwrites its input); on the CPU scipy.fft may compute
+    in the operand's memory (a torch tensor's too). It permits and never requires: read-only
+    memory, elements sharing memory and lazy views are left as they are. Otherwise the operand is
+    never written.
 workers : int, optional
     CPU threads for host operands (scipy.fft's ``workers``: -1 counts back from the number of
     CPUs; numpy integers count as ints). GPU arrays take only None, as scipy.fft requires for
@@ -59,9 +63,11 @@ Raises
 OptionsError
     For invalid ``n``/``s``, ``axis``/``axes`` (repeated or out of range; none for a real or
     Hermitian transform), ``norm`` or ``workers`` (0, not an int, below ``-os.cpu_count()``, or
-    not None with a GPU array).
+    not None with a GPU array); naming ``n``/``s`` with the bytes needed, for a result larger
+    than the memory of the machine (CPU) or GPU that runs it, or than the machine's free memory.
 OperandError
-    When ``plan`` was made for another problem (the message names what differs).
+    When ``plan`` was made for another problem (the message names what differs), or ``x`` is a
+    list numpy cannot convert (ragged).
 InvalidStateError
     When ``plan`` has been freed.
 UnsupportedOperandError

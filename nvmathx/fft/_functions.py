@@ -20,6 +20,7 @@ from ._arguments import one_axis, shape_and_axes
 from ._cpu import check_workers, cpu_plan_key, run_on_cpu
 from ._fft import FFT
 from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
+from ._sizes import check_fits_device
 
 __all__ = ["plan_cache", "plan_key", "define"]
 
@@ -53,6 +54,8 @@ def _resolve(shape, s, axes, form, fft_type):
     else:
         lengths, axes_ = shape_and_axes(shape, s, axes, allow_empty=True)
         if not axes_ and fft_type != C2C:
+            if not shape:
+                raise OptionsError("x", "a real-to-complex or complex-to-real transform needs an axis (got 0-d x)")
             raise OptionsError("axes", "a real-to-complex or complex-to-real transform needs at least one axis "
                                        "(got none; only the complex fftn/ifftn/fft2/ifft2 return x for no axis)")
     if not axes_:
@@ -92,6 +95,9 @@ def _prepare(operand, *, fft_type, form, direction, s, axes, norm, overwrite_x, 
     pass, so that the most common call never waits for cuFFT to link a callback)."""
     checked_norm = check_norm(norm)
     lengths, resolved_axes = _resolve(operand.shape, s, axes, form, fft_type)
+    if resolved_axes:
+        check_fits_device(fft_type, operand.shape, operand.dtype, resolved_axes, lengths, operand.device_id,
+                          "n" if form == 1 else "s")
     if conj:  # hfft / ihfft scale the opposite direction, as scipy does
         checked_norm = swap_direction(checked_norm)
     overwrite = bool(overwrite_x) and fft_type == C2R and not conj
@@ -121,7 +127,7 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
     name, fft_type, form, direction, conj = kind
     key_of = operand_keys.get(type(x))
     if key_of is None:  # an array-like (scipy takes lists and scalars), or an array type not seen yet
-        x = as_array(x)
+        x = as_array(x, "x")
         key_of = key_function(x, "x")
     signature, pointer, device_id = key_of(x)
     if device_id < 0:

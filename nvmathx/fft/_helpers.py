@@ -102,6 +102,8 @@ def _shift(x, axes, inverse: bool):
     operand = wrap_operand(x, "x", array_like=True)
     axes = tuple(range(operand.ndim)) if axes is None else normalize_axes(operand.ndim, axes)
     if operand.device_id < 0:
+        if not axes:  # a 0-d array: a copy, as on the GPU (numpy.roll cannot take no axis)
+            return operand.adapter.from_host(host_array(operand).copy())
         function = np.fft.ifftshift if inverse else np.fft.fftshift
         return operand.adapter.from_host(function(host_array(operand), axes))
     if not can_copy(operand.dtype, operand.dtype):

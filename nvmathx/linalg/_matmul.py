@@ -400,12 +400,14 @@ class Matmul:
             produces some.
         """
         runner = self._runner
-        if self._ready and runner is not None and algorithm is None and not release_workspace:
+        if self._ready and runner is not None and algorithm is None and release_workspace is False:
             return runner.run(self._streams(stream))
         return self._execute_general(algorithm, stream, release_workspace)
 
     def _execute_general(self, algorithm, stream, release_workspace):
         self._check_state(_PLANNED)
+        if not isinstance(release_workspace, bool):
+            raise OptionsError("release_workspace", f"expected True or False (got {release_workspace!r})")
         if self._cpu:
             if stream is not None or algorithm is not None:
                 raise OptionsError("stream" if stream is not None else "algorithm", "CPU execution takes none")

@@ -63,6 +63,9 @@ def test_array_like_inputs():
     assert operand.shape == (2, 2) and operand.dtype == np.float64
     with pytest.raises(UnsupportedOperandError, match="^a:"):
         wrap_operand([[1.0, 2.0]], "a")
+    for ragged in ([[1.0, 2.0], [3.0]], ((1j,), (2j, 3j))):  # numpy's own ValueError, typed and named
+        with pytest.raises(OperandError, match="^b: could not be converted to an array with numpy.asarray"):
+            wrap_operand(ragged, "b", array_like=True)
 
 
 @pytest.mark.parametrize("bad", [object(), "text", {"a": 1}, 3.0, np.float32(2.0)])
@@ -258,3 +261,21 @@ def test_host_results_in_the_callers_library(rng, torch, dtype_name):
         np.testing.assert_array_equal(result.float().numpy(), values.T.astype(np.float32))
     else:
         np.testing.assert_array_equal(result.numpy(), values.T)
+
+
+@pytest.mark.parametrize("dtype_name", ["float64", "complex64", "bfloat16"])
+def test_host_results_keep_zero_dimensions(rng, torch, dtype_name):
+    """A 0-d result (matmul of two vectors) comes back 0-d from every adapter, never as one element."""
+    from nvmathx._core.tensor import Adapter
+
+    value = np.asarray(rng.standard_normal(), dtype=numpy_dtype(dtype_name))
+    generic = Adapter()  # the adapter of DLPack producers nvmathx has no module for (jax, ...)
+    generic.name = "numpy"
+    for adapter in (adapter_for(value), adapter_for(torch.zeros(1)), generic):
+        if adapter is generic and dtype_name == "bfloat16":
+            continue  # numpy's from_dlpack takes no bfloat16
+        result = adapter.from_host(value)
+        assert result.shape == () and result.ndim == 0, type(adapter).__name__
+        if isinstance(result, torch.Tensor) and not result.is_complex():
+            result = result.double()  # (numpy takes no bfloat16 tensor)
+        assert complex(np.asarray(result)) == complex(value)

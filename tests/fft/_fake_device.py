@@ -18,6 +18,8 @@ from nvmathx._fftcore.engine import check_callback_launches
 
 from ._emulate import _embedded_strides, _pass_extents, _transform
 
+FAKE_DEVICE_MEMORY = 80 * 2**30  # the fake GPU's memory, as an H100's
+
 _CUFFT_DTYPES = {  # cufftType -> (kind, input dtype, output dtype)
     0x29: ("C2C", np.complex64, np.complex64), 0x69: ("C2C", np.complex128, np.complex128),
     0x2A: ("R2C", np.float32, np.complex64), 0x6A: ("R2C", np.float64, np.complex128),
@@ -266,7 +268,7 @@ def install(monkeypatch, fused_kernels=None):
     from nvmathx._codegen import elementwise as _kernels
     from nvmathx._core import device, execution, memory, streams
     from nvmathx._fftcore import plan as _cufft_plan
-    from nvmathx.fft import _gpu
+    from nvmathx.fft import _gpu, _sizes
 
     fake = FakeCufft()
     for name in ("create", "destroy", "set_auto_allocation", "make_plan_many64", "set_work_area", "set_stream",
@@ -277,6 +279,7 @@ def install(monkeypatch, fused_kernels=None):
     monkeypatch.setattr(cuda_driver, "stream_synchronize", lambda stream: None)
     monkeypatch.setattr(_cufft_plan, "_memset_async", lambda pointer, n, stream: ctypes.memset(pointer, 0, n))
     monkeypatch.setattr(device, "ensure_device", lambda device_id: None)
+    monkeypatch.setattr(_sizes, "_device_memory", {0: FAKE_DEVICE_MEMORY})
     monkeypatch.setattr(execution, "_device_count", lambda: (1, None))  # one fake GPU
     resource = FakeMemoryResource()
     monkeypatch.setattr(memory, "default_memory_resource", lambda device_id: resource)

@@ -5,7 +5,7 @@ import pytest
 import scipy.fft
 
 import nvmathx.fft as nfft
-from helpers.dft import dft_reference
+from helpers.dft import dft_reference, relative_error
 from nvmathx import OperandError, OptionsError
 
 C2C_1D = ["fft", "ifft"]
@@ -156,3 +156,139 @@ def test_mismatched_plan():
     with pytest.raises(OptionsError) as info:
         nfft.fft(x, plan="not a plan")
     assert info.value.argument == "plan"
+
+
+# -- overwrite_x on any host array --------------------------------------------------------------------------
+
+HOST_KINDS = ["numpy", "numpy read-only", "numpy broadcast", "torch", "torch conj view", "torch expanded row",
+              "torch column slice", "torch requiring grad"]
+
+
+def _values_of(array):
+    """A numpy copy of what a host array holds (a torch tensor's lazy bits and autograd left out)."""
+    if hasattr(array, "resolve_conj"):
+        return array.detach().resolve_conj().numpy().copy()
+    return np.array(array)
+
+
+def _host_operand(kind, values):
+    """(array of ``kind`` holding ``values``, the memory whose values must not change when it may
+    not be written)."""
+    if kind.startswith("numpy"):
+        if kind == "numpy read-only":
+            values = values.copy()
+            values.flags.writeable = False
+        elif kind == "numpy broadcast":
+            values = np.broadcast_to(values[:1], values.shape)
+        return values, (values if kind != "numpy" else None)
+    torch = pytest.importorskip("torch")
+    if kind == "torch conj view":
+        base = torch.from_numpy(np.conj(values))
+        return base.conj(), base
+    if kind == "torch expanded row":
+        base = torch.from_numpy(values[:1].copy())
+        return base.expand(*values.shape), base
+    if kind == "torch column slice":
+        base = torch.from_numpy(np.repeat(values, 2, axis=-1))
+        return base[:, ::2], None  # writeable, strided: may be overwritten
+    if kind == "torch requiring grad":  # autograd would not see a write
+        base = torch.from_numpy(values.copy()).requires_grad_()
+        return base, base
+    return torch.from_numpy(values.copy()), None
+
+
+@pytest.mark.parametrize("name", ALL_1D + ALL_ND)
+@pytest.mark.parametrize("kind", HOST_KINDS)
+def test_overwrite_x_takes_any_host_array(rng, name, kind):
+    """overwrite_x=True permits writing x: honoured in writeable memory (a torch tensor's included),
+    ignored where the memory is read-only, shared between elements or not x's values (a lazy view),
+    never an error, and the result is right either way."""
+    values = _operand(name, (4, 6), rng)
+    if kind == "torch conj view" and name in REAL_INPUT:
+        pytest.skip("torch has no conjugate view of a real tensor")
+    x, kept = _host_operand(kind, values)
+    values = _values_of(x)
+    before = None if kept is None else _values_of(kept)
+    result = getattr(nfft, name)(x, overwrite_x=True)
+    assert type(result) is type(x)
+    assert relative_error(_values_of(result), dft_reference(name, values)) < 1e-12
+    if kept is not None:
+        np.testing.assert_array_equal(_values_of(kept), before)
+
+
+def test_overwrite_x_result_in_a_torch_tensor_stays_valid(rng):
+    """A result computed in a torch tensor's memory is that tensor (a numpy view of its memory would
+    not keep it alive)."""
+    torch = pytest.importorskip("torch")
+    values = rng.standard_normal((4, 6)) + 1j * rng.standard_normal((4, 6))
+    x = torch.from_numpy(values.copy())
+    result = nfft.fft(x, overwrite_x=True)
+    assert isinstance(result, torch.Tensor) and (result is x or result.data_ptr() != x.data_ptr())
+    del x
+    assert relative_error(result.numpy(), dft_reference("fft", values)) < 1e-12
+
+
+# -- sizes past the host's memory ---------------------------------------------------------------------------
+
+
+def test_result_bytes_of_each_transform_type():
+    from nvmathx._fftcore.layout import C2C, C2R, R2C
+    from nvmathx.fft._sizes import result_bytes
+
+    assert result_bytes(C2C, (4, 8), np.complex128, (1,), (2**40,)) == 4 * 2**40 * 16
+    assert result_bytes(C2C, (4, 8), np.float32, (0, 1), (3, 5)) == 15 * 8  # complex64
+    assert result_bytes(R2C, (4, 8), np.float64, (1,), (10,)) == 4 * 6 * 16  # n // 2 + 1 complex values
+    assert result_bytes(C2R, (4, 8), np.complex64, (1,), (10,)) == 4 * 10 * 4  # real float32
+    assert result_bytes(C2C, (3,), np.int64, (0,), (2**70,)) == 2**70 * 16  # no overflow
+
+
+def test_check_result_fits():
+    from nvmathx.fft._sizes import check_result_fits, host_memory_bytes
+
+    memory = host_memory_bytes()
+    assert memory is None or memory > 2**20
+    check_result_fits(100, 100, "n")
+    check_result_fits(2**80, None, "n")  # no limit known
+    with pytest.raises(OptionsError, match=r"^s: asks for a result of 101 bytes, more than this machine's 100 "):
+        check_result_fits(101, 100, "s")
+
+
+@pytest.mark.parametrize("space", ["cpu", "fake-gpu"])
+@pytest.mark.parametrize("name", ALL_1D + ALL_ND)
+def test_sizes_past_memory_name_n_or_s_and_the_bytes(rng, name, space, monkeypatch):
+    """On the CPU against the machine's memory, on the GPU code path (the host stand-in of
+    ``_fake_device.py``) against the GPU's."""
+    from nvmathx.fft._sizes import host_memory_bytes
+
+    x = _operand(name, (4, 6), rng)
+    if space == "fake-gpu":
+        from ._fake_device import install, to_device
+
+        install(monkeypatch)
+        x = to_device(x)
+        nfft.plan_cache.clear()
+    elif host_memory_bytes() is None:
+        pytest.skip("this platform does not report its memory")
+    family = name.rstrip("2n") or name  # fft, ifft, rfft, irfft, hfft, ihfft
+    if name in ALL_1D:  # (4, 6) -> (4, 2**40)
+        argument, lengths, extents = "n", 2**40, [4, 2**40]
+    else:  # (4, 6) -> (2**20, 2**20)
+        argument, lengths, extents = "s", [2**20] * 2, [2**20, 2**20]
+    if family in ("rfft", "ihfft"):  # complex results of n // 2 + 1 values on the last axis
+        extents[-1] = extents[-1] // 2 + 1
+    itemsize = 8 if family in ("irfft", "hfft") else 16  # real or complex float64 results
+    with pytest.raises(OptionsError) as info:
+        getattr(nfft, name)(x, **{argument: lengths})
+    where = "this machine's" if space == "cpu" else "GPU 0's"
+    assert str(info.value).startswith(f"{argument}: asks for a result of {extents[0] * extents[1] * itemsize} bytes, "
+                                      f"more than {where} ")
+
+
+def test_running_out_of_memory_is_typed(rng, monkeypatch):
+    """A result that fits the machine but not its free memory: scipy's MemoryError comes back typed."""
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate")
+
+    monkeypatch.setattr(scipy.fft, "rfftn", out_of_memory)
+    with pytest.raises(OptionsError, match=r"^s: asks for more memory than is free: the result alone needs 1040 "):
+        nfft.rfftn(rng.standard_normal((4, 6)), s=(5, 24))

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import nvmathx.fft as nfft
+from nvmathx import OptionsError
 
 pytestmark = pytest.mark.gpu
 
@@ -424,3 +425,19 @@ def test_scale_kernel_vector_and_scalar_paths(rng):
         _kernels.scale(device.data.ptr, count, np.complex64, 0.25, True, stream, 0)
         cp.cuda.runtime.deviceSynchronize()
         np.testing.assert_array_equal(cp.asnumpy(device), np.conj(x) * np.float32(0.25))
+
+
+def test_shift_of_a_0d_array_on_device():
+    cp = pytest.importorskip("cupy")
+    x = cp.asarray(np.array(2.5))
+    for shift in (nfft.fftshift, nfft.ifftshift):
+        y = shift(x)
+        assert isinstance(y, cp.ndarray) and y.shape == () and float(y) == 2.5 and y.data.ptr != x.data.ptr
+
+
+@pytest.mark.parametrize("call, argument", [(lambda x: nfft.fft(x, n=2**40), "n"),
+                                            (lambda x: nfft.irfftn(x, s=[2**20] * 2), "s")])
+def test_sizes_past_the_gpus_memory_name_n_or_s(call, argument):
+    cp = pytest.importorskip("cupy")
+    with pytest.raises(OptionsError, match=rf"^{argument}: asks for a result of \d+ bytes, more than GPU \d+'s "):
+        call(cp.ones((4, 8), cp.complex64))

@@ -44,3 +44,14 @@ def test_torch_lazy_conjugate_is_resolved(rng):
     with nfft.FFT(lazy) as f:
         f.plan()
         np.testing.assert_allclose(f.execute().numpy(), np.fft.fft(np.conj(x.numpy())))
+
+
+@pytest.mark.parametrize("shift", [nfft.fftshift, nfft.ifftshift])
+def test_shifts_of_a_0d_array_are_copies(rng, shift):
+    """No axis to shift: the values, in a new 0-d array of the operand's library (numpy.roll fails here)."""
+    torch = pytest.importorskip("torch")
+    value = rng.standard_normal()
+    for x in (np.array(value), torch.tensor(value, dtype=torch.float64)):
+        y = shift(x)
+        assert type(y) is type(x) and y.shape == () and float(y) == value
+        assert not np.shares_memory(np.asarray(y), np.asarray(x))

@@ -121,6 +121,12 @@ def test_bools_and_floats_are_no_direction(rng, direction):
     (lambda x: nfft.fftn(x, axes=np.array([0.0])), "axes"),
     (lambda x: nfft.fft(x, workers=np.True_), "workers"),
     (lambda x: nfft.fft(x, workers=np.array(2.0)), "workers"),
+    (lambda x: nfft.fft(x, n=True), "n"),
+    (lambda x: nfft.fft(x, axis=True), "axis"),
+    (lambda x: nfft.fftn(x, s=[True]), "s"),
+    (lambda x: nfft.fftn(x, s=True, axes=1), "s"),
+    (lambda x: nfft.fftn(x, axes=[True]), "axes"),
+    (lambda x: nfft.FFT(x, axes=[False, True]), "axes"),
     (lambda x: nfft.FFT(x, execution=ExecutionCPU(num_threads=np.True_)), "execution.num_threads"),
     (lambda x: nfft.FFT(x, execution=ExecutionCPU(num_threads=np.float64(2.0))), "execution.num_threads"),
 ])
@@ -134,9 +140,12 @@ def test_a_float_or_bool_equal_to_an_int_is_refused_after_that_int_was_used(spac
     """The functions remember how they resolved each distinct call: 1.0 and True equal 1 but must not
     find the int's entry."""
     x = _on(space, rng.standard_normal((4, 8)) + 0j)
-    for warm in (lambda: nfft.fft(x, axis=-1), lambda: nfft.fft(x, n=1), lambda: nfft.fftn(x, s=(4, 8))):
+    for warm in (lambda: nfft.fft(x, axis=-1), lambda: nfft.fft(x, n=1), lambda: nfft.fftn(x, s=(4, 8)),
+                 lambda: nfft.fft(x, axis=1), lambda: nfft.fftn(x, s=(1, 8))):
         warm()
     for call, argument in ((lambda: nfft.fft(x, axis=-1.0), "axis"), (lambda: nfft.fft(x, n=np.True_), "n"),
+                           (lambda: nfft.fft(x, n=True), "n"), (lambda: nfft.fft(x, axis=True), "axis"),
+                           (lambda: nfft.fftn(x, s=(True, 8)), "s"),
                            (lambda: nfft.fft(x, n=np.float64(1.0)), "n"),
                            (lambda: nfft.fftn(x, s=(np.float64(4.0), 8)), "s")):
         with pytest.raises(OptionsError) as info:

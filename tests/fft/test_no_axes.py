@@ -40,7 +40,7 @@ def _on(space, host):
     except ImportError:
         from helpers.torch_cuda import torch_with_cuda
 
-        return torch_with_cuda().from_numpy(np.ascontiguousarray(host)).cuda()
+        return torch_with_cuda().from_numpy(np.array(host, order="C")).cuda()  # (0-d stays 0-d)
     return cupy.asarray(host)
 
 
@@ -145,3 +145,40 @@ def test_the_stateful_fft_needs_an_axis(rng):
     with pytest.raises(OptionsError, match="^axes: expected at least one axis") as info:
         nfft.FFT(rng.standard_normal((3, 5)) + 0j, axes=[])
     assert info.value.argument == "axes"
+
+
+@pytest.mark.parametrize("space", SPACES, indirect=True)
+@pytest.mark.parametrize("name", ["fftn", "ifftn"])
+@pytest.mark.parametrize("dtype", ["complex128", "float32", "int64"])
+def test_a_0d_array_has_no_axis_to_transform(space, rng, name, dtype):
+    """numpy.fft and scipy.fft return a 0-d operand of fftn/ifftn itself (every axis of it: none)."""
+    host = np.asarray(_values(dtype, rng)[0, 0])
+    assert host.shape == () and getattr(scipy.fft, name)(host) is host and getattr(np.fft, name)(host) is host
+    x = _on(space, host)
+    assert getattr(nfft, name)(x) is x and x.shape == ()
+
+
+def test_a_0d_torch_tensor_has_no_axis_to_transform(rng):
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(complex(rng.standard_normal()), dtype=torch.complex128)
+    assert nfft.fftn(x) is x and nfft.ifftn(x, norm="ortho") is x
+
+
+@pytest.mark.parametrize("space", SPACES, indirect=True)
+@pytest.mark.parametrize("name", ["rfftn", "irfftn", "hfftn", "ihfftn"])
+def test_real_and_hermitian_transforms_of_a_0d_array_name_x(space, name):
+    host = np.array(2.0 if name in ("rfftn", "ihfftn") else 2.0 + 1j)
+    with pytest.raises(OptionsError, match="^x: .*0-d") as info:
+        getattr(nfft, name)(_on(space, host))
+    assert info.value.argument == "x"
+
+
+@pytest.mark.parametrize("space", SPACES, indirect=True)
+@pytest.mark.parametrize("name", ["fft", "rfft", "fft2", "ifft2"])
+def test_forms_with_default_axes_refuse_a_0d_array(space, name):
+    """The 1-D and 2-D forms transform axes a 0-d array lacks (scipy.fft raises too)."""
+    host = np.array(2.0 + (0j if name != "rfft" else 0))
+    with pytest.raises(Exception):  # noqa: B017, PT011  (scipy's IndexError or ValueError)
+        getattr(scipy.fft, name)(host)
+    with pytest.raises(OptionsError, match="^(x|axes): "):
+        getattr(nfft, name)(_on(space, host))

@@ -14,10 +14,17 @@ SHAPES = [
 ]
 
 
+def _stateful(a, b):
+    with Matmul(a, b) as mm:
+        mm.plan()
+        return mm.execute()
+
+
+@pytest.mark.parametrize("form", [matmul, _stateful], ids=["function", "stateful"])
 @pytest.mark.parametrize("a_shape, b_shape", SHAPES)
-def test_shapes_follow_numpy(rng, a_shape, b_shape):
+def test_shapes_follow_numpy(rng, a_shape, b_shape, form):
     a, b = random(rng, a_shape, "float64"), random(rng, b_shape, "float64")
-    result = matmul(a, b)
+    result = form(a, b)
     assert isinstance(result, np.ndarray) and result.shape == np.matmul(a, b).shape
     np.testing.assert_allclose(result, np.matmul(a, b), rtol=1e-12, atol=1e-12)
 
@@ -126,6 +133,17 @@ def test_torch_cpu_tensors_give_torch_results(rng):
     assert isinstance(result, torch.Tensor) and result.dtype == torch.bfloat16
     expected = (a.float() @ b.float()).numpy()
     assert relative_error(result.float().numpy(), expected) < 1e-2
+
+
+@pytest.mark.parametrize("form", [matmul, _stateful], ids=["function", "stateful"])
+@pytest.mark.parametrize("a_shape, b_shape", SHAPES)
+def test_torch_cpu_shapes_follow_torch(rng, a_shape, b_shape, form):
+    """Vector products included: two 1-D tensors give a 0-d tensor, as torch.matmul does."""
+    torch = pytest.importorskip("torch")
+    a, b = randn(rng, *a_shape, dtype=torch.float64), randn(rng, *b_shape, dtype=torch.float64)
+    result = form(a, b)
+    assert isinstance(result, torch.Tensor) and result.shape == torch.matmul(a, b).shape
+    np.testing.assert_allclose(result.numpy(), np.matmul(a.numpy(), b.numpy()), rtol=1e-12, atol=1e-12)
 
 
 def test_float8_result_saturates_without_finfo(rng, monkeypatch):

@@ -199,3 +199,33 @@ def test_autotune_preference_keeps_the_fastest_and_is_correct(rng):
     (key,) = plan_cache.keys(0)
     assert len(plan_cache.get(0, key).runner.algorithms) == 1
     assert plan_cache.info(0).misses == 1
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch", "cupy"])
+@pytest.mark.parametrize("a_shape, b_shape", [((7,), (7,)), ((7,), (7, 3)), ((3, 7), (7,))])
+def test_vector_products_keep_numpy_shapes(rng, library, a_shape, b_shape):
+    """Two vectors give a 0-d result in the operands' library (numpy operands run on CUDA)."""
+    a, b = random(rng, a_shape, "float64"), random(rng, b_shape, "float64")
+    expected = np.matmul(a, b)
+    if library == "numpy":
+        result = matmul(a, b, execution="cuda")
+        host = result
+    elif library == "torch":
+        result = matmul(to_torch(a), to_torch(b))
+        host = to_numpy(result)
+    else:
+        cupy = pytest.importorskip("cupy")
+        result = matmul(cupy.asarray(a), cupy.asarray(b))
+        host = cupy.asnumpy(result)
+    assert type(result).__module__.partition(".")[0] == library and result.shape == expected.shape
+    np.testing.assert_allclose(host, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_relu_mask_of_a_gpu_array_asks_for_a_host_copy(rng):
+    from nvmathx import OperandError
+
+    a, b = random(rng, (6, 5), "float32"), random(rng, (5, 9), "float32")
+    d, aux = matmul(to_torch(a), to_torch(b), epilog="RELU_AUX")
+    with pytest.raises(OperandError, match="^relu_aux: lives on GPU"):
+        relu_mask(aux["relu_aux"], 9)
+    np.testing.assert_array_equal(relu_mask(to_numpy(aux["relu_aux"]), 9), to_numpy(d) > 0)  # max(z, 0) > 0 iff z > 0

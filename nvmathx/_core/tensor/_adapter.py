@@ -118,7 +118,7 @@ class Adapter:
 
     def from_host(self, array: np.ndarray):
         """A host array of this library holding ``array``'s values (a result computed on the CPU)."""
-        return dlpack_module(self.name).from_dlpack(np.ascontiguousarray(array))
+        return dlpack_module(self.name).from_dlpack(np.asarray(array, order="C"))  # (0-d stays 0-d)
 
 
 _DLPACK_MODULES = {"jaxlib": "jax.numpy", "jax": "jax.numpy"}

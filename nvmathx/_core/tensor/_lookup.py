@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from ..device_array import DeviceArray
-from ..errors import UnsupportedOperandError
+from ..errors import OperandError, UnsupportedOperandError
 from ._adapter import Adapter
 from ._cupy import CupyAdapter
 from ._numpy import NumpyAdapter
@@ -77,11 +77,20 @@ def key_function(obj, argument: str = "operand"):
     return function
 
 
-def as_array(obj):
+def as_array(obj, argument: str):
     """Lists, tuples and Python or numpy scalars as numpy arrays (as numpy and scipy take them);
-    anything else as it is."""
+    anything else as it is.
+
+    Raises
+    ------
+    OperandError
+        For what numpy cannot convert (ragged nesting), the message starting with ``argument``.
+    """
     if isinstance(obj, (list, tuple, numbers.Number)) or isinstance(obj, np.generic):
-        return np.asarray(obj)
+        try:
+            return np.asarray(obj)
+        except (ValueError, TypeError) as error:
+            raise OperandError(argument, f"could not be converted to an array with numpy.asarray ({error})") from None
     return obj
 
 
@@ -107,9 +116,11 @@ def wrap_operand(obj, argument: str, *, array_like: bool = False, keep_conj: boo
     ------
     UnsupportedOperandError
         When ``obj`` is not an array nvmathx can view, or its dtype is not supported.
+    OperandError
+        When an array-like cannot be converted (ragged nesting).
     """
     if array_like:
-        obj = as_array(obj)
+        obj = as_array(obj, argument)
     return adapter_for(obj, argument).view(obj, argument, keep_conj=keep_conj)
 
 

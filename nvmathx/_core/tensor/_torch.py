@@ -120,10 +120,11 @@ class TorchAdapter(Adapter):
         return self.torch.empty_strided(shape, strides, dtype=torch_dtype, device=device)
 
     def from_host(self, array):
+        # (np.ascontiguousarray would make a 0-d result 1-d)
+        array = np.asarray(array, order="C")
         if array.dtype.kind in "biufc":
-            return self.torch.from_numpy(np.ascontiguousarray(array))  # shares the memory
+            return self.torch.from_numpy(array)  # shares the memory
         # bfloat16 and float8 (ml_dtypes): torch.from_numpy does not take them; copy the bytes.
-        array = np.ascontiguousarray(array)
         result = self.empty(array.shape, array.dtype, -1, None)
         ctypes.memmove(result.data_ptr(), array.ctypes.data, array.nbytes)
         return result

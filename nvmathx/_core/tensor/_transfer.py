@@ -32,7 +32,7 @@ def stage_to_device(operand: Operand, device_id: int, stream, memory_resource=No
     """
     host = operand
     if not (operand.is_c_contiguous() or operand.is_f_contiguous()):
-        array = np.ascontiguousarray(np.asarray(operand.obj))
+        array = np.asarray(operand.obj, order="C")
         host = wrap_operand(array, "operand")
     device = device_array(host.shape, host.dtype, device_id, stream, host.strides, memory_resource)
     nbytes = span_bytes(host.shape, host.strides, host.dtype.itemsize)
@@ -75,12 +75,15 @@ def host_array(operand: Operand, *, writeable: bool = False) -> np.ndarray:
 
 
 def is_read_only(operand: Operand) -> bool:
-    """Whether the operand's memory must not be written (a read-only numpy array, or a DLPack
-    producer that exports read-only memory, such as jax)."""
+    """Whether the operand's memory must not be written (a read-only numpy array, a torch tensor
+    that requires grad, whose writes autograd would not see, or a DLPack producer that exports
+    read-only memory, such as jax)."""
     obj = operand.obj
     if isinstance(obj, np.ndarray):
         return not obj.flags.writeable
-    if operand.adapter.name in ("torch", "cupy", "nvmathx"):
+    if operand.adapter.name == "torch":
+        return bool(obj.requires_grad)
+    if operand.adapter.name in ("cupy", "nvmathx"):
         return False
     # only for other DLPack producers (cuda.core is not imported by nvmathx)
     from cuda.core.utils import StridedMemoryView
@@ -106,6 +109,8 @@ def in_place_problem(obj, operand: Operand) -> str | None:
             return f"is {lazy}: its memory does not hold its values"
         return f"is a {type(obj).__name__}, which is converted to a new array"
     if is_read_only(operand):
+        if getattr(obj, "requires_grad", False):
+            return "requires grad: autograd would not see values written into its memory"
         return "is read-only"
     if may_overlap(operand.shape, operand.strides):
         return f"has elements that share memory (a zero or overlapping stride: strides {tuple(operand.strides)})"
