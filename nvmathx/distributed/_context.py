@@ -16,7 +16,7 @@ from typing import Any
 from .._core.errors import InvalidStateError
 from .._core.options import check_positive_int
 from ._agree import agree, check_same
-from ._group import wrap_process_group
+from ._group import DEFAULT_TIMEOUT, check_timeout, wrap_process_group
 
 __all__ = ["initialize", "finalize", "is_initialized", "current", "Context", "LeakedResourceWarning", "warn_leaked"]
 
@@ -38,6 +38,16 @@ class Context:
         self._owned = weakref.WeakSet()  # plans and other objects finalize() frees
         self._finalizers = []  # collective releases (cuBLASMp grids), run last-in first-out
         self.caches = {}  # per-area plan caches of the function forms (name -> dict)
+        self.closed = False  # set by finalize()
+
+    def agree(self, local):
+        """:func:`agree` over the group (every rank runs ``local``, all go on or all raise the same
+        error). After :func:`finalize`, InvalidStateError on every rank without a collective (every
+        rank finalized together)."""
+        if self.closed:
+            raise InvalidStateError("nvmathx.distributed.finalize() was called: this object belongs to a finished "
+                                    "distributed context")
+        return agree(self.group, local)
 
     @property
     def nccl_handle(self) -> int:
@@ -84,7 +94,7 @@ def is_initialized() -> bool:
     return _context is not None
 
 
-def initialize(process_group: Any = None, *, device_id: int | None = None) -> None:
+def initialize(process_group: Any = None, *, device_id: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
     """Set up nvmathx.distributed on this rank (collective: every rank calls it).
 
     Parameters
@@ -97,13 +107,22 @@ def initialize(process_group: Any = None, *, device_id: int | None = None) -> No
         This rank's GPU (typically ``LOCAL_RANK`` under torchrun). With a GPU the ranks build an
         NCCL communicator (its unique id sent over ``process_group``), which moves GPU operands'
         data; None sets up the CPU execution space only (numpy operands), without touching NCCL.
+    timeout : float
+        Seconds (default 300) that one collective call may take on this rank before it raises
+        :class:`~nvmathx.CommunicationError`: the bound on how long a rank waits for a peer that died,
+        hangs, or makes other calls. It applies to every exchange and agreement through
+        ``process_group`` and to every NCCL operation of GPU operands (a communicator that times out
+        is aborted). A peer whose process ends is usually noticed at once (its connection closes).
 
     Raises
     ------
     InvalidStateError
         When already initialised (call :func:`finalize` first).
     OptionsError
-        For a ``process_group`` of another kind, or ``device_id`` given on some ranks only.
+        For a ``process_group`` of another kind, ``device_id`` given on some ranks only, or a
+        ``timeout`` that is not a positive number of seconds.
+    CommunicationError
+        When a rank dies or does not take part within ``timeout``.
     DeviceUnavailableError, LibraryNotFoundError, NcclError
         On every rank, when any rank has no such GPU or cannot load NCCL.
     """
@@ -111,7 +130,7 @@ def initialize(process_group: Any = None, *, device_id: int | None = None) -> No
     with _lock:
         if _context is not None:
             raise InvalidStateError("nvmathx.distributed is already initialized; call finalize() first")
-        group = wrap_process_group(process_group)
+        group = wrap_process_group(process_group, check_timeout(timeout))
         wants_gpu = agree(group, lambda: _check_device(device_id))
         check_same(wants_gpu, "device_id", "choice of a GPU (None on some ranks, a device on others)")
         comm = _make_nccl_communicator(group, device_id) if device_id is not None else None
@@ -162,6 +181,7 @@ def finalize() -> None:
             from .._bindings import nccl
 
             nccl.comm_destroy(context.nccl_comm)
+        context.closed = True
         _context = None
 
 

@@ -119,9 +119,9 @@ class DeviceExchange:
                 copy_nd(receive_staging + piece.packed_offset * itemsize, target + piece.start * itemsize, piece.shape,
                         c_strides(piece.shape), piece.strides, dtype, dtype, 1.0, False, stream, self.device_id)
 
-    def run_to_new(self, operand, stream_argument, *, blocking: bool = False):
-        """Run into a new array of the operand's library (the target piece's shape); returns it."""
-        from .._bindings import cuda_driver
+    def prepare_new(self, operand, stream_argument) -> tuple:
+        """The part of :meth:`run_to_new` that can fail locally (the stream, the new result array),
+        done before any rank enqueues the exchange: (stream, result, its pointer)."""
         from .._core.streams import CallStreams
 
         streams = getattr(self, "_streams", None)
@@ -130,6 +130,13 @@ class DeviceExchange:
             self._allocate = operand.adapter.result_allocator(self.plan.target.shape, self.dtype, self.device_id)
         holder = streams(stream_argument)
         result, pointer = self._allocate(holder, operand.obj)
+        return holder, result, pointer
+
+    def run_to_new(self, operand, prepared: tuple, *, blocking: bool = False):
+        """Run into the new array of :meth:`prepare_new` (the target piece's shape); returns it."""
+        from .._bindings import cuda_driver
+
+        holder, result, pointer = prepared
         self.run(operand.ptr, pointer, holder)
         if blocking:
             cuda_driver.stream_synchronize(holder.handle)

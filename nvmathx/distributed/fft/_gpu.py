@@ -241,8 +241,9 @@ class GpuPipeline:
         self._uses = {buffer for step in self.steps for buffer in (step.source, step.target,
                                                                    getattr(step, "move_target", step.target))}
 
-    def execute(self, operand, stream_argument, sign: int, factor: float):
-        """This rank's result piece (the operand's kind of array), enqueued on the call's stream."""
+    def prepare(self, operand, stream_argument) -> tuple:
+        """This rank's part of a call that can fail locally (the stream, the result, the work
+        buffers), done before any rank enqueues an exchange: (stream, result, pointers)."""
         stream = self._streams(stream_argument)
         result, result_pointer = self._allocate(stream, operand.obj)
         pointers = {INPUT: operand.ptr, RESULT: result_pointer}
@@ -250,6 +251,11 @@ class GpuPipeline:
             pointers[WORK0] = self._work[0].ensure(self.work_bytes, stream)
         if WORK1 in self._uses:
             pointers[WORK1] = self._work[1].ensure(self.work_bytes, stream)
+        return stream, result, pointers
+
+    def run(self, prepared: tuple, sign: int, factor: float):
+        """Enqueue the passes and exchanges of a call made by :meth:`prepare`; returns its result piece."""
+        stream, result, pointers = prepared
         for index, step in enumerate(self.steps):
             step.run(pointers, sign, stream, factor if index == self._last_pass else 1.0)
         if self.blocking:
