@@ -57,7 +57,7 @@ class DeviceExchange:
 
     def __init__(self, plan: ExchangePlan, context, dtype, *, memory_resource=None, loopback: bool = False):
         self.plan = plan
-        self.comm = context.nccl_comm
+        self.guard = context.nccl_guard
         self.device_id = context.device_id
         self.dtype = np.dtype(dtype)
         self.itemsize = self.dtype.itemsize
@@ -99,18 +99,19 @@ class DeviceExchange:
                 copy_nd(source + piece.start * itemsize, send_staging + piece.packed_offset * itemsize, piece.shape,
                         piece.strides, c_strides(piece.shape), dtype, dtype, 1.0, False, stream, self.device_id)
         if self.sends or self.receives:
-            nccl.group_start()
-            try:
+            comm = self.guard.comm
+
+            def enqueue() -> None:
                 for piece in self.sends:
                     pointer = (source + piece.local_offset * itemsize if piece.local_offset is not None
                                else send_staging + piece.packed_offset * itemsize)
-                    nccl.send_bytes(pointer, piece.count * itemsize, piece.peer, self.comm, stream.handle)
+                    nccl.send_bytes(pointer, piece.count * itemsize, piece.peer, comm, stream.handle)
                 for piece in self.receives:
                     pointer = (target + piece.local_offset * itemsize if piece.local_offset is not None
                                else receive_staging + piece.packed_offset * itemsize)
-                    nccl.recv_bytes(pointer, piece.count * itemsize, piece.peer, self.comm, stream.handle)
-            finally:
-                nccl.group_end()
+                    nccl.recv_bytes(pointer, piece.count * itemsize, piece.peer, comm, stream.handle)
+
+            self.guard.exchange("all_to_all", enqueue, stream.handle)
         for piece, place in self._self_copies:
             copy_nd(source + piece.start * itemsize, target + place.start * itemsize, piece.shape, piece.strides,
                     place.strides, dtype, dtype, 1.0, False, stream, self.device_id)

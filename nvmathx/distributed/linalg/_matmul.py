@@ -217,6 +217,8 @@ class Matmul:
         self._bias = bias
         holder: dict[str, Any] = {}
         group = self._context.group
+        if problem.strategy == "distributed" and not self._cpu:
+            self._context.ensure_blas_comm()  # collective: every rank is here after the same agreement
 
         def build() -> None:
             holder["runner"] = self._new_runner(epilog, stream)
