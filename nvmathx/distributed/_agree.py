@@ -63,7 +63,7 @@ def same_value(x, y) -> bool:
         return len(x) == len(y) and all(same_value(a, b) for a, b in zip(x, y))
     if isinstance(x, numbers.Complex) and isinstance(y, numbers.Complex) and not (
             isinstance(x, numbers.Integral) and isinstance(y, numbers.Integral)):
-        x, y = complex(x), complex(y)  # type: ignore[call-overload]
+        x, y = complex(x), complex(y)
         return all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in ((x.real, y.real), (x.imag, y.imag)))
     return x == y
 

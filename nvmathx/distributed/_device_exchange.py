@@ -141,6 +141,7 @@ class DeviceExchange:
         self.run(operand.ptr, pointer, holder)
         if blocking:
             cuda_driver.stream_synchronize(holder.handle)
+            self.guard.check("all_to_all")  # an exchange the watchdog aborted returned no result
         return result
 
     def free(self) -> None:

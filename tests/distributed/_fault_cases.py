@@ -13,7 +13,12 @@ Phases (``NVMATHX_FAULT_PHASE``):
   on odd ones: ``NVMATHX_FAULT_RUN``) and dies while the others are in it;
 - ``after``: the victim dies right after a call every rank completed;
 - ``hang``: the victim stops taking part (sleeps 2 s past the collective timeout, then dies), so the
-  survivors' collective never completes: the timeout itself must end it.
+  survivors' agreement never completes: the timeout itself must end it;
+- ``stall``: the victim agrees, then stalls before its exchange (the same sleep): the survivors'
+  exchange (gloo, or NCCL in a GPU world) must time out.
+
+In a GPU world (``NVMATHX_WORLD_DEVICE=cuda``) the operands are CUDA tensors and the exchanges run on
+NCCL; the calls block (``options.blocking``), so an exchange the watchdog aborts raises in its call.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from nvmathx import CommunicationError
 from nvmathx.distributed import Slab
 from nvmathx.distributed import fft as dfft
 
-PHASES = ("before", "during", "after", "hang")
+from ._space import on_gpu, to_space
+
+PHASES = ("before", "during", "after", "hang", "stall")
 CALLS = 3  # calls a survivor makes after the fault; one of them must raise
 SHAPE = (256, 256)  # a 1 MiB complex128 array: the exchange is not over at once
 
@@ -39,13 +46,31 @@ def _die() -> None:
     time.sleep(60)  # never reached: SIGKILL is not delivered late, but make sure nothing goes on
 
 
-def _die_inside(group, operation: str) -> None:
-    """Make this rank post its part of the next ``operation`` ("all_to_all" or "agreement") and die."""
+def _fail_inside(context, operation: str, *, stall: bool = False) -> None:
+    """Make this rank post its part of the next ``operation`` ("all_to_all" or "agreement") and die,
+    or (``stall``) sleep past the timeout before it, then die."""
+    if operation == "all_to_all" and on_gpu():
+        guard = context.nccl_guard
+        original_exchange = guard.exchange
+
+        def exchange_then_die(name, enqueue, stream_handle):
+            if stall:
+                time.sleep(context.group.timeout + 2)
+                _die()
+            original_exchange(name, enqueue, stream_handle)
+            _die()
+
+        guard.exchange = exchange_then_die
+        return
+    group = context.group
     original = group._run
 
     def post_then_die(name, start):
         if name == operation:
-            start()
+            if stall:
+                time.sleep(group.timeout + 2)
+            else:
+                start()
             _die()
         return original(name, start)
 
@@ -66,21 +91,24 @@ def run(seed):
     run_index = int(os.environ.get("NVMATHX_FAULT_RUN", "0"))
     context = current()
     rng = np.random.default_rng(seed + context.rank)
-    x = _piece(rng, context.rank, context.world_size)
-    dfft.fft(x)  # every rank, before the fault
+    x = to_space(_piece(rng, context.rank, context.world_size))
+    options = {"blocking": True}
+    dfft.fft(x, options=options)  # every rank, before the fault
     if context.rank == victim:
         if phase == "hang":
             time.sleep(context.group.timeout + 2)
         if phase == "during":
-            _die_inside(context.group, "all_to_all" if run_index % 2 == 0 else "agreement")
-        if phase in ("during", "after"):
-            dfft.fft(x)  # "after": returns (the survivors' first call may return too), then the victim dies
+            _fail_inside(context, "all_to_all" if run_index % 2 == 0 else "agreement")
+        if phase == "stall":
+            _fail_inside(context, "all_to_all", stall=True)
+        if phase in ("during", "after", "stall"):
+            dfft.fft(x, options=options)  # "after": returns (the survivors' first call may return too)
         _die()
     outcomes = []
     for _ in range(CALLS):
         start = time.monotonic()
         try:
-            dfft.fft(x)
+            dfft.fft(x, options=options)
         except CommunicationError as error:
             outcomes.append(("CommunicationError", time.monotonic() - start, error.operation))
             break

@@ -192,6 +192,7 @@ class GpuPipeline:
         self.problem = problem
         self.device_id = device_id = context.device_id
         self.blocking = options.blocking is True
+        self.guard = context.nccl_guard
         _, real, complex_ = precision_dtypes(operand.dtype)
         element = np.dtype(operand.dtype)  # what the data is at each point of the pipeline
         specs = []  # (stage, element type before it, exchange or None); moves that change nothing dropped
@@ -260,6 +261,7 @@ class GpuPipeline:
             step.run(pointers, sign, stream, factor if index == self._last_pass else 1.0)
         if self.blocking:
             cuda_driver.stream_synchronize(stream.handle)
+            self.guard.check("all_to_all")  # an exchange the watchdog aborted returned no result
         return result
 
     def free(self) -> None:

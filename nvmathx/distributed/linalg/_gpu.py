@@ -194,6 +194,8 @@ class CublasMpRunner:
             from ..._bindings import cuda_driver
 
             cuda_driver.stream_synchronize(stream.handle)
+            guard.check("matmul")  # a product the watchdog aborted returned no result
+            self._context.nccl_guard.check("all_gather")
         return result
 
     def _epilog(self, stream, d_pointer: int) -> None:
