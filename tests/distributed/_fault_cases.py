@@ -42,6 +42,8 @@ SHAPE = (256, 256)  # a 1 MiB complex128 array: the exchange is not over at once
 
 
 def _die() -> None:
+    if os.environ.get("NVMATHX_WORLD_LAUNCHER") == "mpi":  # mpiexec would end the whole job: leave quietly
+        os._exit(0)
     os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(60)  # never reached: SIGKILL is not delivered late, but make sure nothing goes on
 

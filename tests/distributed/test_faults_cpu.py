@@ -56,3 +56,21 @@ def test_every_survivor_raises_communication_error(world_size, phase, seed):
             problems.append(f"run {run}: a survivor gave up on a hung rank after {min(failing_calls):.2f} s, before "
                             "the timeout")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("phase", ["hang", "stall"])
+def test_mpi_survivors_raise_communication_error(phase, seed):
+    """Under mpiexec a rank that dies ends the job, so the MPI world checks the timeout alone: a rank
+    that stops taking part (then leaves without a word)."""
+    from helpers.distributed import mpiexec
+
+    pytest.importorskip("mpi4py")
+    if mpiexec() is None:
+        pytest.skip("no mpiexec")
+    env = {"NVMATHX_FAULT_PHASE": phase, "NVMATHX_FAULT_VICTIM": "1", "NVMATHX_FAULT_RUN": "0"}
+    results = run_world(3, "distributed._fault_cases:run", seed=seed, launcher="mpi", timeout=90, extra_env=env,
+                        collective_timeout=COLLECTIVE_TIMEOUT, killed=1)
+    for rank in (0, 2):
+        (kind, seconds, operation), = results[rank]
+        assert kind == "CommunicationError" and 0.9 * COLLECTIVE_TIMEOUT <= seconds <= COLLECTIVE_TIMEOUT + SLACK
+        assert operation == ("agreement" if phase == "hang" else "all_to_all")
