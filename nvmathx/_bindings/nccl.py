@@ -123,10 +123,9 @@ def comm_init_rank_nonblocking(world_size: int, uid: bytes, rank: int):
     raw = _raw()
     config = raw.Config()  # NCCL_CONFIG_INITIALIZER's values
     config.blocking = 0
-    comm = _call("comm_init_rank_config", int(world_size), raw.UniqueId.from_buffer(bytearray(uid)), int(rank),
-                 config.ptr)  # the address, as nccl4py's own Communicator passes it; NCCL copies the struct
-    del config  # alive until here
-    return comm
+    # the struct's address, as nccl4py's own Communicator passes it (``config`` keeps it alive)
+    return _call("comm_init_rank_config", int(world_size), raw.UniqueId.from_buffer(bytearray(uid)), int(rank),
+                 config.ptr)
 
 
 def comm_get_async_error(comm) -> int:
