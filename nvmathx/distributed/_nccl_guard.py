@@ -21,7 +21,8 @@ from .._core.errors import CommunicationError
 
 __all__ = ["NcclGuard"]
 
-_POLL_SECONDS = 0.002  # between two looks at a communicator's state or an event
+_POLL_SECONDS = 0.002  # the watchdog's pause between two looks at an event
+_SETTLE_PAUSE = 1e-3  # the longest pause of settle(), which starts polling at once and backs off
 
 
 class NcclGuard:
@@ -61,6 +62,7 @@ class NcclGuard:
         group of operations), within the timeout; CommunicationError on an error or the deadline,
         the communicator aborted."""
         deadline = time.monotonic() + self.timeout
+        pause = 0.0
         while True:
             state = nccl.comm_get_async_error(self.comm)
             if state == nccl.SUCCESS:
@@ -70,7 +72,8 @@ class NcclGuard:
             if time.monotonic() > deadline:
                 raise self._abort(operation, f"did not finish within {self.timeout:g} s (a rank died, hangs, or "
                                              "makes other calls; initialize(timeout=) sets the limit)")
-            time.sleep(_POLL_SECONDS)
+            time.sleep(pause)
+            pause = min(2 * pause + 1e-6, _SETTLE_PAUSE)
 
     def exchange(self, operation: str, enqueue, stream_handle: int) -> None:
         """Run ``enqueue()`` (sends and receives on ``stream_handle``) as one NCCL group, wait until
