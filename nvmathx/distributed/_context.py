@@ -70,7 +70,7 @@ class Context:
         self.require_gpu("device_id")
         if self.blas_guard is None:
             comm = _make_nccl_communicator(self.group, self.device_id, blocking=True)
-            self.blas_guard = NcclGuard(comm, self.group.timeout, self.world_size)
+            self.blas_guard = NcclGuard(comm, self.group.timeout, self.world_size, self.device_id)
 
     def track(self, obj) -> None:
         """Free ``obj`` (anything with ``free()``) at :func:`finalize` if the user has not."""
@@ -152,7 +152,8 @@ def initialize(process_group: Any = None, *, device_id: int | None = None, timeo
         if device_id is not None:
             from ._nccl_guard import NcclGuard
 
-            guard = NcclGuard(_make_nccl_communicator(group, device_id, blocking=False), group.timeout, group.size)
+            guard = NcclGuard(_make_nccl_communicator(group, device_id, blocking=False), group.timeout, group.size,
+                              device_id)
             guard.settle("initialize")  # a nonblocking communicator is ready when it leaves ncclInProgress
         _context = Context(group, device_id, guard)
 

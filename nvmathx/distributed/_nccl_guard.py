@@ -33,10 +33,13 @@ class NcclGuard:
     comm : the communicator (nccl4py's raw ``Comm``), made by :func:`nccl.comm_init_rank_nonblocking`
     timeout : float
     world_size : int
+    device_id : int or None
+        The communicator's GPU, made current on the watchdog's thread (None: left as it is).
     """
 
-    def __init__(self, comm, timeout: float, world_size: int) -> None:
+    def __init__(self, comm, timeout: float, world_size: int, device_id: int | None = None) -> None:
         self.comm = comm
+        self.device_id = device_id
         self.timeout = timeout
         self.world_size = world_size
         self.failure: CommunicationError | None = None
@@ -102,6 +105,10 @@ class NcclGuard:
                 self._watchdog.start()
 
     def _watch_pending(self) -> None:
+        if self.device_id is not None:
+            from .._core import device
+
+            device.ensure_device(self.device_id)  # the events' context, current on this thread too
         while True:
             with self._lock:
                 if not self._pending or self.failure is not None:
