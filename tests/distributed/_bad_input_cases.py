@@ -187,6 +187,8 @@ FFT_ROWS = [
     ("one rank: FFT.execute direction differs", OptionsError, "direction", _direction_differs_one_rank),
     ("one rank: FFT.execute stream on the CPU", OptionsError, "stream", _stream_on_cpu_one_rank),
     ("one rank: FFT freed, then execute", InvalidStateError, None, _freed_fft_one_rank),
+    ("one rank: fft reshape differs", OptionsError, "reshape",
+     lambda: dfft.fft(_piece(), reshape=_on_rank(-1, lambda: False, lambda: True))),
     ("one rank: fft options differ", OperandError, "options",
      lambda: dfft.fft(_piece(), options={"loopback": _on_rank(0, lambda: True, lambda: False)})),
     ("one rank: irfft last_axis_parity differs", OperandError, "options",
