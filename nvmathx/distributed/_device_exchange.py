@@ -135,13 +135,10 @@ class DeviceExchange:
 
     def run_to_new(self, operand, prepared: tuple, *, blocking: bool = False):
         """Run into the new array of :meth:`prepare_new` (the target piece's shape); returns it."""
-        from .._bindings import cuda_driver
-
         holder, result, pointer = prepared
         self.run(operand.ptr, pointer, holder)
         if blocking:
-            cuda_driver.stream_synchronize(holder.handle)
-            self.guard.check("all_to_all")  # an exchange the watchdog aborted returned no result
+            self.guard.synchronize("all_to_all", holder.handle)
         return result
 
     def free(self) -> None:

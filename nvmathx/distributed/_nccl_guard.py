@@ -104,6 +104,16 @@ class NcclGuard:
                                                   daemon=True)
                 self._watchdog.start()
 
+    def synchronize(self, operation: str, stream_handle: int) -> None:
+        """Wait for the stream (a blocking call), then raise CommunicationError if the watchdog
+        aborted the communicator meanwhile (its work then returned no result)."""
+        try:
+            cuda_driver.stream_synchronize(stream_handle)
+        except Exception:
+            self.check(operation)  # an aborted exchange surfaces as its CommunicationError
+            raise
+        self.check(operation)
+
     def _watch_pending(self) -> None:
         if self.device_id is not None:
             from .._core import device

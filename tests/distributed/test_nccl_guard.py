@@ -125,3 +125,26 @@ def test_one_abort_when_both_threads_fail_together(monkeypatch):
         thread.join()
     assert _wait_for(lambda: guard._watchdog is None)
     assert script.aborted == ["comm"]
+
+
+def test_synchronize_surfaces_an_abort_as_communication_error(monkeypatch):
+    script = _Script(monkeypatch, [nccl.SUCCESS])
+    guard = NcclGuard("comm", 5.0, 2)
+    synchronized = []
+    monkeypatch.setattr(cuda_driver, "stream_synchronize", synchronized.append)
+    guard.synchronize("all_to_all", 4)
+    assert synchronized == [4]
+
+    def failing(stream):
+        raise cuda_driver.CudaDriverError(999, "CUDA_ERROR_UNKNOWN", "cuStreamSynchronize")
+
+    monkeypatch.setattr(cuda_driver, "stream_synchronize", failing)
+    with pytest.raises(cuda_driver.CudaDriverError):
+        guard.synchronize("all_to_all", 4)  # not aborted: the driver's own error
+    guard._abort("all_to_all", "was aborted")
+    with pytest.raises(CommunicationError, match="^all_to_all: an earlier NCCL operation failed"):
+        guard.synchronize("all_to_all", 4)
+    monkeypatch.setattr(cuda_driver, "stream_synchronize", synchronized.append)
+    with pytest.raises(CommunicationError):
+        guard.synchronize("all_to_all", 4)  # finished, but on an aborted communicator: no result
+    assert script.aborted == ["comm"]
