@@ -18,6 +18,10 @@ __all__ = [
     "memset_async",
     "stream_synchronize",
     "stream_wait_stream",
+    "event_create",
+    "event_record",
+    "event_query",
+    "event_destroy",
     "stream_is_capturing",
     "kernel_set_max_dynamic_shared_memory",
 ]
@@ -115,3 +119,27 @@ def kernel_set_max_dynamic_shared_memory(kernel_handle, nbytes: int, device_id: 
     driver = _module()
     attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     _call("cuKernelSetAttribute", attribute, int(nbytes), kernel_handle, _call("cuDeviceGet", device_id))
+
+
+def event_create() -> object:
+    """An event without timing (for :func:`event_query`); release it with :func:`event_destroy`."""
+    driver = _module()
+    return _call("cuEventCreate", driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+
+
+def event_record(event, stream_handle: int) -> None:
+    _call("cuEventRecord", event, stream_handle)
+
+
+def event_query(event) -> bool:
+    """Whether the work before the event's record has finished (never blocks)."""
+    driver = _module()
+    (status,) = driver.cuEventQuery(event)
+    if status == driver.CUresult.CUDA_ERROR_NOT_READY:
+        return False
+    _check(status, "cuEventQuery")
+    return True
+
+
+def event_destroy(event) -> None:
+    _call("cuEventDestroy", event)

@@ -20,6 +20,11 @@ __all__ = [
     "version",
     "unique_id",
     "comm_init_rank",
+    "comm_init_rank_nonblocking",
+    "comm_get_async_error",
+    "status_name",
+    "SUCCESS",
+    "IN_PROGRESS",
     "handle",
     "comm_destroy",
     "comm_abort",
@@ -38,6 +43,8 @@ class NcclError(CudaLibraryError):
 
 
 _UINT8 = 1  # ncclUint8
+SUCCESS = 0  # ncclSuccess
+IN_PROGRESS = 7  # ncclInProgress: a nonblocking communicator's operation is still being set up
 
 
 @functools.lru_cache(maxsize=1)
@@ -109,6 +116,29 @@ def comm_init_rank(world_size: int, uid: bytes, rank: int):
     return _call("comm_init_rank", int(world_size), raw.UniqueId.from_buffer(bytearray(uid)), int(rank))
 
 
+def comm_init_rank_nonblocking(world_size: int, uid: bytes, rank: int):
+    """A nonblocking communicator (``ncclConfig_t.blocking = 0``): its calls return at once, and
+    :func:`comm_get_async_error` says when each has finished (``IN_PROGRESS`` until then), so the
+    caller can give up on a peer that never comes and :func:`comm_abort` the communicator."""
+    raw = _raw()
+    config = raw.Config()  # NCCL_CONFIG_INITIALIZER's values
+    config.blocking = 0
+    # the struct's address, as nccl4py's own Communicator passes it (``config`` keeps it alive)
+    return _call("comm_init_rank_config", int(world_size), raw.UniqueId.from_buffer(bytearray(uid)), int(rank),
+                 config.ptr)
+
+
+def comm_get_async_error(comm) -> int:
+    """The communicator's state: ``SUCCESS``, ``IN_PROGRESS``, or the ``ncclResult_t`` of an error
+    (a peer gone, a network failure) seen by an operation in flight."""
+    return int(_call("comm_get_async_error", comm))
+
+
+def status_name(status: int) -> str:
+    """``ncclSystemError`` and the like, for messages."""
+    return _status_name(_raw(), status)
+
+
 def handle(comm) -> int:
     """The raw ``ncclComm_t`` of a communicator, for C libraries that take one (cuBLASMp)."""
     return int(comm.handle)
@@ -119,7 +149,9 @@ def comm_destroy(comm: int) -> None:
     _call("comm_destroy", comm)
 
 
-def comm_abort(comm: int) -> None:
+def comm_abort(comm) -> None:
+    """Free the communicator at once, ending operations in flight (kernels waiting for a peer
+    return); safe from another thread while one of its calls blocks."""
     _call("comm_abort", comm)
 
 

@@ -8,11 +8,13 @@ failed every rank raises that rank's error (the lowest failing rank's, so all ra
 
 from __future__ import annotations
 
+import math
+import numbers
 import pickle
 
 from .._core.errors import InvalidStateError, OperandError
 
-__all__ = ["agree", "check_same"]
+__all__ = ["agree", "check_same", "same_value"]
 
 
 def _portable(error: BaseException):
@@ -54,11 +56,24 @@ def agree(group, local):
     return [value for value, _ in outcomes]
 
 
-def check_same(values, argument: str, what: str) -> None:
-    """Raise OperandError naming ``argument`` unless every rank's value is equal (``values`` is the
+def same_value(x, y) -> bool:
+    """Whether two ranks' values are the same: ``==``, except that NaNs (also inside complex numbers
+    and tuples) equal each other, since every rank given NaN computes the same (NaN) result."""
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        return len(x) == len(y) and all(same_value(a, b) for a, b in zip(x, y))
+    if isinstance(x, numbers.Complex) and isinstance(y, numbers.Complex) and not (
+            isinstance(x, numbers.Integral) and isinstance(y, numbers.Integral)):
+        x, y = complex(x), complex(y)
+        return all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in ((x.real, y.real), (x.imag, y.imag)))
+    return x == y
+
+
+def check_same(values, argument: str, what: str, *, error=OperandError) -> None:
+    """Raise ``error`` (OperandError, or OptionsError for arguments that are not operands) naming
+    ``argument`` unless every rank's value is the same (:func:`same_value`; ``values`` is the
     all-gathered list, so every rank raises the same error)."""
     first = values[0]
     for rank, value in enumerate(values):
-        if value != first:
-            raise OperandError(argument, f"the {what} differs between ranks: rank 0 has {first}, rank {rank} has "
+        if not same_value(value, first):
+            raise error(argument, f"the {what} differs between ranks: rank 0 has {first}, rank {rank} has "
                                          f"{value}")

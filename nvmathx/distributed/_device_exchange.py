@@ -57,7 +57,7 @@ class DeviceExchange:
 
     def __init__(self, plan: ExchangePlan, context, dtype, *, memory_resource=None, loopback: bool = False):
         self.plan = plan
-        self.comm = context.nccl_comm
+        self.guard = context.nccl_guard
         self.device_id = context.device_id
         self.dtype = np.dtype(dtype)
         self.itemsize = self.dtype.itemsize
@@ -99,18 +99,19 @@ class DeviceExchange:
                 copy_nd(source + piece.start * itemsize, send_staging + piece.packed_offset * itemsize, piece.shape,
                         piece.strides, c_strides(piece.shape), dtype, dtype, 1.0, False, stream, self.device_id)
         if self.sends or self.receives:
-            nccl.group_start()
-            try:
+            comm = self.guard.comm
+
+            def enqueue() -> None:
                 for piece in self.sends:
                     pointer = (source + piece.local_offset * itemsize if piece.local_offset is not None
                                else send_staging + piece.packed_offset * itemsize)
-                    nccl.send_bytes(pointer, piece.count * itemsize, piece.peer, self.comm, stream.handle)
+                    nccl.send_bytes(pointer, piece.count * itemsize, piece.peer, comm, stream.handle)
                 for piece in self.receives:
                     pointer = (target + piece.local_offset * itemsize if piece.local_offset is not None
                                else receive_staging + piece.packed_offset * itemsize)
-                    nccl.recv_bytes(pointer, piece.count * itemsize, piece.peer, self.comm, stream.handle)
-            finally:
-                nccl.group_end()
+                    nccl.recv_bytes(pointer, piece.count * itemsize, piece.peer, comm, stream.handle)
+
+            self.guard.exchange("all_to_all", enqueue, stream.handle)
         for piece, place in self._self_copies:
             copy_nd(source + piece.start * itemsize, target + place.start * itemsize, piece.shape, piece.strides,
                     place.strides, dtype, dtype, 1.0, False, stream, self.device_id)
@@ -119,9 +120,9 @@ class DeviceExchange:
                 copy_nd(receive_staging + piece.packed_offset * itemsize, target + piece.start * itemsize, piece.shape,
                         c_strides(piece.shape), piece.strides, dtype, dtype, 1.0, False, stream, self.device_id)
 
-    def run_to_new(self, operand, stream_argument, *, blocking: bool = False):
-        """Run into a new array of the operand's library (the target piece's shape); returns it."""
-        from .._bindings import cuda_driver
+    def prepare_new(self, operand, stream_argument) -> tuple:
+        """The part of :meth:`run_to_new` that can fail locally (the stream, the new result array),
+        done before any rank enqueues the exchange: (stream, result, its pointer)."""
         from .._core.streams import CallStreams
 
         streams = getattr(self, "_streams", None)
@@ -130,9 +131,14 @@ class DeviceExchange:
             self._allocate = operand.adapter.result_allocator(self.plan.target.shape, self.dtype, self.device_id)
         holder = streams(stream_argument)
         result, pointer = self._allocate(holder, operand.obj)
+        return holder, result, pointer
+
+    def run_to_new(self, operand, prepared: tuple, *, blocking: bool = False):
+        """Run into the new array of :meth:`prepare_new` (the target piece's shape); returns it."""
+        holder, result, pointer = prepared
         self.run(operand.ptr, pointer, holder)
         if blocking:
-            cuda_driver.stream_synchronize(holder.handle)
+            self.guard.synchronize("all_to_all", holder.handle)
         return result
 
     def free(self) -> None:

@@ -7,41 +7,88 @@ Only this module knows which of the two launchers' APIs a group comes from.
 
 from __future__ import annotations
 
+import math
+import pickle
 import sys
+import time
 from abc import ABC, abstractmethod
+from datetime import timedelta
 
 import numpy as np
 
-from .._core.errors import OptionsError
+from .._core.errors import CommunicationError, OptionsError
 
-__all__ = ["HostGroup", "wrap_process_group"]
+__all__ = ["HostGroup", "wrap_process_group", "check_timeout", "DEFAULT_TIMEOUT"]
+
+DEFAULT_TIMEOUT = 300.0  # seconds a collective may take before the ranks give up on it
+
+
+def check_timeout(timeout) -> float:
+    """``timeout`` as positive finite seconds."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
+            or timeout <= 0:
+        raise OptionsError("timeout", f"expected a positive, finite number of seconds (got {timeout!r})")
+    return float(timeout)
 
 
 class HostGroup(ABC):
     """The collectives nvmathx needs, on one process group. Every method is collective: all ranks
-    call it, in the same order."""
+    call it, in the same order.
+
+    Each collective finishes within ``timeout`` seconds or raises :class:`CommunicationError`, as it
+    does when a peer is gone (its connection closed). After a failure the group is unusable: every
+    later collective raises CommunicationError at once, since the ranks no longer make the same
+    calls.
+    """
 
     rank: int
     size: int
     name: str
     exchanges_host_data: bool  # whether host (numpy) buffers can be exchanged through it
+    timeout: float = DEFAULT_TIMEOUT
+    failure: CommunicationError | None = None  # the first collective that failed
 
-    @abstractmethod
-    def allgather_object(self, obj) -> list:
+    def allgather_object(self, obj, operation: str = "agreement") -> list:
         """Every rank's ``obj`` (picklable), in rank order."""
+        return self._guarded(operation, lambda: self._allgather_bytes(pickle.dumps(obj), operation))
 
-    @abstractmethod
-    def broadcast_object(self, obj, root: int = 0):
-        """``root``'s ``obj`` on every rank."""
-
-    @abstractmethod
     def alltoallv(self, send: np.ndarray, send_counts, recv_counts) -> np.ndarray:
         """Exchange bytes: ``send`` (uint8, 1-D) holds ``send_counts[p]`` bytes for each rank ``p`` in
         rank order; the result holds ``recv_counts[p]`` bytes from each rank ``p``."""
+        return self._guarded("all_to_all", lambda: self._alltoallv(send, send_counts, recv_counts))
+
+    @abstractmethod
+    def _allgather_bytes(self, data: bytes, operation: str) -> list:
+        """Every rank's unpickled ``data``, in rank order."""
+
+    @abstractmethod
+    def _alltoallv(self, send: np.ndarray, send_counts, recv_counts) -> np.ndarray:
+        """:meth:`alltoallv` itself."""
+
+    def _guarded(self, operation: str, run):
+        if self.failure is not None:
+            raise CommunicationError(f"{operation}: an earlier collective on {self.name} failed ({self.failure}); "
+                                     "the ranks no longer make the same calls: end the run (finalize() and start "
+                                     "again)", self.failure.rank, operation)
+        try:
+            return run()
+        except CommunicationError as error:
+            self.failure = error
+            raise
+
+    def _failed(self, operation: str, error: BaseException | None) -> CommunicationError:
+        """The CommunicationError of a collective that timed out (``error`` None) or failed."""
+        if error is None:
+            why = (f"did not finish within {self.timeout:g} s (a rank died, hangs, or makes other calls; "
+                   "initialize(timeout=) sets the limit)")
+        else:
+            why = f"failed ({type(error).__name__}: {error}); a rank probably died"
+        return CommunicationError(f"{operation}: the collective among the {self.size} ranks of {self.name} {why}",
+                                  None, operation)
 
 
 class _TorchGroup(HostGroup):
-    def __init__(self, group):
+    def __init__(self, group, timeout: float):
         import torch.distributed as dist
 
         if not dist.is_available() or not dist.is_initialized():
@@ -52,56 +99,100 @@ class _TorchGroup(HostGroup):
         self._group = group if group is not None else dist.group.WORLD
         self.rank = dist.get_rank(self._group)
         self.size = dist.get_world_size(self._group)
+        self.timeout = timeout
         backend = str(dist.get_backend(self._group)).lower()
         self.name = f"torch.distributed ({backend})"
         # "nccl" alone moves only CUDA tensors; "gloo", "mpi" and "cpu:gloo,cuda:nccl" move host ones.
         self.exchanges_host_data = backend != "nccl"
 
-    def allgather_object(self, obj) -> list:
-        gathered = [None] * self.size
-        self._dist.all_gather_object(gathered, obj, group=self._group)
-        return gathered
+    def _device(self):
+        import torch
 
-    def broadcast_object(self, obj, root: int = 0):
-        holder = [obj]
-        global_root = self._dist.get_global_rank(self._group, root) if self._group is not None else root
-        self._dist.broadcast_object_list(holder, src=global_root, group=self._group)
-        return holder[0]
+        return torch.device("cpu") if self.exchanges_host_data else torch.device("cuda", torch.cuda.current_device())
 
-    def alltoallv(self, send, send_counts, recv_counts):
+    def _run(self, operation: str, start) -> None:
+        """Start a collective (``start()`` returns its Work) and wait for it, within the timeout."""
+        try:
+            start().wait(timeout=timedelta(seconds=self.timeout))
+        except RuntimeError as error:  # torch's DistBackendError is one; Work.wait's own timeout too
+            raise self._failed(operation, None if "Operation timed out" in str(error) else error) from None
+
+    def _allgather_bytes(self, data, operation):
+        import torch
+
+        device, dist = self._device(), self._dist
+        size = torch.tensor([len(data)], dtype=torch.int64, device=device)
+        sizes = [torch.empty(1, dtype=torch.int64, device=device) for _ in range(self.size)]
+        self._run(operation, lambda: dist.all_gather(sizes, size, group=self._group, async_op=True))
+        lengths = [int(item.item()) for item in sizes]
+        padded = torch.zeros(max(lengths), dtype=torch.uint8)
+        padded[:len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        pieces = [torch.empty(max(lengths), dtype=torch.uint8, device=device) for _ in range(self.size)]
+        self._run(operation, lambda: dist.all_gather(pieces, padded.to(device), group=self._group, async_op=True))
+        return [pickle.loads(piece[:length].cpu().numpy().tobytes()) for piece, length in zip(pieces, lengths)]
+
+    def _alltoallv(self, send, send_counts, recv_counts):
         import torch
 
         received = torch.empty(int(sum(recv_counts)), dtype=torch.uint8)
-        self._dist.all_to_all_single(received, torch.from_numpy(send), [int(c) for c in recv_counts],
-                                     [int(c) for c in send_counts], group=self._group)
+        self._run("all_to_all", lambda: self._dist.all_to_all_single(
+            received, torch.from_numpy(send), [int(c) for c in recv_counts], [int(c) for c in send_counts],
+            group=self._group, async_op=True))
         return received.numpy()
 
 
 class _MpiGroup(HostGroup):
-    def __init__(self, comm):
+    def __init__(self, comm, timeout: float):
         from mpi4py import MPI
 
         self._mpi = MPI
         self._comm = comm
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
+        self.timeout = timeout
         self.name = "mpi4py"
         self.exchanges_host_data = True
 
-    def allgather_object(self, obj) -> list:
-        return self._comm.allgather(obj)
+    def _run(self, operation: str, start) -> None:
+        """Start a nonblocking collective (``start()`` returns its Request) and poll it until it
+        completes, fails, or the timeout passes (MPI has no cancellation of collectives: the request
+        is left behind with the broken run)."""
+        deadline = time.monotonic() + self.timeout
+        pause = 0.0
+        try:
+            request = start()
+            while not request.Test():
+                if time.monotonic() > deadline:
+                    raise self._failed(operation, None)
+                time.sleep(pause)
+                pause = min(2 * pause + 1e-5, 1e-3)
+        except self._mpi.Exception as error:
+            raise self._failed(operation, error) from None
 
-    def broadcast_object(self, obj, root: int = 0):
-        return self._comm.bcast(obj, root=root)
-
-    def alltoallv(self, send, send_counts, recv_counts):
-        received = np.empty(int(sum(recv_counts)), dtype=np.uint8)
-        send_displacements = np.concatenate(([0], np.cumsum(send_counts)[:-1])).astype(np.int64)
-        recv_displacements = np.concatenate(([0], np.cumsum(recv_counts)[:-1])).astype(np.int64)
+    def _allgather_bytes(self, data, operation):
         byte = self._mpi.BYTE
-        self._comm.Alltoallv([send, (list(map(int, send_counts)), list(map(int, send_displacements))), byte],
-                             [received, (list(map(int, recv_counts)), list(map(int, recv_displacements))), byte])
+        sizes = np.empty(self.size, dtype=np.int64)
+        self._run(operation, lambda: self._comm.Iallgather(np.array([len(data)], dtype=np.int64), sizes))
+        received = np.empty(int(sizes.sum()), dtype=np.uint8)
+        counts, displacements = _counts_and_displacements(sizes)
+        self._run(operation, lambda: self._comm.Iallgatherv([np.frombuffer(data, dtype=np.uint8), byte],
+                                                            [received, (counts, displacements), byte]))
+        return [pickle.loads(received[start:start + count].tobytes()) for start, count in zip(displacements, counts)]
+
+    def _alltoallv(self, send, send_counts, recv_counts):
+        received = np.empty(int(sum(recv_counts)), dtype=np.uint8)
+        byte = self._mpi.BYTE
+        send_layout = _counts_and_displacements(send_counts)
+        receive_layout = _counts_and_displacements(recv_counts)
+        self._run("all_to_all", lambda: self._comm.Ialltoallv([send, send_layout, byte],
+                                                              [received, receive_layout, byte]))
         return received
+
+
+def _counts_and_displacements(counts) -> tuple:
+    """(counts, displacements) as lists of int, the pieces packed one after another."""
+    values = [int(count) for count in counts]
+    return values, [int(start) for start in np.concatenate(([0], np.cumsum(values)[:-1]))]
 
 
 def _is_mpi_communicator(obj) -> bool:
@@ -114,9 +205,9 @@ def _is_torch_group(obj) -> bool:
     return dist is not None and isinstance(obj, getattr(dist, "ProcessGroup", ()))
 
 
-def wrap_process_group(process_group) -> HostGroup:
+def wrap_process_group(process_group, timeout: float = DEFAULT_TIMEOUT) -> HostGroup:
     """A :class:`HostGroup` for a torch.distributed group (None: the default group) or an mpi4py
-    communicator.
+    communicator, whose collectives give up after ``timeout`` seconds.
 
     Raises
     ------
@@ -132,8 +223,8 @@ def wrap_process_group(process_group) -> HostGroup:
         except ImportError:
             raise OptionsError("process_group", "None means torch.distributed's default group, but torch is not "
                                                 "installed; pass an mpi4py communicator") from None
-        return _TorchGroup(process_group)
+        return _TorchGroup(process_group, timeout)
     if _is_mpi_communicator(process_group):
-        return _MpiGroup(process_group)
+        return _MpiGroup(process_group, timeout)
     raise OptionsError("process_group", "expected a torch.distributed ProcessGroup, an mpi4py communicator or None "
                                         f"(got {type(process_group).__name__})")

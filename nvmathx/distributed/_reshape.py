@@ -14,7 +14,7 @@ from .._core.memory import check_memory_resource
 from .._core.options import check_choice, check_or_create_options
 from .._core.tensor import host_array, wrap_operand
 from ..typing import ArrayLike, OptionsLike, StreamLike
-from ._agree import agree, check_same
+from ._agree import check_same
 from ._context import current, warn_leaked
 from ._distributions import Box, BoxLike
 from ._exchange_plan import check_tiling, plan_exchange
@@ -119,7 +119,7 @@ class Reshape:
         self._freed = True
         context = current("Reshape")
         holder: dict[str, Any] = {}
-        descriptions = agree(context.group, lambda: _local(holder, x, input_box, output_box, options, context, stream))
+        descriptions = context.agree(lambda: _local(holder, x, input_box, output_box, options, context, stream))
         self.options = holder["options"]
         self._setup(context, holder["operand"], descriptions, stream)
 
@@ -144,18 +144,24 @@ class Reshape:
         return self._exchange.target
 
     def plan(self) -> None:
-        """Prepare the exchange's buffers (collective; a second call does nothing)."""
-        self._check_valid()
-        if self._device is not None or self._operand.device_id < 0:
-            return
+        """Prepare the exchange's buffers (collective; a second call does nothing).
+
+        Raises
+        ------
+        InvalidStateError
+            On every rank, when any rank's Reshape is freed.
+        """
 
         def make():
             from ._device_exchange import DeviceExchange
 
+            self._check_valid()
+            if self._device is not None or self._operand.device_id < 0:
+                return
             self._device = DeviceExchange(self._exchange, self._context, self._operand,
                                           memory_resource=self.options.memory_resource, loopback=self.options.loopback)
 
-        agree(self._context.group, make)
+        self._context.agree(make)
 
     def execute(self, stream: StreamLike = None) -> ArrayLike:
         """This rank's piece in the output decomposition (collective), the operand's kind of array.
@@ -163,28 +169,46 @@ class Reshape:
         Raises
         ------
         InvalidStateError
-            After ``free()`` (or, on a GPU, before ``plan()``).
+            On every rank, when any rank's Reshape is freed (or, on a GPU, not planned).
+        CommunicationError
+            When a rank dies or the exchange does not finish within the context's timeout.
         """
+        holder: dict[str, Any] = {}
+
+        def local() -> None:
+            holder["prepared"] = self._prepare(self._operand, stream)
+
+        self._context.agree(local)
+        return self._run_prepared(self._operand, holder["prepared"])
+
+    def _prepare(self, operand, stream) -> tuple:
+        """This rank's part of a call that can fail locally (nothing collective)."""
         self._check_valid()
-        operand = self._operand
         if operand.device_id < 0:
             if stream is not None:
                 raise OptionsError("stream", "CPU execution takes no stream")
+            return ()
+        if self._device is None:
+            raise InvalidStateError("call plan() before execute()")
+        return self._device.prepare_new(operand, stream)
+
+    def _run_prepared(self, operand, prepared: tuple):
+        """Run a prepared call (collective: every rank prepared its own, and the ranks agreed)."""
+        if operand.device_id < 0:
             source = host_array(operand)
             target = np.empty(self._exchange.target.shape, dtype=source.dtype)
             exchange_host(self._context.group, self._exchange, np.ascontiguousarray(source), target,
                           loopback=self.options.loopback)
             return operand.adapter.from_host(target)
-        if self._device is None:
-            raise InvalidStateError("call plan() before execute()")
-        return self._device.run_to_new(operand, stream, blocking=self.options.blocking is True)
+        assert self._device is not None
+        return self._device.run_to_new(operand, prepared, blocking=self.options.blocking is True)
 
     def reset_operand(self, x: ArrayLike) -> None:
         """Use ``x`` (same shape, dtype, device and library) from now on (collective)."""
-        self._check_valid()
         holder: dict[str, Any] = {}
 
         def local():
+            self._check_valid()
             operand = wrap_operand(x, "x")
             old = self._operand
             if (tuple(operand.shape), operand.dtype, operand.device_id, operand.package) != (
@@ -193,7 +217,7 @@ class Reshape:
                                         f"{old.dtype}, device {old.device_id}, {old.package}, C order")
             holder["operand"] = operand
 
-        agree(self._context.group, local)
+        self._context.agree(local)
         self._operand = holder["operand"]
 
     def _check_valid(self):
@@ -231,7 +255,7 @@ def reshape(x: ArrayLike, input_box: BoxLike, output_box: BoxLike, *, options: O
     """
     context = current("reshape")
     holder: dict[str, Any] = {}
-    descriptions = agree(context.group, lambda: _local(holder, x, input_box, output_box, options, context, stream))
+    descriptions = context.agree(lambda: _local(holder, x, input_box, output_box, options, context, stream))
     cache = context.caches.setdefault("reshape", OrderedDict())
     key = (tuple(descriptions), holder["options"].memory_resource is None)
     plan = cache.get(key)
@@ -245,5 +269,5 @@ def reshape(x: ArrayLike, input_box: BoxLike, output_box: BoxLike, *, options: O
             cache.popitem(last=False)[1].free()
     else:
         cache.move_to_end(key)
-        plan._operand = holder["operand"]
-    return plan.execute(stream)
+        plan._operand = holder["operand"]  # same local shape, dtype, device and library: agreed above
+    return plan._run_prepared(plan._operand, plan._prepare(plan._operand, stream))

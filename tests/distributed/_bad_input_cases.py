@@ -79,6 +79,61 @@ def _boxes_overlap():
                                                 (Box((0, 0), (4, 4)), Box((0, 0), (4, 3))), options=_force())
 
 
+def _planned_fft():
+    plan = dfft.FFT(_piece(), options=_force())
+    plan.plan()
+    return plan
+
+
+def _freed_fft_one_rank():
+    """The last rank frees its plan, then every rank executes: all raise, none waits."""
+    with _planned_fft() as plan:
+        _on_rank(-1, plan.free, lambda: None)
+        plan.execute()
+
+
+def _direction_differs_one_rank():
+    with _planned_fft() as plan:
+        plan.execute(_on_rank(-1, lambda: "inverse", lambda: "forward"))
+
+
+def _stream_on_cpu_one_rank():
+    with _planned_fft() as plan:
+        plan.execute(stream=_on_rank(0, lambda: 0, lambda: None))
+
+
+def _reshape_plan():
+    context = _ctx()
+    box = Box((2 * context.rank, 0), (2 * context.rank + 2, 3))
+    return dist.Reshape(np.ones((2, 3)), box, box), box
+
+
+def _freed_reshape_one_rank():
+    plan, _ = _reshape_plan()
+    with plan:
+        plan.plan()
+        _on_rank(-1, plan.free, lambda: None)
+        plan.execute()
+
+
+def _reshape_options_differ_one_rank():
+    context = _ctx()
+    box = Box((2 * context.rank, 0), (2 * context.rank + 2, 3))
+    dist.reshape(np.ones((2, 3)), box, box, options={"loopback": _on_rank(0, lambda: True, lambda: False)})
+
+
+def _initialize_with(timeout):
+    """initialize() with this timeout, on a process that is (for the call) not initialised."""
+    from nvmathx.distributed import _context
+
+    saved = _context._context
+    _context._context = None
+    try:
+        dist.initialize(timeout=timeout)
+    finally:
+        _context._context = saved
+
+
 def _finalized_call():
     """Every distributed call after finalize() raises; initialize() again restores the world."""
     from nvmathx.distributed import _context
@@ -125,6 +180,25 @@ FFT_ROWS = [
     ("one rank: axes differ", OperandError, "axes",
      lambda: dfft.fft(_piece((2, 8, 6), axes=(1, 2)), axes=_on_rank(0, lambda: (0, 1, 2), lambda: (1, 2)),
                       options=_force())),
+    ("one rank: norm differs", OptionsError, "norm",
+     lambda: dfft.fft(_piece(), norm=_on_rank(-1, lambda: "ortho", lambda: "forward"), options=_force())),
+    ("one rank: ifft norm differs", OptionsError, "norm",
+     lambda: dfft.ifft(_piece(), norm=_on_rank(0, lambda: "backward", lambda: "forward"), options=_force())),
+    ("one rank: FFT.execute direction differs", OptionsError, "direction", _direction_differs_one_rank),
+    ("one rank: FFT.execute stream on the CPU", OptionsError, "stream", _stream_on_cpu_one_rank),
+    ("one rank: FFT freed, then execute", InvalidStateError, None, _freed_fft_one_rank),
+    ("one rank: fft reshape differs", OptionsError, "reshape",
+     lambda: dfft.fft(_piece(), reshape=_on_rank(-1, lambda: False, lambda: True))),
+    ("one rank: fft options differ", OperandError, "options",
+     lambda: dfft.fft(_piece(), options={"loopback": _on_rank(0, lambda: True, lambda: False)})),
+    ("one rank: irfft last_axis_parity differs", OperandError, "options",
+     lambda: dfft.irfft(_piece(), options={"last_axis_parity": _on_rank(-1, lambda: "odd", lambda: "even")})),
+    ("one rank: reshape options differ", OperandError, "options", _reshape_options_differ_one_rank),
+    ("one rank: Reshape freed, then execute", InvalidStateError, None, _freed_reshape_one_rank),
+    ("initialize: timeout 0", OptionsError, "timeout", lambda: _initialize_with(0)),
+    ("initialize: timeout NaN", OptionsError, "timeout", lambda: _initialize_with(float("nan"))),
+    ("initialize: timeout True", OptionsError, "timeout", lambda: _initialize_with(True)),
+    ("initialize: timeout a string", OptionsError, "timeout", lambda: _initialize_with("60")),
     ("one rank: norm bad", OptionsError, "norm",
      lambda: dfft.fft(_piece(), norm=_on_rank(-1, lambda: "bad", lambda: "ortho"), options=_force())),
     ("one rank: wrong slab extent", OperandError, "x", _wrong_slab_extent_one_rank),
@@ -189,6 +263,19 @@ def _matmul_reset_wrong_shape_one_rank():
         plan.reset_operands(a=_on_rank(-1, lambda: np.ones((9, 4)), _matrix))
 
 
+def _freed_matmul_one_rank():
+    with _matmul_plan() as plan:
+        plan.plan()
+        _on_rank(0, plan.free, lambda: None)
+        plan.execute()
+
+
+def _matmul_reset_alpha_differs_one_rank():
+    with _matmul_plan() as plan:
+        plan.plan()
+        plan.reset_operands(alpha=_on_rank(-1, lambda: 3.0, lambda: 2.0))
+
+
 def _matmul_wrong_slab_extent_one_rank():
     good = _matrix()
     _mm(a=_on_rank(-1, lambda: np.ones((good.shape[0] + 2, 4)), lambda: good))
@@ -235,6 +322,15 @@ MATMUL_ROWS = [
                                         lambda: (Slab.X, Replicated(), Slab.X)))),
     ("one rank: matmul alpha differs", OperandError, "alpha", lambda: _mm(alpha=_on_rank(-1, lambda: 2, lambda: 1))),
     ("one rank: matmul wrong slab extent", OperandError, "a", _matmul_wrong_slab_extent_one_rank),
+    ("one rank: matmul beta differs", OperandError, "beta",
+     lambda: _mm(c=_matrix((6, 5)), beta=_on_rank(0, lambda: 0.5, lambda: 1.5))),
+    ("one rank: matmul alpha NaN on one rank", OperandError, "alpha",
+     lambda: _mm(alpha=_on_rank(-1, lambda: float("nan"), lambda: 1.0))),
+    ("one rank: matmul options differ", OperandError, "options",
+     lambda: _mm(options={"force_distributed": True,
+                          "algorithm": _on_rank(0, lambda: "default", lambda: "no_overlap")})),
+    ("one rank: Matmul.reset_operands alpha differs", OperandError, "alpha", _matmul_reset_alpha_differs_one_rank),
+    ("one rank: Matmul freed, then execute", InvalidStateError, None, _freed_matmul_one_rank),
     ("one rank: matmul epilog differs", OperandError, "epilog",
      lambda: _mm(epilog=_on_rank(0, lambda: "RELU", lambda: "GELU"))),
     ("one rank: matmul bias of another dtype", OperandError, "epilog_inputs['bias']",

@@ -69,7 +69,10 @@ def _install():
     fake = FakeNccl(context.group)
     for name in ("group_start", "group_end", "send_bytes", "recv_bytes"):
         patch.setattr(nccl, name, getattr(fake, name))
+    from distributed._guards import PassThroughGuard
+
     patch.setattr(context, "nccl_comm", 1)
+    patch.setattr(context, "nccl_guard", PassThroughGuard(1))
     patch.setattr(context, "device_id", 0)
     from nvmathx._bindings import cuda_driver
     from nvmathx._core import streams

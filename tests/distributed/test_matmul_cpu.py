@@ -346,7 +346,10 @@ def test_gpu_runner_against_a_model_of_cublasmp(world_size, monkeypatch, rng):
     from nvmathx.distributed.linalg import _gpu, _options, _problem
 
     model = _Model(monkeypatch)
+    from distributed._guards import PassThroughGuard
+
     context = type("Context", (), {"world_size": world_size, "device_id": 0, "nccl_comm": 7, "nccl_handle": 7,
+                                   "nccl_guard": PassThroughGuard(7), "blas_guard": PassThroughGuard(8),
                                    "on_finalize": lambda self, release: None})
     stream = type("Stream", (), {"handle": 5})()
     options = _options.MatmulOptions(force_distributed=True)

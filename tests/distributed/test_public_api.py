@@ -43,3 +43,12 @@ def test_import_is_light():
             "print(sorted(m for m in ('torch', 'mpi4py', 'nccl', 'cupy', 'cuda.core') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_initialize_takes_a_timeout_of_at_most_300_seconds():
+    import inspect
+
+    parameters = inspect.signature(distributed.initialize).parameters
+    assert list(parameters) == ["process_group", "device_id", "timeout"]
+    assert parameters["timeout"].kind is inspect.Parameter.KEYWORD_ONLY and 0 < parameters["timeout"].default <= 300
+    assert "CommunicationError" in distributed.initialize.__doc__

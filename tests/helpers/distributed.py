@@ -48,13 +48,22 @@ def mpiexec() -> str | None:
 
 
 def run_world(world_size: int, target: str, *, seed: int, launcher: str = "torch", timeout: float = 240,
-              extra_env: dict | None = None) -> list:
-    """Every rank's return value of ``target`` (``"module:function"``, importable from tests/)."""
+              extra_env: dict | None = None, collective_timeout: float | None = None,
+              killed: int | None = None) -> list:
+    """Every rank's return value of ``target`` (``"module:function"``, importable from tests/).
+
+    ``collective_timeout`` is ``initialize(timeout=)``. ``killed``: the rank that the target kills
+    (SIGKILL); its entry is None, and the other ranks leave without the closing barrier.
+    """
     out = pathlib.Path(tempfile.mkdtemp(prefix="nvmathx-world-"))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), str(ROOT), os.environ.get("PYTHONPATH", "")]),
                NVMATHX_WORLD_TARGET=target, NVMATHX_WORLD_SEED=str(seed), NVMATHX_WORLD_OUT=str(out),
                NVMATHX_WORLD_TIMEOUT=str(int(timeout)), NVMATHX_WORLD_PARENT=str(os.getpid()),
                OMP_NUM_THREADS="1", **(extra_env or {}))
+    if collective_timeout is not None:
+        env["NVMATHX_WORLD_COLLECTIVE_TIMEOUT"] = str(collective_timeout)
+    if killed is not None:
+        env["NVMATHX_WORLD_FAULTS"] = "1"
     worker = [sys.executable, "-m", "helpers.distributed_worker"]
     if launcher == "mpi":
         commands = [[mpiexec(), "-n", str(world_size), *worker]]
@@ -81,11 +90,15 @@ def run_world(world_size: int, target: str, *, seed: int, launcher: str = "torch
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-    failed = [(i, p.returncode) for i, p in enumerate(processes) if p.returncode != 0]
+    failed = [(i, p.returncode) for i, p in enumerate(processes)
+              if p.returncode != 0 and not (i == killed and p.returncode == -signal.SIGKILL)]
     if failed:
         raise WorldFailed(f"processes exited with {failed}:\n" + "\n".join(text[-4000:] for text in outputs))
     results = []
     for rank in range(world_size):
+        if rank == killed:
+            results.append(None)
+            continue
         path = out / f"rank{rank}.pickle"
         if not path.exists():
             raise WorldFailed(f"rank {rank} wrote no result:\n" + "\n".join(text[-4000:] for text in outputs))

@@ -52,12 +52,18 @@ def main() -> int:
 
         device_id = int(os.environ.get("LOCAL_RANK", rank % torch.cuda.device_count()))
         torch.cuda.set_device(device_id)
-    distributed.initialize(group, device_id=device_id)
+    collective_timeout = os.environ.get("NVMATHX_WORLD_COLLECTIVE_TIMEOUT")
+    distributed.initialize(group, device_id=device_id,
+                           **({"timeout": float(collective_timeout)} if collective_timeout else {}))
     module_name, function_name = os.environ["NVMATHX_WORLD_TARGET"].split(":")
     result = getattr(importlib.import_module(module_name), function_name)(int(os.environ["NVMATHX_WORLD_SEED"]))
     distributed.finalize()
     out = pathlib.Path(os.environ["NVMATHX_WORLD_OUT"]) / f"rank{rank}.pickle"
     out.write_bytes(pickle.dumps(result))
+    if os.environ.get("NVMATHX_WORLD_FAULTS"):  # a rank was killed: no barrier can complete
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     if os.environ["NVMATHX_WORLD_LAUNCHER"] == "mpi":
         return 0  # mpi4py finalizes MPI at exit
     import torch.distributed as dist

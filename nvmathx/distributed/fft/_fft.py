@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Union
 from ..._core.errors import InvalidStateError, OperandError, OptionsError
 from ..._core.options import check_or_create_options
 from ..._core.tensor import host_array, wrap_operand
-from ..._fftcore.normalize import normalize_direction
+from ..._fftcore.normalize import normalize_direction, scale_factor
 from ...typing import ArrayLike, OptionsLike, StreamLike
-from .._agree import agree
+from .._agree import check_same
 from .._context import current, warn_leaked
 from .._distributions import Box, BoxLike, Slab
 from ._algorithm import BoxSplit
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ...fft import FFT as SingleFFT
     from ._gpu import GpuPipeline
 
-__all__ = ["FFT", "Distribution", "check_space"]
+__all__ = ["FFT", "CachedFFT", "Distribution", "check_space"]
 
 Distribution = Union[Slab, tuple[BoxLike, BoxLike]]
 """A ``distribution=`` argument: a slab, or this rank's (input, output) boxes."""
@@ -84,7 +84,7 @@ class FFT:
             holder["operand"], holder["options"] = operand, checked
             return describe(operand, distribution, axes, checked.fft_type, checked)
 
-        descriptions = agree(context.group, local)
+        descriptions = context.agree(local)
         self._options = holder["options"]
         self._setup(context, holder["operand"], descriptions, self._options, stream)
 
@@ -160,10 +160,12 @@ class FFT:
         CufftError, NcclError, MemoryError
             On every rank, when planning fails on any rank.
         """
-        self._check_valid()
-        if self._pipeline is not None or self._single is not None:
-            return
-        agree(self._context.group, self._make_pipeline)
+        def local():
+            self._check_valid()
+            if self._pipeline is None and self._single is None:
+                self._make_pipeline()
+
+        self._context.agree(local)
 
     def _make_pipeline(self) -> None:
         operand, options = self._operand, self.options
@@ -188,34 +190,61 @@ class FFT:
     def execute(self, direction: str | int | None = None, stream: StreamLike = None) -> ArrayLike:
         """Transform this rank's piece and return this rank's piece of the result (collective).
 
+        The ranks agree before anything collective runs: a rank whose plan is freed or unplanned,
+        whose stream is invalid, whose result cannot be allocated, or whose ``direction`` differs,
+        makes every rank raise the same error.
+
         Parameters
         ----------
         direction : {"forward", "inverse", -1, +1}, optional
-            Default: forward for C2C and R2C, inverse for C2R.
+            Default: forward for C2C and R2C, inverse for C2R. The same on every rank.
         stream : optional
             GPU only: default the operand library's current stream.
 
         Raises
         ------
         InvalidStateError
-            Before ``plan()`` or after ``free()``.
+            On every rank, when any rank's plan is not planned or freed.
+        OptionsError
+            On every rank, for a ``direction`` invalid on any rank or differing between ranks.
+        CommunicationError
+            When a rank dies or the exchange does not finish within the context's timeout.
         """
-        sign = self._sign if direction is None else normalize_direction(direction, self.fft_type)
-        return self._run(sign, 1.0, stream)
+        holder = {}
 
-    def _run(self, sign: int, factor: float, stream):
+        def local():
+            self._check_valid()
+            sign = self._sign if direction is None else normalize_direction(direction, self.fft_type)
+            holder["prepared"] = self._prepare(self._operand, stream)
+            return sign
+
+        signs = self._context.agree(local)
+        check_same(signs, "direction", "direction", error=OptionsError)
+        return self._run_prepared(holder["prepared"], signs[0], 1.0)
+
+    def _prepare(self, operand, stream) -> tuple:
+        """This rank's part of a call that can fail locally (nothing collective): what
+        :meth:`_run_prepared` takes."""
         pipeline = self._pipeline
         if pipeline is None:
             if self._single is not None:
-                return _single_run(self._single, sign, factor, stream)
-            self._check_valid()
+                return "single", stream
             raise InvalidStateError("call plan() before execute()")
-        operand = self._operand
         if isinstance(pipeline, CpuPipeline):  # numpy operands (a reset operand keeps its space)
             if stream is not None:
                 raise OptionsError("stream", "CPU execution takes no stream")
-            return operand.adapter.from_host(pipeline.run(host_array(operand), sign, factor))
-        return pipeline.execute(operand, stream, sign, factor)
+            return "cpu", operand
+        return "gpu", pipeline.prepare(operand, stream)
+
+    def _run_prepared(self, prepared: tuple, sign: int, factor: float):
+        """Run a prepared call (collective: every rank prepared its own, and the ranks agreed)."""
+        kind, payload = prepared
+        if kind == "single":
+            return _single_run(self._single, sign, factor, payload)
+        if kind == "cpu":
+            assert isinstance(self._pipeline, CpuPipeline)
+            return payload.adapter.from_host(self._pipeline.run(host_array(payload), sign, factor))
+        return self._pipeline.run(payload, sign, factor)  # type: ignore[union-attr]
 
     # -- operands -------------------------------------------------------------------------------------
 
@@ -229,10 +258,10 @@ class FFT:
         InvalidStateError
             After ``free()``.
         """
-        self._check_valid()
         holder = {}
 
         def local():
+            self._check_valid()
             operand = wrap_operand(x, "x")
             old = self._operand
             for what, new, expected in (("shape", tuple(operand.shape), tuple(old.shape)),
@@ -245,7 +274,7 @@ class FFT:
                 raise OperandError("x", "the new operand must be C-contiguous, as the plan's")
             holder["operand"] = operand
 
-        agree(self._context.group, local)
+        self._context.agree(local)
         previous, self._operand = self._operand, holder["operand"]
         if self._single is not None:
             self._single.reset_operand(self._operand.obj)
@@ -290,6 +319,36 @@ class FFT:
         problem = self._problem
         return (f"FFT({problem.fft_type}, global shape {problem.global_shape}, axes {problem.axes}, rank "
                 f"{problem.rank}/{problem.world_size}, {state})")
+
+
+class CachedFFT:
+    """A planned FFT as the function forms keep it in their cache: what they may do with it.
+
+    The function forms agree on every call's arguments themselves (operand description, norm), so
+    :meth:`run` runs without a second agreement.
+    """
+
+    def __init__(self, context, operand, descriptions, options: FFTOptions, stream) -> None:
+        """Plan an FFT (collective) from descriptions the ranks already all-gathered."""
+        plan = FFT._from_agreed(context, operand, descriptions, options, stream)
+        try:
+            plan.plan()
+        except BaseException:
+            plan.free()
+            raise
+        self._plan = plan
+
+    def run(self, operand, sign: int, norm: str, stream):
+        """Transform ``operand`` (the plan's local shape, dtype, device and library: the function
+        form's agreement checked it) in direction ``sign``, scaled for ``norm`` (collective)."""
+        plan = self._plan
+        plan._check_valid()
+        plan._operand = operand
+        factor = scale_factor(norm, sign, plan._problem.lengths)
+        return plan._run_prepared(plan._prepare(operand, stream), sign, factor)
+
+    def free(self) -> None:
+        self._plan.free()
 
 
 def check_space(operand, context, options, stream) -> None:

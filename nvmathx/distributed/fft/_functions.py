@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from ..._core.errors import OptionsError
 from ..._core.options import check_or_create_options
 from ..._core.tensor import wrap_operand
-from ..._fftcore.normalize import Norm, check_norm, scale_factor
+from ..._fftcore.normalize import Norm, check_norm
 from ...typing import ArrayLike, OptionsLike, StreamLike
-from .._agree import agree
+from .._agree import check_same
 from .._context import current
 from .._distributions import Slab
-from ._fft import FFT, Distribution, check_space
+from ._fft import CachedFFT, Distribution, check_space
 from ._options import FFTOptions
 from ._problem import describe, resolve
 
@@ -35,30 +35,30 @@ def _transform(name, fft_type, sign, x, distribution, axes, norm, reshape, optio
         if reshape not in (True, False):
             raise OptionsError("reshape", f"expected True or False (got {reshape!r})")
         checked = dataclasses.replace(checked, fft_type=fft_type, reshape=bool(reshape))
-        prepared["norm"] = check_norm(norm)
+        checked_norm = check_norm(norm)
         operand = wrap_operand(x, "x")
         check_space(operand, context, checked, stream)
         prepared["operand"], prepared["options"] = operand, checked
-        return describe(operand, distribution, axes, fft_type, checked, lengths=s)
+        return describe(operand, distribution, axes, fft_type, checked, lengths=s), checked_norm
 
-    descriptions = agree(context.group, local)
-    operand, checked, norm = prepared["operand"], prepared["options"], prepared["norm"]
+    outcomes = context.agree(local)
+    check_same([norm for _, norm in outcomes], "norm", "normalisation", error=OptionsError)
+    descriptions = [description for description, _ in outcomes]
+    operand, checked, agreed_norm = prepared["operand"], prepared["options"], outcomes[0][1]
     if context.world_size == 1 and not checked.force_distributed:
         problem = resolve(descriptions, 0, last_axis_parity=checked.last_axis_parity)  # the same checks
-        return _single_process(name, operand, problem, norm, stream)
+        return _single_process(name, operand, problem, agreed_norm, stream)
     cache = context.caches.setdefault("fft", OrderedDict())
     key = (name, tuple(descriptions))
     plan = cache.get(key)
     if plan is None:
-        plan = FFT._from_agreed(context, operand, descriptions, checked, stream)
-        plan.plan()
+        plan = CachedFFT(context, operand, descriptions, checked, stream)
         cache[key] = plan
         if len(cache) > PLAN_CACHE_SIZE:  # every rank makes the same calls, so evicts the same plan
             cache.popitem(last=False)[1].free()
     else:
         cache.move_to_end(key)
-        plan._operand = operand  # same local shape, dtype, device and library: agreed above
-    return plan._run(sign, scale_factor(norm, sign, plan._problem.lengths), stream)
+    return plan.run(operand, sign, agreed_norm, stream)
 
 
 def _single_process(name, operand, problem, norm, stream):
@@ -86,7 +86,8 @@ def fft(x: ArrayLike, distribution: Distribution = Slab.X, *, axes: Sequence[int
     axes : sequence of int, optional
         The last 2 or 3 axes of a batched array (default: every axis of a 2-D or 3-D array).
     norm : {"backward", "ortho", "forward"}, optional
-        scipy.fft's normalisation (default "backward": the forward transform is unscaled).
+        scipy.fft's normalisation (default "backward": the forward transform is unscaled), the
+        same on every rank (None and "backward" count as the same).
     reshape : bool
         True: the result comes back in the input's slab; False: in the distribution the algorithm
         ends in (the other slab for C2C), one all-to-all fewer. Boxes always end in the output box.

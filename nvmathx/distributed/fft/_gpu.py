@@ -192,6 +192,7 @@ class GpuPipeline:
         self.problem = problem
         self.device_id = device_id = context.device_id
         self.blocking = options.blocking is True
+        self.guard = context.nccl_guard
         _, real, complex_ = precision_dtypes(operand.dtype)
         element = np.dtype(operand.dtype)  # what the data is at each point of the pipeline
         specs = []  # (stage, element type before it, exchange or None); moves that change nothing dropped
@@ -241,8 +242,9 @@ class GpuPipeline:
         self._uses = {buffer for step in self.steps for buffer in (step.source, step.target,
                                                                    getattr(step, "move_target", step.target))}
 
-    def execute(self, operand, stream_argument, sign: int, factor: float):
-        """This rank's result piece (the operand's kind of array), enqueued on the call's stream."""
+    def prepare(self, operand, stream_argument) -> tuple:
+        """This rank's part of a call that can fail locally (the stream, the result, the work
+        buffers), done before any rank enqueues an exchange: (stream, result, pointers)."""
         stream = self._streams(stream_argument)
         result, result_pointer = self._allocate(stream, operand.obj)
         pointers = {INPUT: operand.ptr, RESULT: result_pointer}
@@ -250,10 +252,15 @@ class GpuPipeline:
             pointers[WORK0] = self._work[0].ensure(self.work_bytes, stream)
         if WORK1 in self._uses:
             pointers[WORK1] = self._work[1].ensure(self.work_bytes, stream)
+        return stream, result, pointers
+
+    def run(self, prepared: tuple, sign: int, factor: float):
+        """Enqueue the passes and exchanges of a call made by :meth:`prepare`; returns its result piece."""
+        stream, result, pointers = prepared
         for index, step in enumerate(self.steps):
             step.run(pointers, sign, stream, factor if index == self._last_pass else 1.0)
         if self.blocking:
-            cuda_driver.stream_synchronize(stream.handle)
+            self.guard.synchronize("all_to_all", stream.handle)
         return result
 
     def free(self) -> None:

@@ -175,6 +175,7 @@ def resolve(descriptions, rank: int, *, last_axis_parity: str = "even") -> Probl
     check_same([len(d.shape) for d in descriptions], "x", "number of dimensions")
     check_same([d.axes for d in descriptions], "axes", "transformed axes")
     check_same([_kind(d.distribution) for d in descriptions], "distribution", "distribution")
+    check_same([d.reshape for d in descriptions], "reshape", "reshape choice", error=OptionsError)
     check_same([d.options for d in descriptions], "options", "options")
     check_same([d.lengths for d in descriptions], "s", "output lengths")
     axes, kind = first.axes, first.fft_type

@@ -8,12 +8,11 @@ from typing import Any
 
 from ..._matmulcore.epilogs import EpilogLike
 from ...typing import ArrayLike, OptionsLike, StreamLike
-from .._agree import agree
 from .._context import current
 from .._distributions import MatrixDistribution
 from ._cpu import GatherRunner
 from ._local import empty_piece, linalg_options, local_arguments
-from ._matmul import Matmul, describe_call
+from ._matmul import CachedMatmul, describe_call
 from ._problem import describe_epilog, resolve, resolve_epilog
 
 __all__ = ["matmul", "PLAN_CACHE_SIZE"]
@@ -82,7 +81,7 @@ def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: com
         holder["bias"] = bias
         return description, epilog_description
 
-    outcomes = agree(context.group, local)
+    outcomes = context.agree(local)
     descriptions = [outcome[0] for outcome in outcomes]
     checked = holder["options"]
     problem = resolve(descriptions, context.rank, forced=checked.force_distributed)
@@ -97,19 +96,13 @@ def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: com
            tuple(outcome[1] for outcome in outcomes), checked.memory_resource is None)
     plan = cache.get(key)
     if plan is None:
-        plan = Matmul._from_agreed(context, holder, descriptions, alpha, beta)
-        try:
-            plan._plan_agreed(name, bias, stream)
-        except BaseException:
-            plan.free()
-            raise
+        plan = CachedMatmul(context, holder, descriptions, alpha, beta, name, bias, stream)
         cache[key] = plan
         if len(cache) > PLAN_CACHE_SIZE:  # every rank makes the same calls, so evicts the same plan
             cache.popitem(last=False)[1].free()
     else:
         cache.move_to_end(key)
-        plan._rebind(operands, bias, alpha, beta)  # same local shapes, dtype, device: agreed above
-    return plan.execute(stream=stream)
+    return plan.run(operands, bias, alpha, beta, stream)
 
 
 def _local_product(problem, operands, bias, epilog, alpha, beta, options, stream):

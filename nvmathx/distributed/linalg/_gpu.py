@@ -173,6 +173,8 @@ class CublasMpRunner:
         from ..._bindings import cublasmp
 
         call, problem = self._call, self._problem
+        guard = self._context.blas_guard
+        guard.check("matmul")
         work = self._workspace.ensure(self._device_bytes, stream)
         result, pointer = self._allocate(stream)
         d_pointer = pointer + call.d.offset * self._itemsize
@@ -183,14 +185,14 @@ class CublasMpRunner:
                         self._pointers[0], a_desc, self._pointers[1], b_desc, self._beta.ctypes.data,
                         self._pointers[2], c_desc, d_pointer, d_desc, work, self._device_bytes,
                         self._host_work.ctypes.data, self._host_bytes)
+        guard.watch("matmul", stream.handle)  # cuBLASMp's communication, bounded by the timeout
         if self._kernel is not None:
             self._epilog(stream, d_pointer)
         if problem.layout.gather and problem.world_size > 1:
             self._all_gather(stream, pointer)
         if self._options.blocking is True:
-            from ..._bindings import cuda_driver
-
-            cuda_driver.stream_synchronize(stream.handle)
+            guard.synchronize("matmul", stream.handle)
+            self._context.nccl_guard.check("all_gather")
         return result
 
     def _epilog(self, stream, d_pointer: int) -> None:
@@ -207,10 +209,11 @@ class CublasMpRunner:
 
         problem = self._problem
         row_bytes = problem.n * self._itemsize
-        rank, comm = problem.rank, self._context.nccl_comm
+        guard = self._context.nccl_guard
+        rank, comm = problem.rank, guard.comm
         start, stop = problem.layout.gather[rank]
-        nccl.group_start()
-        try:
+
+        def enqueue() -> None:
             for peer, (first, last) in enumerate(problem.layout.gather):
                 if peer == rank:
                     continue
@@ -218,8 +221,8 @@ class CublasMpRunner:
                     nccl.send_bytes(pointer + start * row_bytes, (stop - start) * row_bytes, peer, comm, stream.handle)
                 if last > first:
                     nccl.recv_bytes(pointer + first * row_bytes, (last - first) * row_bytes, peer, comm, stream.handle)
-        finally:
-            nccl.group_end()
+
+        guard.exchange("all_gather", enqueue, stream.handle)
 
     def free(self) -> None:
         """Release the descriptors and the workspace (ordered after the last use); safe twice."""

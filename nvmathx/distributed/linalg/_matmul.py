@@ -21,7 +21,7 @@ from ._local import LocalRunner
 from ._options import MatmulOptions
 from ._problem import describe, describe_epilog, resolve, resolve_epilog
 
-__all__ = ["Matmul", "describe_call"]
+__all__ = ["Matmul", "CachedMatmul", "describe_call"]
 
 
 def describe_call(holder, context, a, b, c, distributions, alpha, beta, options, stream):
@@ -117,7 +117,7 @@ class Matmul:
         self._freed = True
         context = current("Matmul")
         holder: dict[str, Any] = {}
-        descriptions = agree(context.group, lambda: describe_call(holder, context, a, b, c, distributions, alpha,
+        descriptions = context.agree(lambda: describe_call(holder, context, a, b, c, distributions, alpha,
                                                                   beta, options, stream))
         self._setup(context, holder, descriptions, alpha, beta, stream)
 
@@ -194,15 +194,15 @@ class Matmul:
         CublasMpError, CublasLtError, NcclError, MemoryError
             On every rank, when planning fails on any rank.
         """
-        self._check_valid()
         holder: dict[str, Any] = {}
 
         def local():
+            self._check_valid()
             description, bias = describe_epilog(epilog, epilog_inputs, self._operands["a"], self._problem.dtype)
             holder["bias"] = bias
             return description
 
-        name = resolve_epilog(agree(self._context.group, local), self._problem)
+        name = resolve_epilog(self._context.agree(local), self._problem)
         self._plan_agreed(name, holder["bias"])
 
     def _plan_agreed(self, epilog, bias, stream=None) -> None:
@@ -217,6 +217,8 @@ class Matmul:
         self._bias = bias
         holder: dict[str, Any] = {}
         group = self._context.group
+        if problem.strategy == "distributed" and not self._cpu:
+            self._context.ensure_blas_comm()  # collective: every rank is here after the same agreement
 
         def build() -> None:
             holder["runner"] = self._new_runner(epilog, stream)
@@ -250,8 +252,7 @@ class Matmul:
     # -- execution ------------------------------------------------------------------------------------
 
     def execute(self, *, stream: StreamLike = None) -> ArrayLike:
-        """This rank's piece of the result (collective unless the strategy is local), the operands'
-        kind of array.
+        """This rank's piece of the result (collective), the operands' kind of array.
 
         Parameters
         ----------
@@ -262,15 +263,35 @@ class Matmul:
         Raises
         ------
         InvalidStateError
-            Before ``plan()`` or after ``free()``.
+            On every rank, when any rank's Matmul is not planned or freed.
+        OptionsError
+            On every rank, for a ``stream`` that any rank cannot use.
+        CommunicationError
+            When a rank dies or a collective does not finish within the context's timeout.
         """
-        runner = self._runner
-        if runner is None:
-            self._check_valid()
+        holder: dict[str, Any] = {}
+
+        def local() -> None:
+            holder["stream"] = self._prepare(stream)
+
+        self._context.agree(local)
+        return self._run_prepared(holder["stream"])
+
+    def _prepare(self, stream):
+        """This rank's checks of a call (nothing collective): the stream :meth:`_run_prepared` takes."""
+        self._check_valid()
+        if self._runner is None:
             raise InvalidStateError("call plan() before execute()")
-        if self._cpu or self._problem.strategy == "local":
-            return runner.execute(stream)
-        return runner.execute(self._streams(stream))
+        if self._cpu:
+            if stream is not None:
+                raise OptionsError("stream", "CPU execution takes no stream")
+            return None
+        return stream if self._problem.strategy == "local" else self._streams(stream)
+
+    def _run_prepared(self, stream):
+        """Run a prepared call (collective: every rank prepared its own, and the ranks agreed)."""
+        assert self._runner is not None
+        return self._runner.execute(stream)
 
     # -- operands -------------------------------------------------------------------------------------
 
@@ -287,10 +308,10 @@ class Matmul:
         InvalidStateError
             After ``free()``.
         """
-        self._check_valid()
         holder: dict[str, Any] = {}
 
         def local():
+            self._check_valid()
             operands = dict(self._operands)
             for name, value in (("a", a), ("b", b), ("c", c)):
                 if value is not None:
@@ -303,7 +324,7 @@ class Matmul:
             holder["operands"], holder["scalars"] = operands, (new_alpha, new_beta)
             return complex(new_alpha), complex(new_beta)
 
-        values = agree(self._context.group, local)
+        values = self._context.agree(local)
         check_same([value[0] for value in values], "alpha", "value")
         check_same([value[1] for value in values], "beta", "value")
         self._rebind(holder["operands"], holder["bias"], *holder["scalars"])
@@ -359,6 +380,35 @@ class Matmul:
         problem = self._problem
         return (f"Matmul((M, K, N) = {(problem.m, problem.k, problem.n)}, {problem.dtype}, {problem.strategy}, rank "
                 f"{problem.rank}/{problem.world_size}, {state})")
+
+
+class CachedMatmul:
+    """A planned Matmul as the function form keeps it in its cache: what it may do with it.
+
+    The function form agrees on every call's arguments itself (descriptions, scalars, epilog), so
+    :meth:`run` runs without a second agreement.
+    """
+
+    def __init__(self, context, holder, descriptions, alpha, beta, epilog, bias, stream) -> None:
+        """Plan a Matmul (collective) from descriptions the ranks already all-gathered; ``holder``
+        has the wrapped ``operands`` and checked ``options``."""
+        plan = Matmul._from_agreed(context, holder, descriptions, alpha, beta)
+        try:
+            plan._plan_agreed(epilog, bias, stream)
+        except BaseException:
+            plan.free()
+            raise
+        self._plan = plan
+
+    def run(self, operands, bias, alpha, beta, stream):
+        """The product of these operands (the plan's local shapes, dtype, device: the function
+        form's agreement checked them), bias and scalars (collective)."""
+        plan = self._plan
+        plan._rebind(operands, bias, alpha, beta)
+        return plan._run_prepared(plan._prepare(stream))
+
+    def free(self) -> None:
+        self._plan.free()
 
 
 def _same_as(operand, planned, argument: str):
