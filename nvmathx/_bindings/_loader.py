@@ -47,7 +47,7 @@ LIBRARIES = {
         _LibrarySpec("cufft", "cufft", "nvidia-cufft (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("nvrtc", "nvrtc", "nvidia-cuda-nvrtc"),
         _LibrarySpec("nvJitLink", "nvJitLink", "nvidia-nvjitlink"),
-        _LibrarySpec("mathdx", "mathdx", "nvidia-libmathdx-cu13==0.3.1.9 (or nvidia-libmathdx-cu12==0.3.1.9)"),
+        _LibrarySpec("mathdx", "mathdx", "nvidia-libmathdx-cu13>=0.4.2,<0.5 (or nvidia-libmathdx-cu12==0.3.1.9)"),
         _LibrarySpec("cudart", "cudart", "nvidia-cuda-runtime"),
         _LibrarySpec("curand", "curand", "nvidia-curand (nvidia-curand-cu12 for CUDA 12)"),
         _LibrarySpec("nccl", "nccl", "nvidia-nccl-cu13 (or nvmathx[distributed])"),
