@@ -126,10 +126,14 @@ def test_entry_points_pass_the_parameters_to_04s_generate():
 def _pseudo_caller(code, spec, value_type):
     """C++ calling every generated function of a pseudo-random spec by its documented signature."""
     symbols = code.symbols
+    # libmathdx 0.4's generate takes the distribution's parameters as a third argument
+    parameters = not random_codegen.mathdx.features().distribution_parameters_operator
+    kind, values = random_codegen.parameter_values(spec)
+    extra = f", {kind}*" if parameters else ""
     declarations = (
         f'extern "C" __device__ void {symbols["init"]}(unsigned long long*, unsigned long long*, '
         f'unsigned long long*, void*);\n'
-        f'extern "C" __device__ void {symbols["generate"]}(void*, {value_type}*);\n'
+        f'extern "C" __device__ void {symbols["generate"]}(void*, {value_type}*{extra});\n'
         f'extern "C" __device__ void {symbols["skip_offset"]}(void*, unsigned long long*);\n'
         f'extern "C" __device__ void {symbols["skip_subsequence"]}(void*, unsigned long long*);\n'
     )
@@ -143,7 +147,8 @@ def _pseudo_caller(code, spec, value_type):
         f"    {symbols['skip_subsequence']}(state, &skip);\n"
         + (f"    {symbols['skip_sequence']}(state, &skip);\n" if "skip_sequence" in symbols else "")
         + f"    {value_type} out[{spec.values_per_call}];\n"
-        f"    {symbols['generate']}(state, out);\n"
+        f"    {kind} parameters[2] = {{{values[0]}, {values[1]}}};\n"
+        f"    {symbols['generate']}(state, out{', parameters' if parameters else ''});\n"
         f"    (({value_type}*)p[0])[threadIdx.x] = out[0];\n"
     )
     return declarations, body
