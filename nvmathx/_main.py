@@ -12,6 +12,7 @@ import importlib
 import importlib.metadata
 import platform
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -29,7 +30,7 @@ _PACKAGES = (
 _DEMO_MODULES = ("nvmathx._core._demo", "nvmathx.linalg._demo", "nvmathx.fft._demo")
 
 
-def supported_range(name: str) -> tuple[object, str] | None:
+def supported_range(name: str) -> tuple[Callable[[tuple], bool], str] | None:
     """(test of a version tuple, the range in words) for the libraries nvmathx binds one range of."""
     from ._bindings import cublasmp, mathdx
 

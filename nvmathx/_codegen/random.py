@@ -356,8 +356,8 @@ def parameter_values(spec: RandomSpec) -> tuple[str, tuple[float, float]]:
     """(C type, two values) of the parameters libmathdx 0.4's generate reads: the value type's (double
     for Poisson's lambda), the second value 0 where the distribution takes one, both 0 for bits."""
     kind = "double" if spec.distribution == "poisson" else _C_TYPES[spec.dtype]
-    values = (tuple(spec.parameters) + (0.0, 0.0))[:2]
-    return kind, values
+    first, second = (tuple(spec.parameters) + (0.0, 0.0))[:2]
+    return kind, (first, second)
 
 
 def wrapper_source(spec: RandomSpec, symbols: dict, prefix: str, parameters_argument: bool = False) -> str:

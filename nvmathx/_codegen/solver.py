@@ -300,7 +300,7 @@ class SolverCode:
     entry: cache.CodeEntry
     shared_memory_size: int
     block_dim: tuple[int, int, int]
-    suggested_leading_dimensions: tuple[int, int]
+    suggested_leading_dimensions: tuple[int, ...]  # a's and b's (c's); 0.3.1's trait gives two, the rule one per matrix
     suggested_batches_per_block: int
 
 
