@@ -12,11 +12,12 @@ import importlib
 import importlib.metadata
 import platform
 import time
+from typing import Callable
 
 import numpy as np
 
 from ._bindings import cuda_driver
-from ._bindings._loader import DISTRIBUTED_LIBRARIES, LIBRARIES, library_report
+from ._bindings._loader import DISTRIBUTED_LIBRARIES, LIBRARIES, library_report, library_version, load_library
 from ._codegen.compilers import report as compiler_report
 from ._core.device import device_properties
 from ._version import __version__
@@ -27,6 +28,32 @@ _PACKAGES = (
     "nvidia-libmathdx-cu12",
 )
 _DEMO_MODULES = ("nvmathx._core._demo", "nvmathx.linalg._demo", "nvmathx.fft._demo")
+
+
+def supported_range(name: str) -> tuple[Callable[[tuple], bool], str] | None:
+    """(test of a version tuple, the range in words) for the libraries nvmathx binds one range of."""
+    from ._bindings import cublasmp, mathdx
+
+    if name == "mathdx":
+        return mathdx.is_supported_release, mathdx.SUPPORTED_TEXT
+    if name == "nccl":
+        low = cublasmp.MINIMUM_NCCL[cublasmp.SUPPORTED_MINOR]
+        return (lambda version: low <= tuple(version) < (3,)), f"{'.'.join(map(str, low))} to < 3"
+    if name == "cublasmp":
+        minor = cublasmp.SUPPORTED_MINOR
+        return (lambda version: tuple(version[:2]) == minor), f"{'.'.join(map(str, minor))}.x"
+    return None
+
+
+def version_text(name: str, version: tuple | None) -> str:
+    """A library's version for the report, with a plain warning when nvmathx does not support it."""
+    if version is None:
+        return "version ?"
+    text = ".".join(map(str, version))
+    rule = supported_range(name)
+    if rule is not None and not rule[0](version):
+        return f"{text} OUTSIDE the supported range ({rule[1]}): nvmathx refuses it"
+    return text
 
 
 def gpu_report() -> list[str]:
@@ -53,15 +80,14 @@ def distributed_report() -> list[str]:
     try:
         from ._bindings import nccl
 
-        major, minor, patch = nccl.version()
-        lines.append(f"NCCL      {major}.{minor}.{patch} (nccl4py {importlib.metadata.version('nccl4py')})")
+        lines.append(f"NCCL      {version_text('nccl', tuple(nccl.version()))} "
+                     f"(nccl4py {importlib.metadata.version('nccl4py')}) {load_library('nccl').path}")
     except Exception as error:  # noqa: BLE001  (a report, never fatal)
         lines.append(f"NCCL      not available: {_short(error)}")
     try:
         from ._bindings import cublasmp
 
-        major, minor, patch = cublasmp.version()
-        lines.append(f"cuBLASMp  {major}.{minor}.{patch}")
+        lines.append(f"cuBLASMp  {version_text('cublasmp', tuple(cublasmp.version()))} {load_library('cublasmp').path}")
     except Exception as error:  # noqa: BLE001
         lines.append(f"cuBLASMp  not available: {_short(error)}")
     try:
@@ -145,7 +171,8 @@ def main(argv=None) -> int:
 
     print("\nCUDA libraries")
     for name, where, how in library_report([name for name in LIBRARIES if name not in DISTRIBUTED_LIBRARIES]):
-        print(f"  {name:<10} {where}  [{how}]")
+        version = version_text(name, library_version(name)) if where != "not found" else ""
+        print(f"  {name:<10} {version:<8} {where}  [{how}]")
     print("\nNumba compilers (nvmathx.device_api)")
     for line in compiler_report():
         print(f"  {line}")

@@ -31,3 +31,53 @@ def test_main_job_rejects_cuda_without_gpu():
     if "\nGPU\n  no GPU" not in run.stdout:
         pytest.skip("a GPU is present")
     assert run.returncode == 2 and "needs a GPU" in run.stdout
+
+
+def test_main_job_prints_each_loaded_librarys_version_beside_its_path():
+    run = subprocess.run([sys.executable, "-m", "nvmathx", "--execution", "cpu"], capture_output=True, text=True,
+                         timeout=600)
+    section = run.stdout.split("\nCUDA libraries\n", 1)[1].split("\n\n", 1)[0]
+    from nvmathx._bindings import _loader
+
+    for line in section.splitlines():
+        name, rest = line.split(None, 1)
+        if "not found" in rest:
+            continue
+        version = rest.split()[0]
+        assert version == "version" or all(part.isdigit() for part in version.split(".")), line
+        assert any(char in rest for char in "/[") and name in _loader.LIBRARIES
+
+
+@pytest.mark.parametrize("name, version, outside", [
+    ("mathdx", (0, 3, 1), False), ("mathdx", (0, 4, 2), False), ("mathdx", (0, 4, 1), True),
+    ("mathdx", (0, 5, 0), True), ("nccl", (2, 28, 9), False), ("nccl", (2, 29, 7), False), ("nccl", (2, 27, 7), True),
+    ("nccl", (3, 0, 0), True), ("cublasmp", (0, 7, 0), False), ("cublasmp", (0, 8, 1), True),
+    ("nvrtc", (13, 5), False),  # no range of its own
+])
+def test_versions_outside_the_supported_range_are_said_plainly(name, version, outside):
+    from nvmathx._main import version_text
+
+    text = version_text(name, version)
+    assert text.startswith(".".join(map(str, version)))
+    assert ("OUTSIDE the supported range" in text) is outside
+    if name == "mathdx" and outside:
+        assert "0.3.1 or 0.4.2 and later 0.4 releases" in text
+
+
+def test_an_unknown_version_is_said_so():
+    from nvmathx._main import version_text
+
+    assert version_text("cufft", None) == "version ?"
+
+
+def test_library_version_reads_what_the_loaded_library_reports():
+    from nvmathx._bindings import _loader
+
+    assert _loader.library_version("not a library") is None
+    try:
+        _loader.load_library("mathdx")
+    except Exception as error:  # noqa: BLE001
+        pytest.skip(f"no libmathdx here: {error}")
+    from nvmathx._bindings import mathdx
+
+    assert _loader.library_version("mathdx") == mathdx.version()

@@ -25,7 +25,8 @@ from typing import Callable
 
 from .._core.errors import LibraryNotFoundError
 
-__all__ = ["LIBRARIES", "DISTRIBUTED_LIBRARIES", "LoadedLibrary", "load_library", "library_report", "FunctionTable"]
+__all__ = ["LIBRARIES", "DISTRIBUTED_LIBRARIES", "LoadedLibrary", "load_library", "library_report", "library_version",
+           "FunctionTable"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ LIBRARIES = {
         _LibrarySpec("cufft", "cufft", "nvidia-cufft (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("nvrtc", "nvrtc", "nvidia-cuda-nvrtc"),
         _LibrarySpec("nvJitLink", "nvJitLink", "nvidia-nvjitlink"),
-        _LibrarySpec("mathdx", "mathdx", "nvidia-libmathdx-cu13==0.3.1.9 (or nvidia-libmathdx-cu12==0.3.1.9)"),
+        _LibrarySpec("mathdx", "mathdx", "nvidia-libmathdx-cu13>=0.4.2,<0.5 (or nvidia-libmathdx-cu12==0.3.1.9)"),
         _LibrarySpec("cudart", "cudart", "nvidia-cuda-runtime"),
         _LibrarySpec("curand", "curand", "nvidia-curand (nvidia-curand-cu12 for CUDA 12)"),
         _LibrarySpec("nccl", "nccl", "nvidia-nccl-cu13 (or nvmathx[distributed])"),
@@ -148,6 +149,74 @@ def library_report(names=None) -> list[tuple[str, str, str]]:
         except LibraryNotFoundError as error:
             rows.append((name, "not found", f"pip install {error.pip_package}"))
     return rows
+
+
+def _ints(function, count: int, kind=ctypes.c_int) -> tuple[int, ...] | None:
+    """Call ``function(kind*, ...)`` with ``count`` outputs; None on a nonzero status."""
+    values = [kind(0) for _ in range(count)]
+    function.argtypes = [ctypes.POINTER(kind)] * count
+    function.restype = ctypes.c_int
+    return tuple(int(value.value) for value in values) if function(*map(ctypes.byref, values)) == 0 else None
+
+
+def _properties(function) -> tuple[int, ...] | None:
+    """``xxxGetProperty(MAJOR_VERSION | MINOR_VERSION | PATCH_LEVEL, int*)`` (libraryPropertyType 0, 1, 2)."""
+    function.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+    function.restype = ctypes.c_int
+    parts = []
+    for kind in (0, 1, 2):
+        value = ctypes.c_int(0)
+        if function(kind, ctypes.byref(value)) != 0:
+            return None
+        parts.append(value.value)
+    return tuple(parts)
+
+
+def _split(code: int, base: int = 100) -> tuple[int, int, int]:
+    """major * base**2 + minor * base + patch."""
+    return code // (base * base), code // base % base, code % base
+
+
+def _cublaslt_version(function) -> tuple[int, ...]:
+    function.argtypes, function.restype = [], ctypes.c_size_t
+    return _split(int(function()))
+
+
+def _nccl_code(code: int) -> tuple[int, ...]:
+    return _split(code) if code >= 10000 else (code // 1000, code // 100 % 10, code % 100)  # NCCL < 2.9: * 1000
+
+
+# How each library reports its own version: (symbol, reader of the ctypes function -> (major, minor[, patch])).
+_VERSION_READERS = {
+    "cublasLt": ("cublasLtGetVersion", _cublaslt_version),
+    "cublas": ("cublasGetProperty", _properties),
+    "cufft": ("cufftGetProperty", _properties),
+    "curand": ("curandGetProperty", _properties),
+    "nvrtc": ("nvrtcVersion", lambda f: _ints(f, 2)),
+    "nvJitLink": ("nvJitLinkVersion", lambda f: _ints(f, 2, ctypes.c_uint)),
+    "cudart": ("cudaRuntimeGetVersion", lambda f: (lambda v: v and (v[0] // 1000, v[0] % 1000 // 10))(_ints(f, 1))),
+    "mathdx": ("mathdxGetVersionEx", lambda f: _ints(f, 3)),
+    "nccl": ("ncclGetVersion", lambda f: (lambda v: v and _nccl_code(v[0]))(_ints(f, 1))),
+    "nvshmem_host": ("nvshmemx_vendor_get_version_info", lambda f: _ints(f, 3)),
+    # cuBLASMp 0.7 encodes major * 1000 + minor * 100 + patch, 0.8 on major * 10000 + ...: the same while major is 0
+    "cublasmp": ("cublasMpGetVersion", lambda f: (lambda v: v and _split(v[0]))(_ints(f, 1))),
+}
+
+
+def library_version(name: str) -> tuple[int, ...] | None:
+    """The loaded library ``name``'s own report of its version, or None (not loaded, or it cannot say).
+
+    Reads through a fresh ctypes function object, so a binding module's signatures are untouched;
+    never raises.
+    """
+    loaded = _loaded.get(name)
+    if loaded is None or name not in _VERSION_READERS:
+        return None
+    symbol, read = _VERSION_READERS[name]
+    try:
+        return read(loaded.cdll[symbol]) or None  # cdll[symbol]: a new function object, not the cached attribute
+    except Exception:  # noqa: BLE001  (a report: an absent symbol or odd build says nothing)
+        return None
 
 
 class FunctionTable:

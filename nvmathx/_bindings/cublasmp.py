@@ -4,7 +4,10 @@ typed errors.
 Every function returns ``cublasMpStatus_t``; :func:`check` turns a nonzero status into
 :class:`CublasMpError` carrying its C name. Handles, grids and descriptors are plain ints (``void*``);
 an NCCL communicator is the raw ``ncclComm_t`` as an int. Constants follow cublasmp.h of 0.7 (0.8
-and later renamed functions and need a newer NCCL, so another release is refused when it loads).
+and later renamed ``cublasMpMatmulDescriptorAttributeSet``, dropped ``cublasMpStreamSet`` and need NCCL
+>= 2.29.2, so another release is refused when it loads). Where the pair cannot work (cuBLASMp 0.8 and
+later with an older NCCL, whose libcublasmp does not even load), the error names both versions and
+what to install (:func:`check_versions`), read from the wheel's metadata when the library will not load.
 
 libcublasmp needs libnccl, libnvshmem_host, libcublas and libcublasLt already loaded: its RPATH
 finds none of them under a ``pip install --target`` layout, so they are loaded first by nvmathx's own
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import importlib.metadata
 import os
 
 from .._core.errors import CudaLibraryError, LibraryNotFoundError
@@ -34,8 +38,10 @@ __all__ = [
     "DataType",
     "SUPPORTED_MINOR",
     "MINIMUM_NCCL",
+    "minimum_nccl",
     "check",
     "check_versions",
+    "check_nccl",
     "decode_version",
     "get_version",
     "version",
@@ -55,7 +61,14 @@ __all__ = [
 ]
 
 SUPPORTED_MINOR = (0, 7)  # the (major, minor) release whose API this module binds
-MINIMUM_NCCL = {(0, 7): (2, 28, 3)}  # what nvidia-cublasmp-cu13 0.7 requires (its wheel's metadata)
+# What each nvidia-cublasmp-cu13 release requires (its wheel's metadata): 0.7 NCCL >= 2.28.3; 0.8, 0.9
+# and 0.10 NCCL >= 2.29.2 (their libcublasmp fails to load with an older libnccl).
+MINIMUM_NCCL = {(0, 7): (2, 28, 3), (0, 8): (2, 29, 2)}
+
+
+def minimum_nccl(release: tuple) -> tuple:
+    """The oldest NCCL cuBLASMp ``release`` (major, minor, patch) runs with."""
+    return MINIMUM_NCCL[(0, 7)] if tuple(release[:2]) <= (0, 7) else MINIMUM_NCCL[(0, 8)]
 
 
 class CublasMpError(CudaLibraryError):
@@ -153,8 +166,10 @@ _SIGNATURES = {
 
 
 def decode_version(code: int) -> tuple:
-    """(major, minor, patch) of ``cublasMpGetVersion``'s ``major * 1000 + minor * 100 + patch``."""
-    return code // 1000, code % 1000 // 100, code % 100
+    """(major, minor, patch) of ``cublasMpGetVersion``'s code: ``major * 10000 + minor * 100 + patch``
+    from 0.8 (0.10.0 is 1000), ``major * 1000 + minor * 100 + patch`` in 0.7 (700), which read the
+    same while the major is 0."""
+    return code // 10000, code // 100 % 100, code % 100
 
 
 def _nccl_version() -> tuple:
@@ -166,8 +181,35 @@ def _nccl_version() -> tuple:
     return code // 1000, code // 100 % 10, code % 100
 
 
+def _text(version: tuple) -> str:
+    return ".".join(map(str, version))
+
+
+def check_nccl(release: tuple, nccl_version: tuple) -> None:
+    """Refuse an NCCL older than cuBLASMp ``release`` needs.
+
+    Raises
+    ------
+    LibraryNotFoundError
+        Naming both versions and what to install: a newer NCCL, or (for cuBLASMp 0.8 and later,
+        which nvmathx does not bind) the cuBLASMp 0.7 that runs with this one.
+    """
+    needed = minimum_nccl(release)
+    if tuple(nccl_version) >= needed:
+        return
+    advice = f"pip install 'nvidia-nccl-cu13>={_text(needed)}'"
+    if tuple(release[:2]) != SUPPORTED_MINOR:
+        ours = _text(SUPPORTED_MINOR)
+        advice = (f"pip install 'nvidia-cublasmp-cu13=={ours}.*' (the release nvmathx binds, which runs with NCCL "
+                  f">= {_text(MINIMUM_NCCL[SUPPORTED_MINOR])})")
+    raise LibraryNotFoundError("nccl", f"nvidia-nccl-cu13>={_text(needed)}", LIBRARIES["nccl"].env_var,
+                               f"cuBLASMp {_text(release)} needs NCCL >= {_text(needed)}; the loaded libnccl is "
+                               f"{_text(nccl_version)}: {advice}")
+
+
 def check_versions(cublasmp_code: int, nccl_version: tuple) -> None:
-    """Refuse a cuBLASMp release other than the one bound here, or an NCCL older than it needs.
+    """Refuse an NCCL older than the loaded cuBLASMp needs (:func:`check_nccl`), then a cuBLASMp
+    release other than the one bound here.
 
     Raises
     ------
@@ -175,18 +217,24 @@ def check_versions(cublasmp_code: int, nccl_version: tuple) -> None:
         Naming both versions and what to install.
     """
     found = decode_version(cublasmp_code)
-    text = ".".join(map(str, found))
+    text = _text(found)
+    check_nccl(found, nccl_version)
     if found[:2] != SUPPORTED_MINOR:
         wanted = ".".join(map(str, SUPPORTED_MINOR))
         raise LibraryNotFoundError("cublasmp", LIBRARIES["cublasmp"].pip_package, LIBRARIES["cublasmp"].env_var,
                                    f"nvmathx binds cuBLASMp {wanted}'s API; the loaded libcublasmp is {text} "
-                                   f"(cublasMpGetVersion() = {cublasmp_code})")
-    minimum = MINIMUM_NCCL[SUPPORTED_MINOR]
-    if tuple(nccl_version) < minimum:
-        needed = ".".join(map(str, minimum))
-        raise LibraryNotFoundError("nccl", f"nvidia-nccl-cu13>={needed}", LIBRARIES["nccl"].env_var,
-                                   f"cuBLASMp {text} needs NCCL >= {needed}; the loaded libnccl is "
-                                   f"{'.'.join(map(str, nccl_version))}")
+                                   f"(cublasMpGetVersion() = {cublasmp_code}): pip install "
+                                   f"'nvidia-cublasmp-cu13=={wanted}.*'")
+
+
+def _installed_release() -> tuple | None:
+    """The installed nvidia-cublasmp wheel's (major, minor, patch), or None (no wheel, a system copy)."""
+    for distribution in ("nvidia-cublasmp-cu13", "nvidia-cublasmp-cu12"):
+        try:
+            return tuple(int(part) for part in importlib.metadata.version(distribution).split(".")[:3])
+        except (importlib.metadata.PackageNotFoundError, ValueError):
+            continue
+    return None
 
 
 def _prepare() -> None:
@@ -194,10 +242,21 @@ def _prepare() -> None:
     os.environ.setdefault("CUBLASMP_DISABLE_NVSHMEM", "1")
     for name in ("nccl", "nvshmem_host", "cublasLt", "cublas"):
         load_library(name)
+    nccl_version = _nccl_version()
+    try:
+        library = load_library("cublasmp")
+    except LibraryNotFoundError as error:
+        # cuBLASMp 0.8+ does not load with NCCL < 2.29.2: say so, from the wheel's version, if that is why
+        release = _installed_release()
+        if release is not None:
+            try:
+                check_nccl(release, nccl_version)
+            except LibraryNotFoundError as pair:
+                raise pair from error
+        raise
     code = ctypes.c_int(0)
-    status = load_library("cublasmp").cdll.cublasMpGetVersion(ctypes.byref(code))
-    check(status, "cublasMpGetVersion")
-    check_versions(code.value, _nccl_version())
+    check(library.cdll.cublasMpGetVersion(ctypes.byref(code)), "cublasMpGetVersion")
+    check_versions(code.value, nccl_version)
 
 
 _lib = FunctionTable("cublasmp", _SIGNATURES, before_load=_prepare)

@@ -1,11 +1,21 @@
-"""ctypes bindings to libmathdx (cuFFTDx, cuBLASDx, cuRANDDx and cuSOLVERDx code generation), release 0.3.1
-(``BOUND_VERSION``).
+"""ctypes bindings to libmathdx (cuFFTDx, cuBLASDx, cuRANDDx and cuSOLVERDx code generation), releases
+0.3.1 and 0.4.2 and later 0.4 releases (:func:`is_supported_release`).
 
 libmathdx turns a cuFFTDx, cuBLASDx, cuRANDDx or cuSOLVERDx descriptor into LTO-IR at run time; it needs
-no GPU. Any other release is refused when the library loads (:class:`LibraryNotFoundError` naming both
-versions): its C entry points keep their names when their signatures change. The few functions looked up at run
-time (``commondxGetLastErrorStr``, ``mathdxGetCommit``, ``nvrtcVersion``) may be absent from a build;
-callers handle that. 0.3.1 needs ``CUFFTDX_OPERATOR_API`` set before any cuFFTDx trait query.
+no GPU. Any other release is refused when the library loads (:class:`LibraryNotFoundError` naming the
+installed and the supported versions): its C entry points keep their names when their signatures change.
+The two lines differ, for what nvmathx calls, in three places (checked against both releases' headers;
+:func:`release_features` says which the loaded release has):
+
+- 0.4 removed ``curanddxSetOperatorDoubles`` and ``CURANDDX_OPERATOR_DISTRIBUTION_PARAMETERS``: the
+  distribution's parameters are a third argument of the generate function, ``param_type* params``;
+- 0.4 removed cuSOLVERDx's ``SHARED_MEMORY_SIZE`` and ``SUGGESTED_LEADING_DIMENSION`` traits (nvmathx
+  computes both: nvmathx/_codegen/solver.py);
+- everything else 0.4 changed is additive (197 exported symbols against 159; enum values unchanged).
+
+The few functions looked up at run time (``commondxGetLastErrorStr``, ``mathdxGetCommit``, ``nvrtcVersion``,
+``curanddxSetOperatorDoubles``) may be absent from a build; callers handle that. 0.3.1 needs
+``CUFFTDX_OPERATOR_API`` set before any cuFFTDx trait query.
 
 Handles are ``long long`` integers. Every wrapper returns Python values and raises
 :class:`MathdxError` (carrying the C status name) on a nonzero status.
@@ -15,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import enum
 
 from .._core.errors import CudaLibraryError, LibraryNotFoundError
@@ -56,7 +67,12 @@ __all__ = [
     "SolverFillMode",
     "SolverSide",
     "SolverDiag",
-    "BOUND_VERSION",
+    "SUPPORTED_RELEASES",
+    "SUPPORTED_TEXT",
+    "ReleaseFeatures",
+    "is_supported_release",
+    "release_features",
+    "features",
     "version",
     "commit",
     "nvrtc_version",
@@ -249,7 +265,7 @@ class RandOperator(enum.IntEnum):
     GENERATE_METHOD = 6
     NORMAL_METHOD = 7
     DEVICE_FUNCTIONS = 8  # RandDeviceFunction flags
-    DISTRIBUTION_PARAMETERS = 9  # one or two doubles: set_doubles()
+    DISTRIBUTION_PARAMETERS = 9  # one or two doubles: set_doubles(); 0.3 only (0.4: generate's argument)
 
 
 class RandTrait(enum.IntEnum):
@@ -329,10 +345,10 @@ class SolverOperator(enum.IntEnum):
 class SolverTrait(enum.IntEnum):
     """cusolverdxTraitType (it starts at 1)."""
 
-    SHARED_MEMORY_SIZE = 1
+    SHARED_MEMORY_SIZE = 1  # 0.3 only
     SYMBOL_NAME = 2
     BLOCK_DIM = 3
-    SUGGESTED_LEADING_DIMENSION = 4
+    SUGGESTED_LEADING_DIMENSION = 4  # 0.3 only
     SUGGESTED_BLOCK_DIM = 5
     SUGGESTED_BATCHES_PER_BLOCK = 6
 
@@ -456,7 +472,7 @@ _SIGNATURES = {
     "curanddxSetOptionStr": (_int, [_ll, _int, _str], True),
     "curanddxSetOptionStrs": (_int, [_ll, _int, _size, _strp], True),
     "curanddxSetOperatorInt64": (_int, [_ll, _int, _ll], True),
-    "curanddxSetOperatorDoubles": (_int, [_ll, _int, _size, _doublep], True),
+    "curanddxSetOperatorDoubles": (_int, [_ll, _int, _size, _doublep], False),  # 0.3 only
     "curanddxGetTraitStrSize": (_int, [_ll, _int, _sizep], True),
     "curanddxGetTraitStr": (_int, [_ll, _int, _size, ctypes.c_char_p], True),
     "curanddxGetTraitInt64": (_int, [_ll, _int, _llp], True),
@@ -490,28 +506,54 @@ def _preload_nvrtc() -> None:
         pass
 
 
-# The release whose C API this module binds. The entry points are extern "C", so another release
-# links silently and can read garbage (0.4 changed cuRANDDx's generate signature and dropped
-# cuSOLVERDx traits): a different release is refused when the library loads. Keep it equal to the
-# pin of the `device` extras (pyproject.toml) and to the GPU machine's (LIBMATHDX= of the wheel fetch).
-BOUND_VERSION = (0, 3, 1)
+# The releases whose C API this module binds, as half-open ranges of (major, minor, patch). The entry
+# points are extern "C", so another release links silently and can read garbage (0.4 changed cuRANDDx's
+# generate signature and dropped cuSOLVERDx traits): a release outside these is refused when the library
+# loads. Keep them equal to the `device` extras' ranges (pyproject.toml, tests/device_api/test_extras.py).
+SUPPORTED_RELEASES = (((0, 3, 1), (0, 3, 2)), ((0, 4, 2), (0, 5, 0)))
+SUPPORTED_TEXT = "0.3.1 or 0.4.2 and later 0.4 releases"
 
 
-def _require_bound_release(functions: dict) -> None:
+def is_supported_release(release: tuple) -> bool:
+    """Whether nvmathx binds libmathdx ``release`` (major, minor, patch)."""
+    return any(low <= tuple(release[:3]) < high for low, high in SUPPORTED_RELEASES)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseFeatures:
+    """What differs between the supported libmathdx lines, for the calls nvmathx makes."""
+
+    # 0.3: CURANDDX_OPERATOR_DISTRIBUTION_PARAMETERS; 0.4: generate's third argument
+    distribution_parameters_operator: bool
+    solver_layout_traits: bool  # 0.3: cuSOLVERDx's SHARED_MEMORY_SIZE and SUGGESTED_LEADING_DIMENSION traits
+
+
+def release_features(release: tuple) -> ReleaseFeatures:
+    """The :class:`ReleaseFeatures` of a supported release."""
+    line_03 = tuple(release[:2]) == (0, 3)
+    return ReleaseFeatures(distribution_parameters_operator=line_03, solver_layout_traits=line_03)
+
+
+def features() -> ReleaseFeatures:
+    """The :class:`ReleaseFeatures` of the loaded libmathdx."""
+    return release_features(version())
+
+
+def _require_supported_release(functions: dict) -> None:
     major, minor, patch = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
     _check(functions["mathdxGetVersionEx"](ctypes.byref(major), ctypes.byref(minor), ctypes.byref(patch)),
            "mathdxGetVersionEx")
     loaded = (major.value, minor.value, patch.value)
-    if loaded != BOUND_VERSION:
+    if not is_supported_release(loaded):
         spec = LIBRARIES["mathdx"]
         raise LibraryNotFoundError(
             "mathdx", spec.pip_package, spec.env_var,
             f"{load_library('mathdx').path} is libmathdx {'.'.join(map(str, loaded))}; nvmathx binds the C API "
-            f"of {'.'.join(map(str, BOUND_VERSION))}",
+            f"of {SUPPORTED_TEXT}",
         )
 
 
-_functions = FunctionTable("mathdx", _SIGNATURES, before_load=_preload_nvrtc, after_load=_require_bound_release)
+_functions = FunctionTable("mathdx", _SIGNATURES, before_load=_preload_nvrtc, after_load=_require_supported_release)
 
 
 def has_function(name: str) -> bool:
@@ -623,8 +665,8 @@ class _Descriptor:
 
     def _function(self, suffix: str) -> str:
         name = self._prefix + suffix
-        if name not in _SIGNATURES:
-            raise TypeError(f"libmathdx {'.'.join(map(str, BOUND_VERSION))} has no {name}")
+        if name not in _functions():
+            raise TypeError(f"libmathdx {'.'.join(map(str, version()))} has no {name}")
         return name
 
     def set(self, operator: int, value) -> None:
@@ -636,7 +678,7 @@ class _Descriptor:
             _call(f"{self._prefix}SetOperatorInt64", self.handle, int(operator), int(value))
 
     def set_doubles(self, operator: int, values) -> None:
-        """Set an operator to a sequence of floats (cuRANDDx's ``DISTRIBUTION_PARAMETERS``)."""
+        """Set an operator to a sequence of floats (cuRANDDx's ``DISTRIBUTION_PARAMETERS``; 0.3 only)."""
         array = (ctypes.c_double * len(values))(*values)
         _call(self._function("SetOperatorDoubles"), self.handle, int(operator), len(values), array)
 

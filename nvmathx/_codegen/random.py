@@ -9,7 +9,11 @@ One LTO-IR object holds every function of a spec: generate, state initialisation
 skip-aheads the generator has; cuRANDDx names them itself (the ``SYMBOL_*`` traits). Their C
 signatures (libcuranddx.h) take every argument by pointer:
 
-- generate ``void(void* state, T* out)``, ``out`` holding 1, 2 or 4 values (the method);
+- generate ``void(void* state, T* out)``, ``out`` holding 1, 2 or 4 values (the method); from
+  libmathdx 0.4 ``void(void* state, T* out, P* params)``, the distribution's parameters at run time
+  (``P`` is ``T``, or double for Poisson), where 0.3.1 takes them as the descriptor's
+  ``DISTRIBUTION_PARAMETERS``. The entry points below hide the difference: kernels call the same
+  ``generate(state, out)`` on either release, the spec's parameters baked into the entry point;
 - init, pseudo-random ``void(unsigned long long* seed, unsigned long long* subsequence,
   unsigned long long* offset, void* state)``; quasi-random ``void(unsigned* dimension,
   direction_vector* vectors, offset* offset, scramble_constant* constants, void* state)``;
@@ -203,8 +207,14 @@ def _checked_parameters(distribution: str, parameters) -> tuple[float, ...]:
     return values
 
 
-def descriptor(spec: RandomSpec, target: Target) -> descriptors.Descriptor:
-    """The libmathdx descriptor (plain data) of ``spec``'s device functions for ``target``."""
+def descriptor(spec: RandomSpec, target: Target, parameters_operator: bool | None = None) -> descriptors.Descriptor:
+    """The libmathdx descriptor (plain data) of ``spec``'s device functions for ``target``.
+
+    ``parameters_operator``: whether the release takes the distribution's parameters as an operator
+    (0.3.1) rather than as generate's argument (0.4); None asks the loaded libmathdx.
+    """
+    if parameters_operator is None:
+        parameters_operator = mathdx.features().distribution_parameters_operator
     operators: list = [
         ("GENERATOR", int(GENERATORS[spec.generator])),
         ("SM", target.sm),
@@ -218,7 +228,7 @@ def descriptor(spec: RandomSpec, target: Target) -> descriptors.Descriptor:
         operators.append(("NORMAL_METHOD", int(NORMAL_METHODS[spec.normal_method])))
     if spec.generator == _PHILOX:
         operators.append(("PHILOX_ROUNDS", spec.philox_rounds))
-    if spec.parameters and spec.parameters != _DEFAULT_PARAMETERS[spec.distribution]:
+    if parameters_operator and spec.parameters and spec.parameters != _DEFAULT_PARAMETERS[spec.distribution]:
         operators.append(("DISTRIBUTION_PARAMETERS", spec.parameters))
     return ("curanddx", tuple(operators))
 
@@ -267,13 +277,13 @@ def random_code(spec: RandomSpec, target: Target) -> RandomCode:
 # need their alignment. Kernels call these wrappers instead: scalars by value, ``out`` any array of
 # the value type, the same C ABI under both Numba compilers (as fft's row copies); LTO inlines them.
 
-WRAPPER_FORMAT = 3  # bump when the generated source changes meaning
+WRAPPER_FORMAT = 4  # bump when the generated source changes meaning
 
 _C_TYPES = {"float32": "float", "float64": "double", "uint32": "unsigned int", "uint64": "unsigned long long"}
 
 _PSEUDO_INIT = """\
 extern "C" __device__ void {init}(unsigned long long*, unsigned long long*, unsigned long long*, void*);
-extern "C" __device__ void {generate}(void*, void*);
+extern "C" __device__ void {generate}({generate_parameters});
 
 extern "C" __device__ void {prefix}_init(unsigned long long seed, unsigned long long subsequence,
                                          unsigned long long offset, void* state)
@@ -303,7 +313,7 @@ SKIPS = ("skip_offset", "skip_subsequence", "skip_sequence")
 # Offsets go by pointer to a 64-bit word whichever width cuRANDDx reads (little-endian).
 _QUASI_INIT = """\
 extern "C" __device__ void {init}(unsigned int*, void*, unsigned long long*, void*, void*);
-extern "C" __device__ void {generate}(void*, void*);
+extern "C" __device__ void {generate}({generate_parameters});
 
 extern "C" __device__ void {prefix}_init(unsigned long long dimension, {word}* vectors, {constants_parameter}
                                          unsigned long long offset, void* state)
@@ -323,27 +333,57 @@ extern "C" __device__ void {prefix}_generate(void* state, {value}* out)
 }}
 """
 
+# libmathdx 0.4: generate takes the parameters (two of the value type, or lambda as a double for
+# Poisson; unused for uniform_bits) by pointer at run time.
+_GENERATE_WITH_PARAMETERS = """
+extern "C" __device__ void {prefix}_generate(void* state, {value}* out)
+{{
+    alignas(16) {value} values[{count}];
+    {parameter} parameters[2] = {{{parameters}}};
+    {generate}(state, values, parameters);
+#pragma unroll
+    for (int i = 0; i < {count}; ++i) out[i] = values[i];
+}}
+"""
+
 
 def direction_bits(generator: str) -> int:
     """Bits of a Sobol generator's direction vectors (and words per dimension)."""
     return 64 if generator.endswith("64") else 32
 
 
-def wrapper_source(spec: RandomSpec, symbols: dict, prefix: str) -> str:
+def parameter_values(spec: RandomSpec) -> tuple[str, tuple[float, float]]:
+    """(C type, two values) of the parameters libmathdx 0.4's generate reads: the value type's (double
+    for Poisson's lambda), the second value 0 where the distribution takes one, both 0 for bits."""
+    kind = "double" if spec.distribution == "poisson" else _C_TYPES[spec.dtype]
+    first, second = (tuple(spec.parameters) + (0.0, 0.0))[:2]
+    return kind, (first, second)
+
+
+def wrapper_source(spec: RandomSpec, symbols: dict, prefix: str, parameters_argument: bool = False) -> str:
     """The CUDA C++ of the entry points ``{prefix}_init``, ``{prefix}_generate`` and
-    ``{prefix}_<skip>`` for each skip-ahead in ``symbols``."""
+    ``{prefix}_<skip>`` for each skip-ahead in ``symbols``. ``parameters_argument``: cuRANDDx's
+    generate takes the distribution's parameters as its third argument (libmathdx 0.4)."""
+    generate_parameters = "void*, void*, void*" if parameters_argument else "void*, void*"
     if spec.quasi_random:
         bits = direction_bits(spec.generator)
         word = _C_TYPES[f"uint{bits}"]
         source = _QUASI_INIT.format(
             prefix=prefix, init=symbols["init"], generate=symbols["generate"], word=word, bits=bits,
             constants_parameter=f"{word}* constants," if spec.scrambled else "",
-            constants="constants + dimension" if spec.scrambled else "nullptr")
+            constants="constants + dimension" if spec.scrambled else "nullptr", generate_parameters=generate_parameters)
     else:
         source = _PSEUDO_INIT.format(prefix=prefix, init=symbols["init"], generate=symbols["generate"],
-                                     to_outputs=_offset_in_outputs(spec, "offset"))
-    source += _GENERATE.format(prefix=prefix, value=_C_TYPES[spec.dtype], count=spec.values_per_call,
-                               generate=symbols["generate"])
+                                     to_outputs=_offset_in_outputs(spec, "offset"),
+                                     generate_parameters=generate_parameters)
+    if parameters_argument:
+        kind, values = parameter_values(spec)
+        source += _GENERATE_WITH_PARAMETERS.format(
+            prefix=prefix, value=_C_TYPES[spec.dtype], count=spec.values_per_call, generate=symbols["generate"],
+            parameter=kind, parameters=", ".join(f"static_cast<{kind}>({float(value)!r})" for value in values))
+    else:
+        source += _GENERATE.format(prefix=prefix, value=_C_TYPES[spec.dtype], count=spec.values_per_call,
+                                   generate=symbols["generate"])
     for name in SKIPS:
         if name in symbols:
             count = _offset_in_outputs(spec, "n") if name == "skip_offset" else "n"
@@ -364,7 +404,10 @@ def _offset_in_outputs(spec: RandomSpec, variable: str) -> str:
 def wrapper_code(spec: RandomSpec, code: RandomCode, target: Target) -> cache.CodeEntry:
     """The LTO-IR of :func:`wrapper_source` (NVRTC through cuda.core, cached on disk); its symbol
     is the entry points' common prefix."""
+    parameters_argument = not mathdx.features().distribution_parameters_operator
     key = {"kind": "device-random-entry-points", "format": WRAPPER_FORMAT, "spec": dataclasses.asdict(spec),
-           "symbols": code.symbols, "target": target.name, "nvrtc": nvrtc.nvrtc_version()}
+           "symbols": code.symbols, "target": target.name, "nvrtc": nvrtc.nvrtc_version(),
+           "parameters_argument": parameters_argument}
     prefix = cache.symbol_for("nvmathx_random", key)
-    return nvrtc.cached_ltoir(key, prefix, wrapper_source(spec, code.symbols, prefix), target.name)
+    return nvrtc.cached_ltoir(key, prefix, wrapper_source(spec, code.symbols, prefix, parameters_argument),
+                              target.name)

@@ -8,6 +8,10 @@ the fill mode Cholesky needs, the leading dimensions, and the shared memory the 
 against the target's limit (:func:`shared_memory_bytes`, which matches cuSOLVERDx's
 ``SHARED_MEMORY_SIZE`` trait: checked in tests/device_api/test_solver_codegen.py).
 
+libmathdx 0.4 dropped the ``SHARED_MEMORY_SIZE`` and ``SUGGESTED_LEADING_DIMENSION`` traits: there
+:func:`shared_memory_bytes` and :func:`padded_leading_dimensions` (cuSOLVERDx 0.3's own rule, checked
+against 0.3.1's traits in the same tests) give them.
+
 Every function takes its arguments by pointer, in the order of :data:`FUNCTIONS` (cuSOLVERDx's
 shared-memory API): ``a``, ``b`` and ``c`` the matrices in shared memory, ``tau`` the Householder
 scalars (value type), ``ipiv`` the pivots and ``info`` the status (32-bit integers, one per
@@ -28,8 +32,8 @@ from . import cache, descriptors
 from .target import Target, max_shared_memory_per_block
 
 __all__ = ["FUNCTIONS", "DTYPES", "SolverSpec", "SolverCode", "solver_spec", "descriptor", "shared_memory_bytes",
-           "packed_leading_dimensions", "leading_dimensions", "suggested_leading_dimension", "solver_code",
-           "universal_fatbin"]
+           "packed_leading_dimensions", "padded_leading_dimensions", "leading_dimensions",
+           "suggested_leading_dimension", "solver_code", "universal_fatbin"]
 
 _F = mathdx.SolverFunction
 
@@ -132,6 +136,29 @@ def packed_leading_dimensions(spec: SolverSpec) -> tuple[int, ...]:
     when the matrices are packed: their rows (column major) or columns (row major)."""
     index = 0 if spec.arrangement == "col_major" else 1
     return tuple(shape[index] for shape in spec.matrix_shapes().values())
+
+
+def padded_leading_dimensions(spec: SolverSpec, target: Target) -> tuple[int, ...]:
+    """cuSOLVERDx's suggested leading dimensions (its ``suggested_leading_dimension_of``): ``a``'s
+    packed leading dimension padded by 16 bytes where it spans a whole number of 128-byte rows (a
+    multiple of the 32 shared-memory banks), unless one batch's padded ``a`` and ``b`` then exceed
+    the target's shared memory; ``b``'s (``c``'s) packed."""
+    packed = packed_leading_dimensions(spec)
+    itemsize = np.dtype(spec.dtype).itemsize
+    row_bytes = packed[0] * itemsize
+    if row_bytes < 128 or row_bytes % 128:
+        return packed
+    padded = (packed[0] + 16 // itemsize,) + packed[1:]
+    a_columns, b_columns = _spans(spec)
+    needed = itemsize * (padded[0] * a_columns + (padded[1] * b_columns if len(padded) > 1 else 0))
+    return padded if needed <= max_shared_memory_per_block(target) else packed
+
+
+def _spans(spec: SolverSpec) -> tuple[int, int]:
+    """How many leading-dimension strides ``a`` and ``b`` (``c``) span: columns (column major) or rows."""
+    index = 1 if spec.arrangement == "col_major" else 0
+    shapes = list(spec.matrix_shapes().values()) + [(0, 0)]
+    return shapes[0][index], shapes[1][index]
 
 
 def leading_dimensions(spec: SolverSpec) -> tuple[int, ...]:
@@ -274,15 +301,17 @@ class SolverCode:
     entry: cache.CodeEntry
     shared_memory_size: int
     block_dim: tuple[int, int, int]
-    suggested_leading_dimensions: tuple[int, int]
+    suggested_leading_dimensions: tuple[int, ...]  # a's and b's (c's); 0.3.1's trait gives two, the rule one per matrix
     suggested_batches_per_block: int
 
 
 def _traits(handle) -> dict:
-    return {"shared_memory_size": handle.trait(mathdx.SolverTrait.SHARED_MEMORY_SIZE),
-            "block_dim": list(handle.traits(mathdx.SolverTrait.BLOCK_DIM, 3)),
-            "suggested_leading_dimensions": list(handle.traits(mathdx.SolverTrait.SUGGESTED_LEADING_DIMENSION, 2)),
-            "suggested_batches_per_block": handle.trait(mathdx.SolverTrait.SUGGESTED_BATCHES_PER_BLOCK)}
+    traits = {"block_dim": list(handle.traits(mathdx.SolverTrait.BLOCK_DIM, 3)),
+              "suggested_batches_per_block": handle.trait(mathdx.SolverTrait.SUGGESTED_BATCHES_PER_BLOCK)}
+    if mathdx.features().solver_layout_traits:  # 0.3.1 reports them; 0.4 has neither trait
+        traits["shared_memory_size"] = handle.trait(mathdx.SolverTrait.SHARED_MEMORY_SIZE)
+        traits["suggested_leading_dimensions"] = list(handle.traits(mathdx.SolverTrait.SUGGESTED_LEADING_DIMENSION, 2))
+    return traits
 
 
 def _query(spec: SolverSpec, target: Target) -> dict:
@@ -296,7 +325,14 @@ def suggested_leading_dimension(spec: SolverSpec, target: Target) -> tuple[int, 
     """cuSOLVERDx's padded leading dimensions for ``spec``'s problem (fewer shared-memory bank
     conflicts), in the form ``leading_dimension`` takes; traits only, no code generated."""
     packed = dataclasses.replace(spec, leading_dimension=None)
-    return tuple(_query(packed, target)["suggested_leading_dimensions"][: len(packed_leading_dimensions(spec))])
+    return tuple(_suggested(packed, target, _query(packed, target))[: len(packed_leading_dimensions(spec))])
+
+
+def _suggested(spec: SolverSpec, target: Target, traits: dict) -> tuple[int, ...]:
+    """cuSOLVERDx's trait where the release has it (0.3.1), else its rule."""
+    if "suggested_leading_dimensions" in traits:
+        return tuple(traits["suggested_leading_dimensions"])
+    return padded_leading_dimensions(spec, target)
 
 
 def solver_code(spec: SolverSpec, target: Target) -> SolverCode:
@@ -304,9 +340,10 @@ def solver_code(spec: SolverSpec, target: Target) -> SolverCode:
     CPU the first time). A combination cuSOLVERDx refuses is an ``OptionsError`` naming ``size``,
     with libmathdx's message."""
     traits = _query(spec, target)
-    return SolverCode(descriptors.get_code(descriptor(spec, target), target), traits["shared_memory_size"],
-                      tuple(traits["block_dim"]),
-                      tuple(traits["suggested_leading_dimensions"]), traits["suggested_batches_per_block"])
+    packed = dataclasses.replace(spec, leading_dimension=None)
+    return SolverCode(descriptors.get_code(descriptor(spec, target), target),
+                      traits.get("shared_memory_size", shared_memory_bytes(spec)), tuple(traits["block_dim"]),
+                      _suggested(packed, target, traits), traits["suggested_batches_per_block"])
 
 
 _fatbins: dict[str, cache.CodeEntry] = {}  # by cache entry: one read per process

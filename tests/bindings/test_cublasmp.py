@@ -11,8 +11,47 @@ from nvmathx._core.errors import LibraryNotFoundError
 
 
 def test_version_decoding():
-    assert cublasmp.decode_version(700) == (0, 7, 0)
+    assert cublasmp.decode_version(700) == (0, 7, 0)  # 0.7: major * 1000 + minor * 100 + patch
     assert cublasmp.decode_version(702) == (0, 7, 2)
+    assert cublasmp.decode_version(801) == (0, 8, 1)  # 0.8 on: major * 10000 + minor * 100 + patch
+    assert cublasmp.decode_version(1000) == (0, 10, 0)
+
+
+@pytest.mark.parametrize("release, nccl", [((0, 7, 0), (2, 28, 3)), ((0, 8, 1), (2, 29, 2)), ((0, 10, 0), (2, 29, 2))])
+def test_minimum_nccl_of_each_release(release, nccl):
+    assert cublasmp.minimum_nccl(release) == nccl
+
+
+def test_cublasmp_08_with_an_older_nccl_names_both_and_what_to_install():
+    with pytest.raises(LibraryNotFoundError) as info:
+        cublasmp.check_versions(801, (2, 28, 9))
+    message = str(info.value)
+    assert "cuBLASMp 0.8.1 needs NCCL >= 2.29.2; the loaded libnccl is 2.28.9" in message
+    assert "nvidia-cublasmp-cu13==0.7.*" in message and info.value.library == "nccl"
+
+
+def test_cublasmp_010_with_a_new_enough_nccl_is_refused_for_its_api():
+    with pytest.raises(LibraryNotFoundError, match="binds cuBLASMp 0.7's API; the loaded libcublasmp is 0.10.0"):
+        cublasmp.check_versions(1000, (2, 29, 7))
+
+
+def test_a_cublasmp_that_will_not_load_beside_an_old_nccl_is_explained(monkeypatch):
+    """cuBLASMp 0.8+ fails to load with NCCL < 2.29.2: the wheel's version and NCCL's say why."""
+    def load(name):
+        if name == "cublasmp":
+            raise LibraryNotFoundError("cublasmp", "nvidia-cublasmp-cu13", "NVMATHX_CUBLASMP_PATH", "undefined symbol")
+        return None
+
+    monkeypatch.setattr(cublasmp, "load_library", load)
+    monkeypatch.setattr(cublasmp, "_nccl_version", lambda: (2, 28, 9))
+    monkeypatch.setattr(cublasmp, "_installed_release", lambda: (0, 8, 1))
+    with pytest.raises(LibraryNotFoundError, match=r"cuBLASMp 0\.8\.1 needs NCCL >= 2\.29\.2; the loaded libnccl is "
+                                                   r"2\.28\.9") as info:
+        cublasmp._prepare()
+    assert "undefined symbol" in str(info.value.__cause__)
+    monkeypatch.setattr(cublasmp, "_installed_release", lambda: (0, 7, 0))  # not the pair: the loader's own error
+    with pytest.raises(LibraryNotFoundError, match="undefined symbol"):
+        cublasmp._prepare()
 
 
 @pytest.mark.parametrize("nccl", [(2, 28, 3), (2, 28, 9), (2, 29, 2), (3, 0, 0)])

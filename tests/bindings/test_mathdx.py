@@ -33,19 +33,36 @@ def _fft(size, ept=None, fpb=None, precision=mathdx.Precision.F32, execution=mat
     return handle
 
 
-def test_the_loaded_release_is_the_bound_one():
-    assert mathdx.version() == mathdx.BOUND_VERSION
+def test_the_loaded_release_is_supported():
+    assert mathdx.is_supported_release(mathdx.version())
+    assert mathdx.features() == mathdx.release_features(mathdx.version())
 
 
-def test_another_release_is_refused_when_the_library_loads():
-    def reports_0_4_2(major, minor, patch):
-        major._obj.value, minor._obj.value, patch._obj.value = 0, 4, 2
+def _reports(release):
+    def get_version(major, minor, patch):
+        major._obj.value, minor._obj.value, patch._obj.value = release
         return 0
+    return {"mathdxGetVersionEx": get_version}
 
-    refusal = r"is libmathdx 0\.4\.2; nvmathx binds the C API of 0\.3\.1"
+
+@pytest.mark.parametrize("release", [(0, 4, 1), (0, 3, 2), (0, 5, 0)])
+def test_another_release_is_refused_when_the_library_loads(release):
+    text = r"\.".join(map(str, release))
+    refusal = rf"is libmathdx {text}; nvmathx binds the C API of 0\.3\.1 or 0\.4\.2 and later 0\.4 releases"
     with pytest.raises(LibraryNotFoundError, match=refusal) as caught:
-        mathdx._require_bound_release({"mathdxGetVersionEx": reports_0_4_2})
-    assert caught.value.library == "mathdx" and "==0.3.1.9" in caught.value.pip_package
+        mathdx._require_supported_release(_reports(release))
+    assert caught.value.library == "mathdx" and ">=0.4.2,<0.5" in caught.value.pip_package
+
+
+@pytest.mark.parametrize("release", [(0, 3, 1), (0, 4, 2), (0, 4, 9)])
+def test_a_supported_release_loads(release):
+    mathdx._require_supported_release(_reports(release))
+
+
+def test_what_each_line_has():
+    old, new = mathdx.release_features((0, 3, 1)), mathdx.release_features((0, 4, 2))
+    assert old.distribution_parameters_operator and old.solver_layout_traits
+    assert not new.distribution_parameters_operator and not new.solver_layout_traits
 
 
 def test_nvrtc_version_is_reported():

@@ -42,11 +42,22 @@ def test_the_mlir_compiler_is_at_least_the_release_tested():
     assert mlir.specifier.contains("0.6.0") and not mlir.specifier.contains("0.5.4")
 
 
+# Wheel versions (four parts) each extra must admit, and some it must not.
+ADMITTED = {"device": ("0.3.1.9", "0.4.2.37"), "device-numba-cuda": ("0.3.1.9", "0.4.2.37"),
+            "device-cu12": ("0.3.1.9",)}
+REFUSED = ("0.3.0.13", "0.3.2.6", "0.4.0.9", "0.4.1.15", "0.5.0.1")
+
+
 @pytest.mark.parametrize("extra", ["device", "device-numba-cuda", "device-cu12"])
-def test_every_device_extra_pins_the_libmathdx_release_the_binding_binds(extra):
-    from nvmathx._bindings.mathdx import BOUND_VERSION
+def test_every_device_extra_admits_only_releases_the_binding_binds(extra):
+    from nvmathx._bindings.mathdx import is_supported_release
 
     (mathdx,) = [r for r in _extra(extra) if r.name.startswith("nvidia-libmathdx")]
-    # one release only: the binding refuses any other when the library loads
-    assert str(mathdx.specifier).startswith("==")
-    assert tuple(int(part) for part in str(mathdx.specifier)[2:].split(".")[:3]) == BOUND_VERSION
+    for release in ADMITTED[extra]:
+        assert mathdx.specifier.contains(release), (extra, release)
+    for release in REFUSED:
+        assert not mathdx.specifier.contains(release), (extra, release)
+    # what the extra admits, the binding loads (it refuses any other release when the library loads)
+    for release in ADMITTED[extra] + REFUSED:
+        numbers = tuple(int(part) for part in release.split(".")[:3])
+        assert mathdx.specifier.contains(release) == is_supported_release(numbers), release

@@ -90,22 +90,50 @@ def test_functions_and_descriptor_per_generator():
     assert sobol & flags.SKIP_OFFSET and not sobol & flags.SKIP_SUBSEQUENCE
     assert not random_codegen.random_spec("scrambled_sobol32", "normal").functions & flags.SKIP_OFFSET
     spec = random_codegen.random_spec("philox4_32_10", "normal", np.float64, parameters=(2, 0.5), philox_rounds=7)
-    library, operators = random_codegen.descriptor(spec, H100)
+    library, operators = random_codegen.descriptor(spec, H100, parameters_operator=True)  # libmathdx 0.3.1
     assert library == "curanddx"
     operators = dict(operators)
     assert operators["PHILOX_ROUNDS"] == 7 and operators["DISTRIBUTION_PARAMETERS"] == (2.0, 0.5)
     assert operators["SM"] == 900 and operators["GENERATE_METHOD"] == 2
-    defaults = dict(random_codegen.descriptor(random_codegen.random_spec("xorwow", "uniform"), H100)[1])
+    defaults = dict(random_codegen.descriptor(random_codegen.random_spec("xorwow", "uniform"), H100, True)[1])
     assert "DISTRIBUTION_PARAMETERS" not in defaults and "PHILOX_ROUNDS" not in defaults
+    # 0.4: the parameters go to generate at run time, through the entry point
+    assert "DISTRIBUTION_PARAMETERS" not in dict(random_codegen.descriptor(spec, H100, parameters_operator=False)[1])
+
+
+@pytest.mark.parametrize("distribution, dtype, parameters, expected", [
+    ("normal", np.float64, (2.0, 0.5), ("double", (2.0, 0.5))),
+    ("uniform", np.float32, (-1.0, 3.0), ("float", (-1.0, 3.0))),
+    ("poisson", np.uint32, (4.5,), ("double", (4.5, 0.0))),  # lambda is a double whatever the values
+    ("uniform_bits", np.uint32, None, ("unsigned int", (0.0, 0.0))),  # unused
+])
+def test_the_parameters_libmathdx_04s_generate_reads(distribution, dtype, parameters, expected):
+    spec = random_codegen.random_spec("xorwow", distribution, dtype, parameters=parameters)
+    assert random_codegen.parameter_values(spec) == expected
+
+
+def test_entry_points_pass_the_parameters_to_04s_generate():
+    spec = random_codegen.random_spec("xorwow", "normal", np.float32, parameters=(2.0, 0.25), normal_method="icdf")
+    symbols = {"init": "curanddx_init", "generate": "curanddx_generate", "skip_offset": "curanddx_skip"}
+    old = random_codegen.wrapper_source(spec, symbols, "p")
+    new = random_codegen.wrapper_source(spec, symbols, "p", parameters_argument=True)
+    assert "curanddx_generate(void*, void*);" in old and "curanddx_generate(state, values);" in old
+    assert "curanddx_generate(void*, void*, void*);" in new
+    assert "float parameters[2] = {static_cast<float>(2.0), static_cast<float>(0.25)};" in new
+    assert "curanddx_generate(state, values, parameters);" in new
 
 
 def _pseudo_caller(code, spec, value_type):
     """C++ calling every generated function of a pseudo-random spec by its documented signature."""
     symbols = code.symbols
+    # libmathdx 0.4's generate takes the distribution's parameters as a third argument
+    parameters = not random_codegen.mathdx.features().distribution_parameters_operator
+    kind, values = random_codegen.parameter_values(spec)
+    extra = f", {kind}*" if parameters else ""
     declarations = (
         f'extern "C" __device__ void {symbols["init"]}(unsigned long long*, unsigned long long*, '
         f'unsigned long long*, void*);\n'
-        f'extern "C" __device__ void {symbols["generate"]}(void*, {value_type}*);\n'
+        f'extern "C" __device__ void {symbols["generate"]}(void*, {value_type}*{extra});\n'
         f'extern "C" __device__ void {symbols["skip_offset"]}(void*, unsigned long long*);\n'
         f'extern "C" __device__ void {symbols["skip_subsequence"]}(void*, unsigned long long*);\n'
     )
@@ -119,7 +147,8 @@ def _pseudo_caller(code, spec, value_type):
         f"    {symbols['skip_subsequence']}(state, &skip);\n"
         + (f"    {symbols['skip_sequence']}(state, &skip);\n" if "skip_sequence" in symbols else "")
         + f"    {value_type} out[{spec.values_per_call}];\n"
-        f"    {symbols['generate']}(state, out);\n"
+        f"    {kind} parameters[2] = {{{values[0]}, {values[1]}}};\n"
+        f"    {symbols['generate']}(state, out{', parameters' if parameters else ''});\n"
         f"    (({value_type}*)p[0])[threadIdx.x] = out[0];\n"
     )
     return declarations, body

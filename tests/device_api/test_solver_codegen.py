@@ -143,7 +143,11 @@ def test_shared_memory_of_q_from_the_right():
 
 @needs_mathdx
 def test_libmathdx_refuses_what_the_table_refuses():
-    """The 128 x 128 complex128 Cholesky the spec refuses does not compile in libmathdx either."""
+    """The 128 x 128 complex128 Cholesky the spec refuses does not compile in libmathdx 0.3.1 either."""
+    from nvmathx._bindings import mathdx
+
+    if not mathdx.features().solver_layout_traits:
+        pytest.skip("libmathdx 0.4 generates it (no shared-memory check when generating); the spec refuses it first")
     spec = solver_codegen.SolverSpec("potrf", 128, 128, 0, "complex128", "lower", "col_major", 1, None)
     with pytest.raises(OptionsError, match="^size: cuSOLVERDx does not generate .*COMMONDX_COMPILATION_ERROR"):
         solver_codegen.solver_code(spec, TARGET)
@@ -228,3 +232,37 @@ def test_the_device_suites_solver_kernel_compiles(compiler, options):
     signature = (value, value, compiler.types.int32[::1])
     assert _calls(compiler, kernel.py_func, signature) == [solver._entry().symbol]
     assert shared_bytes >= solver.shared_memory_size + 4 * solver.info_size
+
+
+# cuSOLVERDx's suggested leading dimensions: libmathdx 0.4 dropped the trait, so nvmathx computes them
+# (padded_leading_dimensions); the rule must equal 0.3.1's trait. (function, size, dtype, arrangement)
+SUGGESTION_CASES = [
+    ("potrf", (32, 32), "float32", "col_major"),  # 128-byte columns: padded by 16 bytes
+    ("potrf", (24, 24), "float32", "col_major"),  # 96 bytes: not padded
+    ("getrf_partial_pivot", (64, 48), "float64", "col_major"),
+    ("getrf_partial_pivot", (48, 64), "float64", "row_major"),  # rows span n = 64 elements
+    ("gesv_partial_pivot", (64, 64, 3), "complex128", "col_major"),  # 16-byte elements: one more
+    ("geqrf", (16, 16), "complex64", "col_major"),  # exactly 128 bytes
+    ("potrs", (128, 128, 99), "float64", "col_major"),  # padding would overflow the 227 KiB: not padded
+]
+
+
+@pytest.mark.parametrize("function, size, dtype, arrangement", SUGGESTION_CASES,
+                         ids=[f"{c[0]}-{c[2]}-{c[3]}-{'x'.join(map(str, c[1]))}" for c in SUGGESTION_CASES])
+def test_the_padding_rule_is_cusolverdx_03s_trait(function, size, dtype, arrangement):
+    spec = solver_codegen.solver_spec(function, size, dtype, arrangement=arrangement)
+    ours = solver_codegen.padded_leading_dimensions(spec, TARGET)
+    packed = solver_codegen.packed_leading_dimensions(spec)
+    assert len(ours) == len(packed) and ours[1:] == packed[1:]
+    itemsize = np.dtype(dtype).itemsize
+    assert ours[0] in (packed[0], packed[0] + 16 // itemsize)
+    from nvmathx._bindings import mathdx
+
+    try:
+        supported = mathdx.features().solver_layout_traits
+    except Exception as error:  # noqa: BLE001  (no libmathdx: the rule's own checks above still ran)
+        pytest.skip(f"libmathdx not available: {error}")
+    if not supported:
+        pytest.skip(f"libmathdx {mathdx.version()} has no SUGGESTED_LEADING_DIMENSION trait to compare with")
+    traits = solver_codegen._query(spec, TARGET)
+    assert tuple(traits["suggested_leading_dimensions"][: len(packed)]) == ours
