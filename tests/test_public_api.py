@@ -10,13 +10,14 @@ import nvmathx
 TOP_LEVEL = {
     "__version__", "ExecutionCUDA", "ExecutionCPU", "NvmathxError", "LibraryNotFoundError", "CudaLibraryError",
     "OperandError", "UnsupportedOperandError", "UnsupportedLayoutError", "OptionsError", "InvalidStateError",
-    "DeviceUnavailableError", "SingularMatrixError", "CommunicationError", "linalg", "fft", "device_api",
+    "DeviceUnavailableError", "SingularMatrixError", "CommunicationError", "linalg", "fft", "sparse", "device_api",
     "distributed", "typing",
     "CacheInfo", "cache_dir", "cache_info", "clear_cache", "set_cache_dir",
 }
 
 # Public (non-underscore) modules allowed anywhere in the package.
-PUBLIC_MODULES = {"nvmathx", "nvmathx.linalg", "nvmathx.fft", "nvmathx.device_api", "nvmathx.typing", "nvmathx.torch",
+PUBLIC_MODULES = {"nvmathx", "nvmathx.linalg", "nvmathx.fft", "nvmathx.sparse", "nvmathx.device_api", "nvmathx.typing",
+                  "nvmathx.torch",
                   "nvmathx.distributed", "nvmathx.distributed.fft", "nvmathx.distributed.linalg"}
 
 
