@@ -45,6 +45,7 @@ LIBRARIES = {
         _LibrarySpec("cublasLt", "cublasLt", "nvidia-cublas (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("cublas", "cublas", "nvidia-cublas (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("cufft", "cufft", "nvidia-cufft (or nvmathx[cu13] / nvmathx[cu12])"),
+        _LibrarySpec("cusparse", "cusparse", "nvidia-cusparse (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("nvrtc", "nvrtc", "nvidia-cuda-nvrtc"),
         _LibrarySpec("nvJitLink", "nvJitLink", "nvidia-nvjitlink"),
         _LibrarySpec("mathdx", "mathdx", "nvidia-libmathdx-cu13==0.3.1.9 (or nvidia-libmathdx-cu12==0.3.1.9)"),
@@ -53,8 +54,8 @@ LIBRARIES = {
         _LibrarySpec("nccl", "nccl", "nvidia-nccl-cu13 (or nvmathx[distributed])"),
         _LibrarySpec("nvshmem_host", "nvshmem_host", "nvidia-nvshmem-cu13 (or nvmathx[distributed])"),
         _LibrarySpec("cublasmp", "cublasmp", "nvidia-cublasmp-cu13==0.7.* (or nvmathx[distributed])"),
-    )
         _LibrarySpec("cudss", "cudss", "nvidia-cudss-cu13>=0.8,<2 (or nvmathx[sparse]; nvidia-cudss-cu12 for CUDA 12)"),
+    )
 }
 
 

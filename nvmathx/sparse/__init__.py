@@ -11,7 +11,25 @@ every dense operand must be of that kind. Host operands run on the CPU (scipy) u
 ``execution="cuda"``.
 """
 
+from ._function import matmul, plan_cache, plan_key
+from ._matmul import Matmul
+from ._options import MatmulOptions
+from ._solver import DirectSolver, FactorizationInfo
+from ._solver_options import DirectSolverOptions
+from ._spsolve import spsolve, spsolve_plan_cache, spsolve_plan_key
+
 __all__: list[str] = [
     # sparse @ dense (cuSPARSE)
+    "Matmul",
+    "matmul",
+    "MatmulOptions",
+    "plan_cache",
+    "plan_key",
     # the sparse direct solver (cuDSS)
+    "DirectSolver",
+    "DirectSolverOptions",
+    "FactorizationInfo",
+    "spsolve",
+    "spsolve_plan_key",
+    "spsolve_plan_cache",
 ]

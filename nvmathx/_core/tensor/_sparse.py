@@ -101,7 +101,7 @@ class SparseOperand:
         return _DENSE_LIBRARY[self.package]
 
     @property
-    def pointers(self) -> tuple:
+    def pointers(self) -> tuple[int, int, int]:
         """``(indptr, indices, values)`` addresses."""
         return self.indptr.ptr, self.indices.ptr, self.values.ptr
 
