@@ -31,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from .._core.errors import CudaLibraryError, LibraryNotFoundError
 from ._loader import LIBRARIES, FunctionTable, address, load_library
@@ -299,7 +300,7 @@ _SIGNATURES = {
 }
 
 # The C type of every configuration parameter nvmathx sets: cuDSS checks the size it is given.
-_CONFIG_TYPES = {
+_CONFIG_TYPES: dict = {
     ConfigParam.REORDERING_ALG: ctypes.c_int32, ConfigParam.FACTORIZATION_ALG: ctypes.c_int32,
     ConfigParam.SOLVE_ALG: ctypes.c_int32, ConfigParam.MATCHING_ALG: ctypes.c_int32,
     ConfigParam.SOLVE_MODE: ctypes.c_int32, ConfigParam.IR_N_STEPS: ctypes.c_int32,
@@ -309,7 +310,7 @@ _CONFIG_TYPES = {
     ConfigParam.DETERMINISTIC_MODE: ctypes.c_int32,
 }
 # Scalar data parameters read on the host (INERTIA is two of its type).
-_DATA_TYPES = {
+_DATA_TYPES: dict = {
     DataParam.INFO: ctypes.c_int32, DataParam.LU_NNZ: ctypes.c_int64, DataParam.NSUPERPANELS: ctypes.c_int32,
     DataParam.IR_N_STEPS: ctypes.c_int32,
 }
@@ -438,6 +439,7 @@ def data_get(handle: int, data: int, param: DataParam, index_bytes: int = 4):
     ``index_bytes`` wide), and for MEMORY_ESTIMATES the 16 int64 of cuDSS's estimates (device
     permanent, device peak, host permanent, host peak, hybrid minimum, hybrid maximum, reserved)."""
     index_type = ctypes.c_int32 if index_bytes == 4 else ctypes.c_int64
+    buffer: Any
     if param in _DATA_TYPES:
         buffer = _DATA_TYPES[param]()
     elif param is DataParam.INERTIA:
