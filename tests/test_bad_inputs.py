@@ -598,7 +598,56 @@ TORCH_FLOAT8 = [
         "fp8_state", device=False),
 ]
 
-CATALOGUE = MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + PLAN_CACHES + DEVICE_API + TORCH_FLOAT8
+def _spd(n=4):
+    """A small SPD CSR matrix (host) for the direct solver's rows."""
+    import scipy.sparse
+
+    return scipy.sparse.csr_array(np.diag(np.arange(2.0, 2.0 + n)) + np.diag(np.ones(n - 1), 1)
+                                  + np.diag(np.ones(n - 1), -1))
+
+
+def _solver_reset(**kwargs):
+    from nvmathx.sparse import DirectSolver
+
+    solver = DirectSolver(_spd(), np.ones(4))
+    solver.reset_operands(**kwargs)
+
+
+def _sparse_solve(a=None, b=None, **kwargs):
+    from nvmathx.sparse import spsolve
+
+    return spsolve(_spd() if a is None else a, np.ones(4) if b is None else b, **kwargs)
+
+
+SPARSE_SOLVER = [
+    Row("spsolve of a dense a", lambda o: _sparse_solve(a=np.eye(4)), UnsupportedOperandError, "a", device=False),
+    Row("spsolve of a non-square a", lambda o: _sparse_solve(a=_spd()[:3]), OperandError, "a", device=False),
+    Row("spsolve of integer a", lambda o: _sparse_solve(a=_spd().astype(np.int64)), UnsupportedOperandError, "a",
+        device=False),
+    Row("spsolve b of another length", lambda o: _sparse_solve(b=np.ones(5)), OperandError, "b", device=False),
+    Row("spsolve b of another dtype", lambda o: _sparse_solve(b=np.ones(4, np.float32)), OperandError, "b",
+        device=False),
+    Row("spsolve 3-D b", lambda o: _sparse_solve(b=np.ones((4, 1, 1))), OperandError, "b", device=False),
+    Row("spsolve NaN in b", lambda o: _sparse_solve(b=np.full(4, np.nan)), OperandError, "b", device=False),
+    Row("spsolve unknown matrix type", lambda o: _sparse_solve(options={"matrix_type": "tridiagonal"}), OptionsError,
+        "options.matrix_type", device=False),
+    Row("spsolve triangle of a general matrix", lambda o: _sparse_solve(options={"triangle": "upper"}), OptionsError,
+        "options.triangle", device=False),
+    Row("spsolve Hermitian real matrix", lambda o: _sparse_solve(options={"matrix_type": "hpd"}), OptionsError,
+        "options.matrix_type", device=False),
+    Row("spsolve negative refinement", lambda o: _sparse_solve(options={"refinement_steps": -2}), OptionsError,
+        "options.refinement_steps", device=False),
+    Row("spsolve unknown execution", lambda o: _sparse_solve(execution="tpu"), OptionsError, "execution",
+        device=False),
+    Row("DirectSolver reset with a new pattern", lambda o: _solver_reset(a=_spd() + _spd() @ _spd()), OperandError,
+        "a", device=False),
+    Row("DirectSolver reset with b of another shape", lambda o: _solver_reset(b=np.ones((4, 2))), OperandError, "b",
+        device=False),
+]
+
+
+CATALOGUE = (MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + PLAN_CACHES + DEVICE_API + TORCH_FLOAT8
+             + SPARSE_SOLVER)
 
 
 def _rows(space):
