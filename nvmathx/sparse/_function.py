@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .._core.execution import normalize_execution
+from .._core.execution import ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
-from .._core.tensor import key_function, operand_keys, wrap_sparse_operand
+from .._core.tensor import as_array, key_function, operand_keys, wrap_sparse_operand
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._matmul import Matmul, wrap_dense
 from ._options import MatmulOptions
@@ -22,22 +22,26 @@ def plan_key(a, b: ArrayLike, c: ArrayLike | None = None, *, transpose_a: bool =
              execution: ExecutionLike = None) -> tuple:
     """The plan-cache key of a :func:`matmul` call: everything that changes the plan.
 
-    A hashable tuple: ``a``'s library, shape, number of entries, dtypes and device (and, on the GPU,
-    the addresses of its row offsets and column indices, which stand for its sparsity pattern);
+    A hashable tuple: ``a``'s library, shape, number of entries, dtypes and device (and, for CUDA
+    execution, the addresses of its row offsets and column indices, which stand for its sparsity
+    pattern: a pattern rewritten in place needs ``plan_cache.clear()``);
     ``b``'s and ``c``'s library, shape, strides, dtype and device; ``transpose_a``; the options and
     execution space. Values (``a``'s values, ``b``, ``c``, ``alpha``, ``beta``) are not part of it.
     """
-    return _key(wrap_sparse_operand(a, "a"), b, c, transpose_a, options, execution)
+    return _key(wrap_sparse_operand(a, "a"), as_array(b), None if c is None else as_array(c), transpose_a, options,
+                execution)
 
 
 def _key(a_op, b, c, transpose_a, options, execution) -> tuple:
     sig_b = (operand_keys.get(type(b)) or key_function(b, "b"))(b)[0]
     sig_c = None if c is None else (operand_keys.get(type(c)) or key_function(c, "c"))(c)[0]
-    pattern = a_op.pointers[:2] if a_op.device_id >= 0 else None
     if options is not None:
         options = check_or_create_options(MatmulOptions, options, "options")
     if execution is not None:
         execution = normalize_execution(execution, a_op.device_id)
+    # cuSPARSE plans depend on the pattern (SpMM's preprocessing); the CPU space's do not
+    on_gpu = a_op.device_id >= 0 or isinstance(execution, ExecutionCUDA)
+    pattern = a_op.pointers[:2] if on_gpu else None
     return (a_op.key(), pattern, sig_b, sig_c, check_transpose(transpose_a), options, execution)
 
 
@@ -95,6 +99,7 @@ def matmul(a, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, b
     array([1., 3., 2.])
     """
     a_op = wrap_sparse_operand(a, "a")
+    b, c = as_array(b), None if c is None else as_array(c)
     key = _key(a_op, b, c, transpose_a, options, execution)
     device_id = a_op.device_id
     plan = plan_cache.get(device_id, key)
@@ -103,5 +108,7 @@ def matmul(a, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, b
         plan.plan()
         plan_cache.put(device_id, key, plan)
         return plan.execute(stream=stream)
-    plan._reset_wrapped(a_op, wrap_dense(b, "b", a_op), None if c is None else wrap_dense(c, "c", a_op), alpha, beta)
+    b_op = wrap_dense(b, "b", a_op)
+    c_op = None if c is None else wrap_dense(c, "c", a_op)
+    plan._reset_wrapped(a_op, b_op, c_op, alpha, beta, checked=True)
     return plan.execute(stream=stream)

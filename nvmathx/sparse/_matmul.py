@@ -309,12 +309,17 @@ class Matmul:
         new_c = None if c is None else wrap_dense(c, "c", held)
         self._reset_wrapped(new_a, new_b, new_c, alpha, beta)
 
-    def _reset_wrapped(self, a: SparseOperand | None, b: Operand | None, c: Operand | None, alpha, beta) -> None:
-        if a is not None:
-            _check_same_matrix(self._host["a"], a)
-        for name, operand in (("b", b), ("c", c)):
-            if operand is not None:
-                _check_same_dense(self._host[name], operand, name)
+    def _reset_wrapped(self, a: SparseOperand | None, b: Operand | None, c: Operand | None, alpha, beta,
+                       checked: bool = False) -> None:
+        """reset_operands() of wrapped operands; ``checked``: the caller vouches that they match the
+        held ones (the function form's key holds their shapes, dtypes, layouts and, where the plan
+        depends on it, the address of ``a``'s pattern)."""
+        if not checked:
+            if a is not None:
+                _check_same_matrix(self._host["a"], a)
+            for name, operand in (("b", b), ("c", c)):
+                if operand is not None:
+                    _check_same_dense(self._host[name], operand, name)
         if alpha is not None or beta is not None:
             alpha, beta = check_scalars(self._alpha if alpha is None else alpha, self._beta if beta is None else beta,
                                         complex_ok=self._host["a"].dtype.kind == "c", has_c=self._problem.has_c)

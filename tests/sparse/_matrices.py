@@ -58,3 +58,65 @@ def dense_from_parts(indptr, indices, data, shape):
     rows = np.repeat(np.arange(shape[0]), np.diff(indptr))
     np.add.at(dense, (rows, indices), data)
     return dense
+
+
+TOLERANCES = {"float16": 1e-2, "bfloat16": 3e-2, "float32": 2e-5, "complex64": 2e-5, "float64": 1e-12,
+              "complex128": 1e-12}
+
+
+def make_sparse(library, parts, shape, *, kind="csr_matrix", device="cpu"):
+    """A CSR matrix of ``library`` ("scipy", "torch", "cupy") holding exactly these host arrays
+    (values of a torch dtype name such as "bfloat16" for torch are rounded there)."""
+    indptr, indices, data = parts
+    if library == "scipy":
+        return scipy_csr(parts, shape, kind)
+    if library == "torch":
+        import torch
+
+        values = torch.from_numpy(np.ascontiguousarray(data))
+        return torch.sparse_csr_tensor(torch.from_numpy(indptr), torch.from_numpy(indices), values, shape,
+                                       device=device)
+    import cupy
+    import cupyx.scipy.sparse
+
+    return cupyx.scipy.sparse.csr_matrix((cupy.asarray(data), cupy.asarray(indices), cupy.asarray(indptr)),
+                                         shape=shape)
+
+
+def make_dense(library, array, *, device="cpu"):
+    """``array`` (numpy) as a dense array of ``library``'s dense kind."""
+    if library == "scipy":
+        return array
+    if library == "torch":
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(array) if array.ndim else array).to(device)
+    import cupy
+
+    return cupy.asarray(array)
+
+
+def to_host(array):
+    """A numpy copy of a numpy, torch or cupy array."""
+    if isinstance(array, np.ndarray):
+        return array
+    if type(array).__module__.startswith("torch"):
+        return array.detach().cpu().numpy()
+    return array.get()
+
+
+def reference(dense_a, b, c, alpha, beta, transpose):
+    """``alpha * op(a) @ b + beta * c`` in float64 (complex128) with numpy, from dense arrays."""
+    wide = np.complex128 if np.iscomplexobj(dense_a) or np.iscomplexobj(b) else np.float64
+    a = np.asarray(dense_a, dtype=wide)
+    result = alpha * ((a.T if transpose else a) @ np.asarray(b, dtype=wide))
+    if c is not None and beta != 0:
+        result = result + beta * np.asarray(c, dtype=wide)
+    return result
+
+
+def assert_close(result, expected, dtype_name):
+    tolerance = TOLERANCES[dtype_name]
+    scale = max(float(np.abs(expected).max(initial=0.0)), 1.0)
+    np.testing.assert_allclose(np.asarray(result, dtype=expected.dtype), expected, rtol=tolerance,
+                               atol=tolerance * scale)
