@@ -1,7 +1,8 @@
 """The direct solver's CPU space: SuperLU through ``scipy.sparse.linalg.splu``.
 
 The same contract as the GPU's: the matrix type and stored triangle are honoured (a symmetric or
-Hermitian matrix is rebuilt from the triangle cuDSS would read), an exactly zero pivot raises
+Hermitian matrix is rebuilt from its stored triangle, the lower one when the whole matrix is
+stored), an exactly zero pivot raises
 :class:`~nvmathx.SingularMatrixError` (scipy's ``spsolve`` returns NaN with a warning instead), a
 positive definite type whose pivots are not all positive raises it too, and iterative refinement
 runs the requested steps. SuperLU perturbs no pivots; where it pivots only on the diagonal (the

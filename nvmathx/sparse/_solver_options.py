@@ -32,9 +32,10 @@ class DirectSolverOptions:
         ``"general"`` (LU), ``"symmetric"`` (LDLᵀ), ``"hermitian"`` (LDLᴴ), ``"spd"`` or ``"hpd"``
         (Cholesky). Symmetric and Hermitian types say what the matrix *is*; nvmathx does not check it.
     triangle : str
-        Which part of a symmetric or Hermitian matrix is stored and read: ``"full"`` (the default,
-        only the lower triangle is read), ``"lower"`` or ``"upper"``. A general matrix is always
-        read in full.
+        Which part of a symmetric or Hermitian matrix is stored: ``"full"`` (the default: the whole
+        matrix, which must then be symmetric or Hermitian, as cuDSS reads one triangle of it; the
+        CPU space reads the lower one), ``"lower"`` or ``"upper"``. A general matrix is always read
+        in full.
     reordering : str
         The fill-reducing ordering: ``"default"`` (cuDSS's nested dissection; on the CPU, SuperLU's
         COLAMD for general and minimum degree on ``A + Aᵀ`` for the other types), ``"amd"``,

@@ -110,16 +110,17 @@ def _device_checksum(a: SparseOperand, stream) -> bytes:
     return np.asarray(a.shape, dtype=np.int64).tobytes() + host.tobytes()
 
 
-def count_nonfinite(array, device_id: int, stream) -> int:
-    """How many NaN or infinite numbers a contiguous device array (an Operand) holds; waits for the answer."""
-    count = int(np.prod(array.shape, dtype=np.int64)) * (2 if array.dtype.kind == "c" else 1)
+def count_nonfinite(ptr: int, size: int, dtype, device_id: int, stream) -> int:
+    """How many NaN or infinite numbers ``size`` contiguous device elements of ``dtype`` at ``ptr``
+    hold; waits for the answer."""
+    dtype = np.dtype(dtype)
+    count = int(size) * (2 if dtype.kind == "c" else 1)
     if count == 0:
         return 0
-    real = "float" if array.dtype in (np.float32, np.complex64) else "double"
+    real = "float" if dtype in (np.float32, np.complex64) else "double"
     buffer = allocate(4, stream, device_id)
     cuda_driver.memset_async(int(buffer.handle), 0, 4, stream.handle)
-    launch(stream, _KERNELS.kernel(device_id, f"count_nonfinite<{real}>"), count, array.ptr, count,
-           int(buffer.handle))
+    launch(stream, _KERNELS.kernel(device_id, f"count_nonfinite<{real}>"), count, ptr, count, int(buffer.handle))
     host = np.zeros(1, dtype=np.uint32)
     cuda_driver.memcpy_async(host.ctypes.data, int(buffer.handle), 4, stream.handle)
     cuda_driver.stream_synchronize(stream.handle)

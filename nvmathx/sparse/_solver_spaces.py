@@ -98,7 +98,10 @@ class CudaSpace:
                 continue
             if operand.device_id < 0:
                 check_finite_host(host_array(operand), name)
-            elif count_nonfinite(operand, self.device_id, self.stream):
+                continue
+            ptr = operand.ptr if name == "a" else self._columns_of(operand)  # (a's arrays are contiguous)
+            if count_nonfinite(ptr, int(np.prod(operand.shape, dtype=np.int64)), operand.dtype, self.device_id,
+                               self.stream):
                 raise OperandError(name, "holds NaN or infinite values (pass options={'check_finite': False} to "
                                          "skip this check)")
 
@@ -113,12 +116,18 @@ class CudaSpace:
 
     def _rhs_columns(self) -> int:
         """The address of ``b`` in column-major order (gathered into the staging buffer if needed)."""
-        b, n = self.b, self.b.shape[0]
+        return self._columns_of(self.b)
+
+    def _columns_of(self, b) -> int:
+        """The address of device array ``b`` (shape (n,) or (n, k)) in column-major order: its own
+        where it is laid out so, else a copy in the staging buffer."""
+        n = b.shape[0]
+        columns = 1 if len(b.shape) == 1 else int(b.shape[1])
         strides = (b.strides[0], 0) if len(b.shape) == 1 else tuple(b.strides)
-        if strides[0] == 1 and (self.columns == 1 or strides[1] == n):
+        if strides[0] == 1 and (columns == 1 or strides[1] == n):
             return b.ptr
-        destination = self.staging.ensure(n * self.columns * b.dtype.itemsize, self.stream)
-        gather_columns(b.ptr, n, self.columns, strides, b.dtype.itemsize, destination, self.device_id, self.stream)
+        destination = self.staging.ensure(n * columns * b.dtype.itemsize, self.stream)
+        gather_columns(b.ptr, n, columns, strides, b.dtype.itemsize, destination, self.device_id, self.stream)
         return destination
 
     def plan(self) -> None:
