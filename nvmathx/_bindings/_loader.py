@@ -54,7 +54,7 @@ LIBRARIES = {
         _LibrarySpec("nccl", "nccl", "nvidia-nccl-cu13 (or nvmathx[distributed])"),
         _LibrarySpec("nvshmem_host", "nvshmem_host", "nvidia-nvshmem-cu13 (or nvmathx[distributed])"),
         _LibrarySpec("cublasmp", "cublasmp", "nvidia-cublasmp-cu13==0.7.* (or nvmathx[distributed])"),
-        _LibrarySpec("cudss", "cudss", "nvidia-cudss-cu13>=0.8,<2 (or nvmathx[sparse]; nvidia-cudss-cu12 for CUDA 12)"),
+        _LibrarySpec("cudss", "cudss", "'nvidia-cudss-cu13>=0.8,<2' (or nvmathx[sparse]; -cu12 for CUDA 12)"),
     )
 }
 

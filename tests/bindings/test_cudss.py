@@ -111,6 +111,16 @@ def test_a_missing_libcudss_names_the_wheel(fresh, monkeypatch):
     assert "nvidia-cudss-cu13" in str(info.value)
 
 
+def test_python_m_nvmathx_reports_cudss(fresh, monkeypatch):
+    from nvmathx._main import cudss_report
+
+    monkeypatch.setattr(_loader, "_loaded", {name: object() for name in ("cublasLt", "cublas", "nvrtc")})
+    monkeypatch.setenv("NVMATHX_CUDSS_PATH", "/nonexistent/libcudss.so.1")
+    assert cudss_report().startswith("cuDSS not available: LibraryNotFoundError")
+    monkeypatch.setattr(fresh, "dialect", lambda: fresh.dialect_for((0, 8, 0)))
+    assert cudss_report() == "cuDSS 0.8.0 (libcudss.so.0: no transposed solves)"
+
+
 @pytest.mark.gpu
 def test_loaded_release_is_supported():
     try:
