@@ -67,6 +67,7 @@ def _csr(matrix):
 
     csr = matrix.tocsr()
     csr.sum_duplicates()
+    csr.eliminate_zeros()  # (kron of DIA matrices stores the padding's zeros)
     csr.indptr, csr.indices = csr.indptr.astype(np.int32), csr.indices.astype(np.int32)
     return csr
 
