@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._core.execution import ExecutionCUDA, normalize_execution
+from .._core.execution import normalize_execution
 from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
 from .._core.tensor import as_array, key_function, operand_keys, wrap_sparse_operand
@@ -22,9 +22,8 @@ def plan_key(a, b: ArrayLike, c: ArrayLike | None = None, *, transpose_a: bool =
              execution: ExecutionLike = None) -> tuple:
     """The plan-cache key of a :func:`matmul` call: everything that changes the plan.
 
-    A hashable tuple: ``a``'s library, shape, number of entries, dtypes and device (and, for CUDA
-    execution, the addresses of its row offsets and column indices, which stand for its sparsity
-    pattern: a pattern rewritten in place needs ``plan_cache.clear()``);
+    A hashable tuple: ``a``'s library, shape, number of entries, dtypes and device (not its
+    sparsity pattern: the function form's plans do not depend on it, see :func:`matmul`);
     ``b``'s and ``c``'s library, shape, strides, dtype and device; ``transpose_a``; the options and
     execution space. Values (``a``'s values, ``b``, ``c``, ``alpha``, ``beta``) are not part of it.
     """
@@ -39,10 +38,7 @@ def _key(a_op, b, c, transpose_a, options, execution) -> tuple:
         options = check_or_create_options(MatmulOptions, options, "options")
     if execution is not None:
         execution = normalize_execution(execution, a_op.device_id)
-    # cuSPARSE plans depend on the pattern (SpMM's preprocessing); the CPU space's do not
-    on_gpu = a_op.device_id >= 0 or isinstance(execution, ExecutionCUDA)
-    pattern = a_op.pointers[:2] if on_gpu else None
-    return (a_op.key(), pattern, sig_b, sig_c, check_transpose(transpose_a), options, execution)
+    return (a_op.key(), sig_b, sig_c, check_transpose(transpose_a), options, execution)
 
 
 def matmul(a, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
@@ -53,6 +49,9 @@ def matmul(a, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, b
     The arguments and result are those of :class:`Matmul` (``op(a)`` is ``a``, or ``a.T`` with
     ``transpose_a=True``). The plan is looked up in :data:`plan_cache` by :func:`plan_key`, so a
     repeated call with operands of the same kind reuses the cuSPARSE descriptors and workspace.
+    Unlike :meth:`Matmul.plan`, the function form does not run ``cusparseSpMM_preprocess`` (whose
+    analysis holds for one sparsity pattern): its plans serve any matrix of the key's shape, number of
+    entries and dtypes, and it keeps no reference to the operands of a call.
 
     Parameters
     ----------
@@ -105,10 +104,13 @@ def matmul(a, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, b
     plan = plan_cache.get(device_id, key)
     if plan is None:
         plan = Matmul(a, b, c, alpha=alpha, beta=beta, transpose_a=transpose_a, options=options, execution=execution)
-        plan.plan()
+        plan.plan(preprocess=False)
         plan_cache.put(device_id, key, plan)
+    else:
+        b_op = wrap_dense(b, "b", a_op)
+        c_op = None if c is None else wrap_dense(c, "c", a_op)
+        plan._reset_wrapped(a_op, b_op, c_op, alpha, beta, checked=True)
+    try:
         return plan.execute(stream=stream)
-    b_op = wrap_dense(b, "b", a_op)
-    c_op = None if c is None else wrap_dense(c, "c", a_op)
-    plan._reset_wrapped(a_op, b_op, c_op, alpha, beta, checked=True)
-    return plan.execute(stream=stream)
+    finally:
+        plan._unbind()

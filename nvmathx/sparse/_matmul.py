@@ -309,6 +309,12 @@ class Matmul:
         new_c = None if c is None else wrap_dense(c, "c", held)
         self._reset_wrapped(new_a, new_b, new_c, alpha, beta)
 
+    def _unbind(self) -> None:
+        """Drop the references to the operands (a cached plan must not keep a call's arrays alive);
+        the next call resets every operand before it executes."""
+        self._host = dict.fromkeys(self._host)
+        self._operands = dict.fromkeys(self._operands)
+
     def _reset_wrapped(self, a: SparseOperand | None, b: Operand | None, c: Operand | None, alpha, beta,
                        checked: bool = False) -> None:
         """reset_operands() of wrapped operands; ``checked``: the caller vouches that they match the
@@ -322,7 +328,7 @@ class Matmul:
                     _check_same_dense(self._host[name], operand, name)
         if alpha is not None or beta is not None:
             alpha, beta = check_scalars(self._alpha if alpha is None else alpha, self._beta if beta is None else beta,
-                                        complex_ok=self._host["a"].dtype.kind == "c", has_c=self._problem.has_c)
+                                        complex_ok=self._problem.dtype.startswith("complex"), has_c=self._problem.has_c)
             self._alpha, self._beta = alpha, beta
             if self._plan is not None:
                 self._plan.set_scalars(alpha, beta)

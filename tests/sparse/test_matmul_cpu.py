@@ -264,3 +264,16 @@ def test_sparse_is_a_public_area():
     for name in ("Matmul", "matmul", "MatmulOptions", "plan_cache", "plan_key"):
         assert name in nvmathx.sparse.__all__
         assert (getattr(nvmathx.sparse, name).__doc__ or "").strip()
+
+
+def test_function_form_keeps_no_operand_alive(rng):
+    import weakref
+
+    plan_cache.clear()
+    dense, b, c = _operands(rng, (6, 5), 2, "float64", with_c=True)
+    refs = [weakref.ref(x) for x in (b, c)]
+    matmul(sp.csr_array(dense), b, c, beta=1.0)
+    del b, c
+    gc.collect()
+    assert all(ref() is None for ref in refs) and len(plan_cache) == 1
+    plan_cache.clear()
