@@ -6,6 +6,7 @@ from .._core.execution import ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
 from .._core.tensor import wrap_sparse_operand
+from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._solver import DirectSolver, _check_matrix
 from ._solver_options import DirectSolverOptions
 from ._solver_pattern import pattern_checksum
@@ -22,7 +23,8 @@ def _key(a, b_shape, options, execution, checksum) -> tuple:
             tuple(b_shape), options, checksum)
 
 
-def spsolve_plan_key(a, b, *, options=None, execution=None, stream=None) -> tuple:
+def spsolve_plan_key(a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, execution: ExecutionLike = None,
+                     stream: StreamLike = None) -> tuple:
     """The key of :func:`spsolve`'s plan for these operands: execution space, library, device,
     shape, number of entries, dtypes, ``b``'s shape, options and the checksum of ``a``'s pattern
     (computed where the pattern lives; never its addresses)."""
@@ -45,7 +47,8 @@ def _checksum_stream(a, stream):
     return resolve_stream(stream, a.device_id, a.dense_adapter.current_stream)
 
 
-def spsolve(a, b, *, options=None, execution=None, stream=None):
+def spsolve(a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, execution: ExecutionLike = None,
+            stream: StreamLike = None) -> ArrayLike:
     """Solve ``A x = b`` for a sparse square ``A``, with ``scipy.sparse.linalg.spsolve``'s semantics.
 
     Parameters
