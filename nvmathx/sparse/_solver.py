@@ -99,8 +99,10 @@ class DirectSolver:
         a_operand = _check_matrix(wrap_sparse_operand(a, "a"))
         self._setup(a_operand, b, options, normalize_execution(execution, a_operand.device_id, "execution"), stream)
 
-    def _setup(self, a, b, options, execution, stream, checksum: bytes | None = None) -> None:
-        """The constructor's work on a checked matrix (``spsolve`` passes the checksum it computed)."""
+    def _setup(self, a, b, options, execution, stream, checksum: bytes | None = None,
+               vector_result: bool = False) -> None:
+        """The constructor's work on a checked matrix (``spsolve`` passes the checksum it computed,
+        and asks for scipy's 1-D result of a one-column ``b``)."""
         self._options = options
         self._a = a
         check_dtype_for_type(options, a.dtype)
@@ -110,6 +112,7 @@ class DirectSolver:
             self._space: CpuSpace | CudaSpace = CudaSpace(a, self._b, options, execution.device_id, stream)
         else:
             self._space = CpuSpace(a, self._b, options)
+        self._space.vector_result = vector_result
         self._space.check_finite(a, self._b)
         self._checksum = checksum if checksum is not None else pattern_checksum(a, self._space.checksum_stream())
         self._state = "new"  # new -> planned -> factorized; "freed" after free()

@@ -1,7 +1,8 @@
 """Where a :class:`~nvmathx.sparse.DirectSolver` runs: :class:`CpuSpace` (SuperLU) and
 :class:`CudaSpace` (cuDSS). Each takes the checked operands and does one job per method: ``plan``,
 ``factorize`` (returns what it reports), ``solve`` (returns the result in ``b``'s kind),
-``set_matrix`` / ``set_rhs`` (new operands of a checked kind) and ``free``.
+``set_matrix`` / ``set_rhs`` (new operands of a checked kind) and ``free``. ``vector_result``
+(scipy's ``spsolve``) makes the result of a one-column ``b`` 1-D.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class CpuSpace:
         self.csr = a.host_csr()
         self.b = b
         self.factors: CpuFactorization | None = None
+        self.vector_result = False
 
     def checksum_stream(self):
         return None
@@ -56,8 +58,8 @@ class CpuSpace:
 
     def solve(self):
         assert self.factors is not None
-        x = self.factors.solve(np.asarray(host_array(self.b)))
-        return self.b.adapter.from_host(np.asarray(x, dtype=self.b.dtype))
+        x = np.asarray(self.factors.solve(np.asarray(host_array(self.b))), dtype=self.b.dtype)
+        return self.b.adapter.from_host(x.reshape(_result_shape(self.b.shape, self.vector_result)))
 
     def set_matrix(self, a) -> None:
         self.csr = a.host_csr()
@@ -81,6 +83,7 @@ class CudaSpace:
         self.columns = 1 if len(b.shape) == 1 else int(b.shape[1])
         self.staging = Workspace(device_id)
         self.plan_: Any = None
+        self.vector_result = False
         self.set_matrix(a)
         self.set_rhs(b)
 
@@ -154,7 +157,7 @@ class CudaSpace:
         return self.plan_.factorize(self.stream)
 
     def solve(self):
-        shape = tuple(self.b.shape)
+        shape = _result_shape(self.b.shape, self.vector_result)  # (n,) and (n, 1) share a column-major layout
         x = allocate_like(self.b_like, shape, self.b.dtype, self.device_id, self.stream, strides=f_strides(shape))
         if self.plan_ is not None and self.columns > 0:
             self.plan_.bind(self._rhs_columns(), x.ptr)
@@ -169,3 +172,9 @@ class CudaSpace:
             plan.free()
         self.staging.release()
         self.a = self.b = self.b_like = None
+
+
+def _result_shape(shape, vector_result: bool) -> tuple:
+    """``x``'s shape for ``b`` of ``shape``: ``b``'s own, or (n,) for (n, 1) with ``vector_result``."""
+    shape = tuple(shape)
+    return shape[:1] if vector_result and len(shape) == 2 and shape[1] == 1 else shape

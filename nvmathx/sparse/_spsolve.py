@@ -69,7 +69,8 @@ def spsolve(a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, executio
     Returns
     -------
     array
-        ``x`` of ``b``'s shape, library and dtype.
+        ``x`` of ``b``'s library and dtype, and of its shape, except that a ``b`` of shape ``(n, 1)``
+        gives ``x`` of shape ``(n,)``, as scipy's does.
 
     Raises
     ------
@@ -106,7 +107,7 @@ def spsolve(a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, executio
     execution = normalize_execution(execution, operand.device_id, "execution")
     if not isinstance(execution, ExecutionCUDA):  # SuperLU analyses within each factorization: nothing to keep
         solver = DirectSolver.__new__(DirectSolver)
-        solver._setup(operand, b, options, execution, stream, checksum=b"")
+        solver._setup(operand, b, options, execution, stream, checksum=b"", vector_result=True)
         with solver:
             solver.plan()
             solver.factorize()
@@ -117,7 +118,7 @@ def spsolve(a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, executio
     solver = spsolve_plan_cache.get(device_id, key)
     if solver is None:
         solver = DirectSolver.__new__(DirectSolver)
-        solver._setup(operand, b, options, execution, stream, checksum)
+        solver._setup(operand, b, options, execution, stream, checksum, vector_result=True)
         try:
             solver.plan()
             solver.factorize()

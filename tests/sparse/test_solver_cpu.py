@@ -78,6 +78,18 @@ def test_random_matrices_have_a_small_backward_error(rng, density):
             assert backward_error(matrix, x, b) < 1e-13
 
 
+def test_a_one_column_b_gives_a_vector_as_scipy_does(rng):
+    dense = system_matrix(rng, 9, np.float64, "general")
+    b = right_hand_side(rng, 9, np.float64, 1)
+    x = spsolve(scipy.sparse.csr_array(dense), b)
+    assert x.shape == (9,)
+    np.testing.assert_allclose(x, np.linalg.solve(dense, b[:, 0]), rtol=1e-10)
+    with DirectSolver(scipy.sparse.csr_array(dense), b) as solver:  # the stateful solver keeps b's shape
+        solver.plan()
+        solver.factorize()
+        assert solver.solve().shape == (9, 1)
+
+
 def test_one_by_one_and_empty(rng):
     x = spsolve(scipy.sparse.csr_array(np.array([[4.0]])), np.array([2.0]))
     np.testing.assert_array_equal(x, [0.5])

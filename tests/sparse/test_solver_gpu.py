@@ -63,6 +63,15 @@ def test_host_operands_with_cuda_execution(rng, order):
     np.testing.assert_allclose(x, np.linalg.solve(dense, b), rtol=1e-10)
 
 
+def test_a_one_column_b_gives_a_vector(rng):
+    cupy, cusparse = _cupy()
+    dense = system_matrix(rng, 20, np.float64, "general")
+    b = right_hand_side(rng, 20, np.float64, 1)
+    x = spsolve(cusparse.csr_matrix(scipy.sparse.csr_matrix(dense)), cupy.asarray(b))
+    assert x.shape == (20,)
+    np.testing.assert_allclose(cupy.asnumpy(x), np.linalg.solve(dense, b[:, 0]), rtol=1e-10)
+
+
 def test_torch_cuda_operands(rng):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
