@@ -39,7 +39,7 @@ def _handle(device_id: int) -> int:
                 from .._codegen.cache import cache_dir
                 from .._core import device
 
-                device.ensure_device(device_id)
+                device.ensure_device(device_id).set_current()  # cudssCreate takes the current device
                 handle = cudss.create()
                 if cudss.dialect().jit_kernels:
                     folder = os.path.join(str(cache_dir()), "cudss-jit")
