@@ -23,7 +23,7 @@ from .._bindings import cuda_driver, cusparse
 from .._core import device
 from .._core.errors import OptionsError
 from .._core.memory import Workspace
-from .._core.tensor import Operand, SparseOperand
+from .._core.tensor import Operand, SparseOperand, c_strides, f_strides
 from ._problem import SparseMatmulProblem, dense_layout
 
 __all__ = ["CusparsePlan", "result_strides"]
@@ -63,8 +63,8 @@ def result_strides(problem: SparseMatmulProblem, b: Operand) -> tuple:
     if problem.is_vector:
         return (1,)
     order, _ = dense_layout(tuple(b.shape), tuple(b.strides), "b")
-    m, n = problem.result_shape
-    return (n, 1) if order == "row" else (1, m)
+    shape = problem.result_shape
+    return c_strides(shape) if order == "row" else f_strides(shape)
 
 
 def _algorithm(name: str, problem: SparseMatmulProblem) -> int:

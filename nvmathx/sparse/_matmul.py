@@ -185,7 +185,8 @@ class Matmul:
         dense_layout(tuple(b.shape), tuple(b.strides), "b")
         if c is not None and not self._problem.is_empty:
             strides = result_strides(self._problem, b)
-            if tuple(c.strides) != strides:
+            # (strides of axes of extent 1 step nowhere: only the others must match)
+            if any(extent > 1 and given != wanted for extent, given, wanted in zip(c.shape, c.strides, strides)):
                 raise UnsupportedLayoutError("c", f"has strides {tuple(c.strides)} but the result has {strides}",
                                              "pass c laid out like the result (C order; Fortran order when b is "
                                              "column-major)")

@@ -120,3 +120,13 @@ def assert_close(result, expected, dtype_name):
     scale = max(float(np.abs(expected).max(initial=0.0)), 1.0)
     np.testing.assert_allclose(np.asarray(result, dtype=expected.dtype), expected, rtol=tolerance,
                                atol=tolerance * scale)
+
+
+def random_operands(rng, shape, n, dtype, *, vector=False, transpose=False, density=0.3, empty_rows=()):
+    """``(dense a, b, c)`` for ``op(a) @ b + c``: ``a`` of ``shape`` (about ``density`` nonzero),
+    ``b`` a vector or ``n`` columns, ``c`` of the result's shape."""
+    dense = random_dense(rng, shape, dtype, density=density, empty_rows=empty_rows)
+    m, k = (shape[1], shape[0]) if transpose else shape
+    b = random_dense(rng, (k,) if vector else (k, n), dtype, density=1.0)
+    c = random_dense(rng, (m,) if vector else (m, n), dtype, density=1.0)
+    return dense, b, c

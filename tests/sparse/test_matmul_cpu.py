@@ -16,7 +16,7 @@ from ._matrices import (
     csr_parts,
     make_dense,
     make_sparse,
-    random_dense,
+    random_operands,
     reference,
     scrambled_parts,
     to_host,
@@ -28,13 +28,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # torch: "sparse
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 
 
-def _operands(rng, shape, n, dtype, *, vector=False, with_c=False, empty_rows=(), density=0.3, transpose=False):
-    dense = random_dense(rng, shape, dtype, density=density, empty_rows=empty_rows)
-    k = shape[0] if transpose else shape[1]
-    m = shape[1] if transpose else shape[0]
-    b = random_dense(rng, (k,) if vector else (k, n), dtype, density=1.0)
-    c = random_dense(rng, (m,) if vector else (m, n), dtype, density=1.0) if with_c else None
-    return dense, b, c
+def _operands(rng, shape, n, dtype, *, with_c=False, **kwargs):
+    dense, b, c = random_operands(rng, shape, n, dtype, **kwargs)
+    return dense, b, c if with_c else None
 
 
 @pytest.mark.parametrize("transpose", [False, True])

@@ -14,7 +14,7 @@ from ._matrices import (
     csr_parts,
     make_dense,
     make_sparse,
-    random_dense,
+    random_operands,
     reference,
     scrambled_parts,
     to_host,
@@ -47,12 +47,7 @@ def _dense(library, array):
     return make_dense(library, array, device="cuda")
 
 
-def _operands(rng, shape, n, dtype, *, vector=False, transpose=False, density=0.3, empty_rows=()):
-    dense = random_dense(rng, shape, dtype, density=density, empty_rows=empty_rows)
-    m, k = (shape[1], shape[0]) if transpose else shape
-    b = random_dense(rng, (k,) if vector else (k, n), dtype, density=1.0)
-    c = random_dense(rng, (m,) if vector else (m, n), dtype, density=1.0)
-    return dense, b, c
+_operands = random_operands
 
 
 @pytest.mark.parametrize("transpose", [False, True])

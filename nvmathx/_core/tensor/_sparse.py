@@ -235,8 +235,8 @@ def _as_csr(obj, package: str, argument: str):
     if layout not in ("csr", "csc", "coo"):
         raise UnsupportedOperandError(argument, f"{layout.upper()} matrices are not supported: convert to CSR "
                                                 f"with .tocsr()")
-    if obj.ndim != 2:
-        raise UnsupportedOperandError(argument, f"expected a 2-D sparse matrix (got {obj.ndim}-D)")
+    if len(obj.shape) != 2:
+        raise UnsupportedOperandError(argument, f"expected a 2-D sparse matrix (got shape {tuple(obj.shape)})")
     return (obj, None) if layout == "csr" else (obj.tocsr(), layout)
 
 
