@@ -18,8 +18,8 @@ plan_cache = PlanCache("nvmathx.sparse", max_size=64, max_memory_bytes=1 << 30)
 ``set_limits(max_size=, max_memory_bytes=)``), keyed by :func:`plan_key`."""
 
 
-def plan_key(a, b: ArrayLike, c: ArrayLike | None = None, *, transpose_a: bool = False, options: OptionsLike = None,
-             execution: ExecutionLike = None) -> tuple:
+def plan_key(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, transpose_a: bool = False,
+             options: OptionsLike = None, execution: ExecutionLike = None) -> tuple:
     """The plan-cache key of a :func:`matmul` call: everything that changes the plan.
 
     A hashable tuple: ``a``'s library, shape, number of entries, dtypes and device (not its
@@ -41,9 +41,9 @@ def _key(a_op, b, c, transpose_a, options, execution) -> tuple:
     return (a_op.key(), sig_b, sig_c, check_transpose(transpose_a), options, execution)
 
 
-def matmul(a, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
+def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
            transpose_a: bool = False, options: OptionsLike = None, execution: ExecutionLike = None,
-           stream: StreamLike = None):
+           stream: StreamLike = None) -> ArrayLike:
     """``alpha * op(a) @ b + beta * c`` for a sparse ``a`` and a dense vector or matrix ``b``.
 
     The arguments and result are those of :class:`Matmul` (``op(a)`` is ``a``, or ``a.T`` with

@@ -108,7 +108,7 @@ class Matmul:
     array([6., 6.])
     """
 
-    def __init__(self, a, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
+    def __init__(self, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
                  transpose_a: bool = False, options: OptionsLike = None, execution: ExecutionLike = None,
                  stream: StreamLike = None) -> None:
         self._state = _FREED  # until construction succeeds
@@ -258,7 +258,7 @@ class Matmul:
 
         return allocate_device_array
 
-    def execute(self, *, stream: StreamLike = None):
+    def execute(self, *, stream: StreamLike = None) -> ArrayLike:
         """Run the planned product and return the result (a new array of ``a``'s dense library).
 
         Parameters
@@ -292,7 +292,7 @@ class Matmul:
 
     # -- new operands --------------------------------------------------------------------------
 
-    def reset_operands(self, a=None, b: ArrayLike | None = None, c: ArrayLike | None = None, *,
+    def reset_operands(self, a: ArrayLike | None = None, b: ArrayLike | None = None, c: ArrayLike | None = None, *,
                        alpha: complex | None = None, beta: complex | None = None) -> None:
         """Swap in new operands of the planned shapes, dtypes, layouts, library and device (and, for
         ``a``, sparsity pattern), and new scalars.
