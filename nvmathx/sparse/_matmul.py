@@ -86,7 +86,8 @@ class Matmul:
     -----
     The result is a new array of ``a``'s dense library: ``(M,)`` for a vector ``b``, ``(M, N)``
     otherwise. float16 and bfloat16 operands are multiplied and summed in float32 (cuSPARSE's mixed
-    precision) and the result rounded once, on both execution spaces.
+    precision) and the result rounded once, on both execution spaces. With ``transpose_a`` cuSPARSE
+    may sum in another order from run to run (the last bits of the result may differ).
 
     ``plan()`` creates the cuSPARSE descriptors, sizes the workspace once and, for a matrix ``b``,
     runs ``cusparseSpMM_preprocess``; ``execute()`` allocates the result and makes one cuSPARSE call
