@@ -7,7 +7,7 @@ it: a CSR matrix of a type and a view (``LOWER`` / ``UPPER`` read one triangle, 
 symmetric or Hermitian type ``FULL`` reads one too), dense matrices in column-major order with a
 leading dimension, ANALYSIS before FACTORIZATION before SOLVE, ``CUDSS_DATA_INFO`` nonzero after a
 zero pivot, the solve mode of the configuration. The kernels (pattern checksum, non-finite count,
-gather into columns) are replaced by numpy versions of the same arithmetic.
+gather into columns) are their own CUDA source compiled as host C++ (tests/helpers/host_kernels.py).
 """
 
 import itertools
@@ -20,7 +20,7 @@ from linalg._fake_cublaslt import install as install_fake_device
 from linalg._fake_cublaslt import view_at
 from nvmathx._bindings import cudss
 
-__all__ = ["FakeCudss", "install"]
+__all__ = ["FakeCudss", "install", "host_checksum"]
 
 _VALUES = {0: np.float32, 1: np.float64, 4: np.complex64, 5: np.complex128}
 _INDICES = {10: np.int32, 24: np.int64}
@@ -179,9 +179,9 @@ class FakeCudss:
         out[...] = result if np.dtype(x["value"]).kind == "c" else result.real
 
 
-def _host_checksum(a, stream):
-    """The device checksum's arithmetic (splitmix64 of value + (position + salt) * golden ratio,
-    summed and exclusive-or'ed), on the host."""
+def host_checksum(a):
+    """The device checksum's arithmetic as its docstring states it (splitmix64 of value + (position +
+    salt) * golden ratio, summed and exclusive-or'ed), in numpy: an independent model of the kernel."""
     golden = np.uint64(0x9E3779B97F4A7C15)
 
     def mix(z):
@@ -199,19 +199,40 @@ def _host_checksum(a, stream):
     return np.asarray(a.shape, dtype=np.int64).tobytes() + np.array([total, other], dtype=np.uint64).tobytes()
 
 
-def _host_count_nonfinite(ptr, size, dtype, device_id, stream):
-    values = view_at(ptr, (int(size),), (1,), dtype)
-    return int(values.size and (~np.isfinite(values.view(values.real.dtype))).sum())
+_HOST_PRELUDE = r"""
+#define __forceinline__ inline
+static inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long value) {
+    unsigned long long old = *address; *address = old + value; return old;
+}
+static inline unsigned int atomicAdd(unsigned int* address, unsigned int value) {
+    unsigned int old = *address; *address = old + value; return old;
+}
+static inline unsigned long long atomicXor(unsigned long long* address, unsigned long long value) {
+    unsigned long long old = *address; *address = old ^ value; return old;
+}
+"""
 
 
-def _host_gather_columns(source, rows, columns, strides, itemsize, destination, device_id, stream):
-    raw = np.dtype(f"V{itemsize}")
-    view_at(destination, (rows, columns), (1, rows), raw)[...] = view_at(source, (rows, columns), strides, raw)
+class _HostKernelSet:
+    """The solver's KernelSet compiled as host C++ (tests/helpers/host_kernels.py): ``kernel()`` names
+    the kernel, ``launch()`` runs it as one thread over the whole grid-stride loop."""
+
+    def __init__(self):
+        from helpers.host_kernels import HostKernels
+        from nvmathx.sparse._solver_pattern import CHECKSUM_SOURCE, KERNELS
+
+        self.host = HostKernels(_HOST_PRELUDE + CHECKSUM_SOURCE, KERNELS.names, "sparse-solver")
+
+    def kernel(self, device_id, name):
+        return name
+
+    def launch(self, stream, kernel, count, *args):
+        self.host.launch(stream, 0, kernel, count, *args)
 
 
 def install(monkeypatch, release=(1, 0, 0)):
     """Swap cuDSS, the solver's kernels and the device for host fakes; returns the FakeCudss."""
-    from nvmathx.sparse import _solver_cudss, _solver_pattern, _solver_spaces, spsolve_plan_cache
+    from nvmathx.sparse import _solver_cudss, _solver_pattern, spsolve_plan_cache
 
     install_fake_device(monkeypatch)
     fake = FakeCudss(release)
@@ -223,8 +244,8 @@ def install(monkeypatch, release=(1, 0, 0)):
     monkeypatch.setattr(_solver_cudss, "_handles", {})
     handle = fake.create()
     monkeypatch.setattr(_solver_cudss, "_handle", lambda device_id: handle)
-    monkeypatch.setattr(_solver_pattern, "_device_checksum", _host_checksum)
-    monkeypatch.setattr(_solver_spaces, "count_nonfinite", _host_count_nonfinite)
-    monkeypatch.setattr(_solver_spaces, "gather_columns", _host_gather_columns)
+    kernels = _HostKernelSet()
+    monkeypatch.setattr(_solver_pattern, "_KERNELS", kernels)
+    monkeypatch.setattr(_solver_pattern, "launch", kernels.launch)
     spsolve_plan_cache.clear()
     return fake

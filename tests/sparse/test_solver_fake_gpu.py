@@ -10,7 +10,7 @@ from helpers.fake_torch_device import present_torch_as_device
 from nvmathx import InvalidStateError, OperandError, OptionsError, SingularMatrixError
 from nvmathx.sparse import DirectSolver, spsolve, spsolve_plan_cache, spsolve_plan_key
 
-from ._fake_cudss import install
+from ._fake_cudss import host_checksum, install
 from ._solver_cases import TOLERANCE, TYPES_OF_DTYPE, right_hand_side, stored, system_matrix
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # torch: "sparse CSR support is in beta"
@@ -158,3 +158,30 @@ def test_transposed_solves_follow_the_release(releases, rng, release):
 def test_empty_matrix_runs_no_cudss(fake):
     x = spsolve(scipy.sparse.csr_array((0, 0), dtype=np.float64), np.zeros(0), execution="cuda")
     assert x.shape == (0,) and fake.phases == []
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_the_checksum_kernel_computes_its_documented_sum(fake, monkeypatch, rng, index_dtype):
+    """The kernel's source, run on the host, against a numpy model of its arithmetic; one entry
+    moved changes it."""
+    from nvmathx._core.streams import resolve_stream
+    from nvmathx._core.tensor import wrap_sparse_operand
+    from nvmathx.sparse._solver_pattern import pattern_checksum
+
+    torch = present_torch_as_device(monkeypatch)
+    dense = system_matrix(rng, 30, np.float64, "general")
+    csr = stored(dense, "full", index_dtype)
+    make = lambda m: torch.sparse_csr_tensor(torch.from_numpy(m.indptr), torch.from_numpy(m.indices),  # noqa: E731
+                                             torch.from_numpy(m.data), m.shape)
+    a = wrap_sparse_operand(make(csr), "a")
+    stream = resolve_stream(None, 0)
+    checksum = pattern_checksum(a, stream)
+    assert checksum == host_checksum(a) and len(checksum) == 32
+    moved = csr.copy()
+    moved.indices = moved.indices.copy()
+    row_end = moved.indptr[1]
+    moved.indices[row_end - 1] = (moved.indices[row_end - 1] + 1) % 30  # (another pattern, maybe not canonical)
+    moved.has_sorted_indices = False
+    moved.sum_duplicates()
+    moved.indptr, moved.indices = moved.indptr.astype(index_dtype), moved.indices.astype(index_dtype)
+    assert pattern_checksum(wrap_sparse_operand(make(moved), "a"), stream) != checksum
