@@ -7,7 +7,6 @@ cuSPARSE's mixed precision does. ``c`` is not read when ``beta`` is 0.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse
 
 from .._core.dtypes import numpy_dtype
 from .._core.tensor import Operand, SparseOperand, host_array
@@ -18,6 +17,8 @@ __all__ = ["cpu_matmul"]
 
 def cpu_matmul(problem: SparseMatmulProblem, a: SparseOperand, b: Operand, c: Operand | None, alpha, beta):
     """The result as an array of ``a``'s dense library (host memory)."""
+    import scipy.sparse  # (on first use: importing nvmathx.sparse imports no array library)
+
     compute = numpy_dtype(problem.compute_dtype)
     values = host_array(a.values).astype(compute, copy=False)
     matrix = scipy.sparse.csr_array((values, host_array(a.indices), host_array(a.indptr)), shape=a.shape, copy=False)
