@@ -1,10 +1,11 @@
 """The direct solver's GPU space: one cuDSS configuration, data object and matrix objects.
 
 :class:`CudssPlan` owns them. ``analyze()``, ``factorize()`` and ``solve()`` are one
-``cudssExecute`` phase each on the caller's stream; the handle is one per device (cuDSS handles are
-heavy: each holds a cuBLAS handle), its stream set before each phase. After the factorization the
-plan reads, on the host, what cuDSS reports (``CUDSS_DATA_INFO`` first: a nonzero value is a zero
-pivot, raised as :class:`~nvmathx.SingularMatrixError`), which waits for the stream.
+``cudssExecute`` phase each on the caller's stream. The handle is one per device and thread (cuDSS
+handles are heavy, each holds a cuBLAS handle, and not thread-safe); its stream is set before each
+phase. After the factorization the plan reads, on the host, what cuDSS reports (``CUDSS_DATA_INFO``
+first: a nonzero value is a zero pivot, raised as :class:`~nvmathx.SingularMatrixError`), which
+waits for the stream.
 """
 
 from __future__ import annotations
@@ -24,28 +25,27 @@ VALUE_TYPES = {"float32": cudss.DataType.R_32F, "float64": cudss.DataType.R_64F,
                "complex64": cudss.DataType.C_32F, "complex128": cudss.DataType.C_64F}
 INDEX_TYPES = {"int32": cudss.DataType.R_32I, "int64": cudss.DataType.R_64I}
 
-_handles: dict[int, int] = {}
-_lock = threading.Lock()
+_handles = threading.local()  # per thread, {device_id: handle}: a cuDSS handle is not thread-safe
 
 
 def _handle(device_id: int) -> int:
-    """The process's cuDSS handle on ``device_id`` (made on first use, with the current device set),
-    with cuDSS 1.x's cache of compiled kernels in nvmathx's code cache."""
-    handle = _handles.get(device_id)
+    """This thread's cuDSS handle on ``device_id`` (made on first use, with the device current), with
+    cuDSS 1.x's cache of compiled kernels in nvmathx's code cache."""
+    handles = getattr(_handles, "by_device", None)
+    if handles is None:
+        handles = _handles.by_device = {}
+    handle = handles.get(device_id)
     if handle is None:
-        with _lock:
-            handle = _handles.get(device_id)
-            if handle is None:
-                from .._codegen.cache import cache_dir
-                from .._core import device
+        from .._codegen.cache import cache_dir
+        from .._core import device
 
-                device.ensure_device(device_id).set_current()  # cudssCreate takes the current device
-                handle = cudss.create()
-                if cudss.dialect().jit_kernels:
-                    folder = os.path.join(str(cache_dir()), "cudss-jit")
-                    os.makedirs(folder, exist_ok=True)
-                    cudss.set_jit_cache_dir(handle, folder)
-                _handles[device_id] = handle
+        device.ensure_device(device_id).set_current()  # cudssCreate takes the current device
+        handle = cudss.create()
+        if cudss.dialect().jit_kernels:
+            folder = os.path.join(str(cache_dir()), "cudss-jit")
+            os.makedirs(folder, exist_ok=True)
+            cudss.set_jit_cache_dir(handle, folder)
+        handles[device_id] = handle
     return handle
 
 
