@@ -273,3 +273,13 @@ def test_function_form_keeps_no_operand_alive(rng):
     gc.collect()
     assert all(ref() is None for ref in refs) and len(plan_cache) == 1
     plan_cache.clear()
+
+
+def test_importing_the_area_imports_no_array_library():
+    import subprocess
+    import sys
+
+    code = ("import sys, nvmathx.sparse; "
+            "print(sorted(m for m in ('torch', 'cupy', 'scipy.sparse', 'numba') if m in sys.modules))")
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert completed.stdout.strip() == "[]"
