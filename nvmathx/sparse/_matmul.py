@@ -14,7 +14,7 @@ from .._core.streams import CallStreams, order_after, resolve_stream
 from .._core.tensor import (
     Operand,
     SparseOperand,
-    allocate_like,
+    adapter_named,
     check_dense_companion,
     copy_to_host,
     stage_to_device,
@@ -244,20 +244,13 @@ class Matmul:
         self._state = _PLANNED
 
     def _result_allocator(self, b: Operand):
+        """Results in ``a``'s dense library on the device, or (host operands) nvmathx DeviceArrays
+        that execute() copies back."""
         problem, device_id = self._problem, self._execution.device_id
+        adapter = adapter_named("nvmathx") if self._staged else self._host["a"].dense_adapter
         strides = result_strides(problem, b)
-        memory_resource = self._options.memory_resource
-        if not self._staged:
-            return self._host["a"].dense_adapter.result_allocator(problem.result_shape, problem.dtype, device_id,
-                                                                  strides=strides, memory_resource=memory_resource)
-        host = self._host["b"]
-
-        def allocate_device_array(stream):
-            result = allocate_like(host, problem.result_shape, problem.dtype, device_id, stream, strides=strides,
-                                   memory_resource=memory_resource)
-            return result, result.ptr
-
-        return allocate_device_array
+        return adapter.result_allocator(problem.result_shape, problem.dtype, device_id, strides=strides,
+                                        memory_resource=self._options.memory_resource)
 
     def execute(self, *, stream: StreamLike = None) -> ArrayLike:
         """Run the planned product and return the result (a new array of ``a``'s dense library).
@@ -279,7 +272,7 @@ class Matmul:
             self._last_stream = holder
         result = plan.run(holder)
         if self._staged:
-            return copy_to_host(result, self._host["b"], holder)
+            return copy_to_host(wrap_operand(result, "result"), self._host["b"], holder)
         if self._blocking:
             cuda_driver.stream_synchronize(holder.handle)
         return result

@@ -154,3 +154,17 @@ def test_function_form_serves_another_pattern_from_its_cache(fake, monkeypatch, 
         result = matmul(torch.from_numpy(dense).to_sparse_csr(), torch.from_numpy(b))
         assert_close(result.numpy(), reference(dense, b, None, 1, 0, False), "float64")
     assert len(plan_cache) == 1 and [name for name, _ in fake.calls] == ["spmm"] * 3
+
+
+def test_function_form_keeps_no_operand_alive(fake, rng):
+    import gc
+    import weakref
+
+    dense, b, c = _operands(rng, (6, 5), 2, "float64")
+    a = sp.csr_array(dense)
+    refs = [weakref.ref(x) for x in (a, b, c)]
+    result = matmul(a, b, c, beta=1.0, execution="cuda")
+    assert_close(result, reference(dense, b, c, 1, 1.0, False), "float64")
+    del a, b, c
+    gc.collect()
+    assert all(ref() is None for ref in refs) and len(plan_cache) == 1

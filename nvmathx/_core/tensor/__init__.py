@@ -16,6 +16,7 @@ the dense library that its results and companion operands belong to).
 from ._adapter import Adapter
 from ._lookup import (
     adapter_for,
+    adapter_named,
     as_array,
     key_function,
     operand_keys,
@@ -39,6 +40,7 @@ __all__ = [
     "wrap_operand",
     "resolve_operand",
     "adapter_for",
+    "adapter_named",
     "as_array",
     "key_function",
     "operand_keys",
