@@ -64,6 +64,14 @@ def test_typing_names():
     assert set(typing.__all__) == {"CudaStreamProtocol", "StreamLike", "ArrayLike", "ExecutionLike", "OptionsLike"}
 
 
+def test_sparse_names():
+    from nvmathx import sparse
+
+    assert set(sparse.__all__) == {"Matmul", "matmul", "MatmulOptions", "plan_cache", "plan_key", "DirectSolver",
+                                   "DirectSolverOptions", "FactorizationInfo", "spsolve", "spsolve_plan_key",
+                                   "spsolve_plan_cache"}
+
+
 def test_torch_names():
     pytest.importorskip("torch")
     from nvmathx import torch as nvmathx_torch
