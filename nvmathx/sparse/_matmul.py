@@ -184,6 +184,8 @@ class Matmul:
     def _check_layouts(self) -> None:
         b, c = self._operands["b"], self._operands["c"]
         dense_layout(tuple(b.shape), tuple(b.strides), "b")
+        check_alignment(b, "b")
+        check_alignment(c, "c")
         if c is not None and not self._problem.is_empty:
             strides = result_strides(self._problem, b)
             # (strides of axes of extent 1 step nowhere: only the others must match)
@@ -313,29 +315,37 @@ class Matmul:
     def _reset_wrapped(self, a: SparseOperand | None, b: Operand | None, c: Operand | None, alpha, beta,
                        checked: bool = False) -> None:
         """reset_operands() of wrapped operands; ``checked``: the caller vouches that they match the
-        held ones (the function form's key holds their shapes, dtypes, layouts and, where the plan
-        depends on it, the address of ``a``'s pattern)."""
+        held ones (the function form's key holds their shapes, dtypes and layouts)."""
         if not checked:
             if a is not None:
                 _check_same_matrix(self._host["a"], a)
             for name, operand in (("b", b), ("c", c)):
                 if operand is not None:
                     _check_same_dense(self._host[name], operand, name)
+        news: dict[str, Any] = {name: operand for name, operand in (("a", a), ("b", b), ("c", c))
+                                if operand is not None}
+        used = news if self._cpu else {name: self._on_device(name, operand) for name, operand in news.items()}
+        if not self._cpu:
+            for name in ("b", "c"):
+                check_alignment(used.get(name), name)
         if alpha is not None or beta is not None:
             alpha, beta = check_scalars(self._alpha if alpha is None else alpha, self._beta if beta is None else beta,
                                         complex_ok=self._problem.dtype.startswith("complex"), has_c=self._problem.has_c)
             self._alpha, self._beta = alpha, beta
             if self._plan is not None:
                 self._plan.set_scalars(alpha, beta)
-        plan = self._plan
-        news: tuple[tuple[str, Any], ...] = (("a", a), ("b", b), ("c", c))
-        for name, operand in news:
-            if operand is None:
-                continue
-            self._host[name] = operand
-            device_operand = self._operands[name] = operand if self._cpu else self._on_device(name, operand)
-            if plan is not None:
-                getattr(plan, f"set_{name}")(device_operand)
+        self._host.update(news)
+        self._operands.update(used)
+        if self._plan is not None:
+            for name, operand in used.items():
+                getattr(self._plan, f"set_{name}")(operand)
+
+
+def check_alignment(operand: Operand | None, name: str) -> None:
+    """cuSPARSE's generic API takes dense arrays at addresses that are multiples of 16 bytes."""
+    if operand is not None and operand.ptr % 16 and operand.size:
+        raise UnsupportedLayoutError(name, f"starts at {operand.ptr:#x}, not at a multiple of 16 bytes as cuSPARSE "
+                                           f"requires", "pass a copy")
 
 
 def _check_same_matrix(held: SparseOperand, new: SparseOperand) -> None:

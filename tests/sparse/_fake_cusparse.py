@@ -5,8 +5,9 @@ Device pointers are host addresses. ``FakeCusparse`` keeps the descriptors nvmat
 ``cusparseSpMV`` / ``cusparseSpMM``, computes ``alpha * op(A) @ X + beta * Y`` with numpy from the
 memory they describe, as cuSPARSE documents it: zero-based CSR, dense matrices of an order and a
 leading dimension, alpha and beta read from host memory in the compute type, Y not read when beta
-is 0. It refuses what cuSPARSE refuses (a leading dimension too small, sizes that do not chain,
-a compute type that is not the value type or float32 for half precision, an unknown algorithm),
+is 0. It refuses what cuSPARSE refuses (a leading dimension too small, dense arrays not 16-byte
+aligned, sizes that do not chain, a compute type that is not the value type or float32 for half
+precision, an unknown algorithm),
 and it is an independent model of the library: nvmathx's descriptors, orders, scalars and
 workspace are checked against it, and the real library by the ``gpu`` tests.
 """
@@ -73,7 +74,13 @@ class FakeCusparse:
     def csr_set_pointers(self, desc, indptr, indices, values):
         self.live[desc][1].update(indptr=indptr, indices=indices, values=values)
 
+    @staticmethod
+    def _aligned(pointer):
+        if pointer % 16:
+            raise _invalid(f"values at {pointer:#x}: not 16-byte aligned")
+
     def create_dn_mat(self, rows, cols, ld, values, value_type, order):
+        self._aligned(values)
         order = int(order)
         if order not in (1, 2) or ld < (cols if order == 2 else rows) or ld < 1:
             raise _invalid(f"dense {rows} x {cols}, ld {ld}, order {order}")
@@ -84,15 +91,18 @@ class FakeCusparse:
         self._destroy(desc, "dnmat")
 
     def dn_mat_set_values(self, desc, values):
+        self._aligned(values)
         self.live[desc][1]["values"] = values
 
     def create_dn_vec(self, size, values, value_type):
+        self._aligned(values)
         return self._new("dnvec", size=size, values=values, dtype=_DTYPES[int(value_type)])
 
     def destroy_dn_vec(self, desc):
         self._destroy(desc, "dnvec")
 
     def dn_vec_set_values(self, desc, values):
+        self._aligned(values)
         self.live[desc][1]["values"] = values
 
     # -- reading what descriptors describe -----------------------------------------------------

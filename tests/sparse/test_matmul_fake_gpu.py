@@ -168,3 +168,17 @@ def test_function_form_keeps_no_operand_alive(fake, rng):
     del a, b, c
     gc.collect()
     assert all(ref() is None for ref in refs) and len(plan_cache) == 1
+
+
+def test_misaligned_dense_operands_are_refused(fake, monkeypatch, rng):
+    torch = present_torch_as_device(monkeypatch)
+    a = torch.from_numpy(random_dense(rng, (5, 6), np.float32)).to_sparse_csr()
+    storage = torch.ones(32, dtype=torch.float32)
+    with pytest.raises(UnsupportedLayoutError, match="^b: starts at .* not at a multiple of 16 bytes"):
+        matmul(a, storage[1:7])
+    mm = Matmul(a, storage[:6])
+    mm.plan()
+    with pytest.raises(UnsupportedLayoutError, match="^b: starts at"):
+        mm.reset_operands(b=storage[1:7], alpha=2.0)
+    assert_close(mm.execute().numpy(), reference(a.to_dense().numpy(), np.ones(6), None, 1, 0, False), "float32")
+    mm.free()
