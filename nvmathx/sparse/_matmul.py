@@ -55,7 +55,7 @@ class Matmul:
         A vector of length ``K`` (SpMV) or a ``(K, N)`` matrix (SpMM) of ``a``'s dense library
         (numpy for scipy, cupy for cupyx, torch for torch) and dtype, on ``a``'s device. On the
         GPU a matrix must be row- or column-major (one axis contiguous, views with a larger
-        leading dimension included) and a vector contiguous.
+        leading dimension included) and a vector contiguous, starting at a multiple of 16 bytes.
     c : array, optional
         The addend, of the result's shape and dtype, of ``a``'s dense library. On the GPU it is laid
         out like the result (C order; Fortran order when ``b`` is column-major).
