@@ -270,7 +270,8 @@ def _is_canonical(csr, operand: SparseOperand) -> bool:
         return bool(csr.has_canonical_format)
     rows, columns = operand.shape
     if not operand.is_device:
-        counts = np.diff(np.asarray(host_array(operand.indptr), dtype=np.int64))
+        indptr = np.asarray(host_array(operand.indptr), dtype=np.int64)
+        counts = indptr[1:] - indptr[:-1]
         keys = np.repeat(np.arange(rows, dtype=np.int64), counts) * columns + host_array(operand.indices)
         return bool(np.all(keys[1:] > keys[:-1]))
     import torch
