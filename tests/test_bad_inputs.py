@@ -82,10 +82,14 @@ class Operands:
         if self.space == "fake-gpu":
             pytest.skip("no sparse matrices on the fake GPU")
         device = self(host)
-        if type(device).__module__.startswith("cupy"):
+        if type(device).__module__.startswith("cupy") and host.dtype.kind in "fc":  # (cupyx: no integer matrices)
             import cupyx.scipy.sparse
 
             return cupyx.scipy.sparse.csr_matrix(device)
+        if type(device).__module__.startswith("cupy"):
+            import torch
+
+            device = torch.from_numpy(host).cuda()
         return device.to_sparse_csr()
 
     @property
