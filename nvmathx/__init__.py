@@ -6,6 +6,9 @@ linalg
     ``Matmul`` (stateful) and ``matmul`` (function) on cuBLASLt, with fused epilogs.
 fft
     ``FFT`` (stateful) and the scipy.fft functions on cuFFT.
+sparse
+    Sparse @ dense (``Matmul``, ``matmul``) on cuSPARSE and the sparse direct solver on cuDSS, for
+    CSR matrices of scipy.sparse, cupyx.scipy.sparse and torch.
 device_api
     FFT and GEMM functions for ``numba.cuda.jit`` kernels, generated with libmathdx.
 distributed
@@ -44,7 +47,7 @@ from ._core.errors import (
 from ._core.execution import ExecutionCPU, ExecutionCUDA
 from ._version import __version__
 
-_SUBPACKAGES = ("linalg", "fft", "device_api", "distributed", "typing", "autotune_cache")
+_SUBPACKAGES = ("linalg", "fft", "sparse", "device_api", "distributed", "typing", "autotune_cache")
 # The on-disk code cache serves every area; its functions load with the first use.
 _CODE_CACHE = ("CacheInfo", "cache_dir", "cache_info", "clear_cache", "set_cache_dir")
 

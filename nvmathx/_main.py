@@ -97,6 +97,20 @@ def distributed_report() -> list[str]:
     return lines
 
 
+def cudss_report() -> str:
+    """The cuDSS release that loads (nvmathx.sparse's direct solver) and what it offers, or why none
+    loads; never raises."""
+    try:
+        from ._bindings import cudss
+
+        dialect = cudss.dialect()
+    except Exception as error:  # noqa: BLE001  (a report, never fatal)
+        return f"cuDSS not available: {_short(error)}"
+    extras = ("transposed solves, Bunch-Kaufman pivoting, NVRTC kernels" if dialect.jit_kernels
+              else "no transposed solves")
+    return f"cuDSS {'.'.join(map(str, dialect.release))} ({dialect.soname}: {extras})"
+
+
 def _short(error) -> str:
     text = f"{type(error).__name__}: {error}"
     return text if len(text) < 160 else text[:157] + "..."
@@ -173,6 +187,7 @@ def main(argv=None) -> int:
     for name, where, how in library_report([name for name in LIBRARIES if name not in DISTRIBUTED_LIBRARIES]):
         version = version_text(name, library_version(name)) if where != "not found" else ""
         print(f"  {name:<10} {version:<8} {where}  [{how}]")
+    print(f"  {cudss_report()}")
     print("\nNumba compilers (nvmathx.device_api)")
     for line in compiler_report():
         print(f"  {line}")

@@ -33,6 +33,10 @@ from nvmathx import (
 )
 from nvmathx.linalg import Matmul, MatmulOptions, MatmulPlanPreferences, matmul, relu_mask
 from nvmathx.linalg import plan_cache as matmul_plan_cache
+from nvmathx.sparse import Matmul as SparseMatmul
+from nvmathx.sparse import MatmulOptions as SparseMatmulOptions
+from nvmathx.sparse import matmul as sparse_matmul
+from nvmathx.sparse import plan_cache as sparse_plan_cache
 
 HANG_SECONDS = 60
 _BOX = distributed.Box((0, 0), (4, 6))  # a rank's piece: allocate() then needs no distributed context
@@ -70,6 +74,33 @@ class Operands:
             return torch.from_numpy(host.astype(np.float32)).cuda().to(getattr(torch, host.dtype.name))
         return torch.from_numpy(np.array(host, order="C")).cuda()
 
+    def sparse(self, host: np.ndarray):
+        """``host`` as a CSR matrix of this space: scipy on the CPU, cupyx (or torch) on the GPU; the
+        fake-gpu space has no sparse library, so its rows are skipped."""
+        if self.space == "cpu":
+            import scipy.sparse
+
+            return scipy.sparse.csr_array(host)
+        if self.space == "fake-gpu":
+            pytest.skip("no sparse matrices on the fake GPU")
+        device = self(host)
+        if type(device).__module__.startswith("cupy") and host.dtype.kind in "fc":  # (cupyx: no integer matrices)
+            import cupyx.scipy.sparse
+
+            return cupyx.scipy.sparse.csr_matrix(device)
+        if type(device).__module__.startswith("cupy"):
+            import torch
+
+            device = torch.from_numpy(host).cuda()
+        return device.to_sparse_csr()
+
+    @property
+    def S(self):
+        """A 4x3 float32 CSR matrix of this space."""
+        if "S" not in self._made:
+            self._made["S"] = self.sparse(np.eye(4, 3, dtype=np.float32) * 2)
+        return self._made["S"]
+
     def _make(self, name, build):
         if name not in self._made:
             self._made[name] = self(build())
@@ -101,6 +132,18 @@ def _planned_matmul(o, **kwargs):
 
 
 _REAL_INPUT = ("rfft", "ihfft", "rfft2", "ihfft2", "rfftn", "ihfftn")  # the transforms of real operands
+
+
+def _planned_sparse(o, **kwargs):
+    mm = SparseMatmul(o.S, o.B, **kwargs)
+    mm.plan()
+    return mm
+
+
+def _dia(host):
+    import scipy.sparse
+
+    return scipy.sparse.dia_array(host)
 
 
 def _planned_fft(x, **kwargs):
@@ -660,8 +703,92 @@ TORCH_FLOAT8 = [
         "fp8_state", device=False),
 ]
 
-CATALOGUE = (MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + DISTRIBUTED + PLAN_CACHES + DEVICE_API
-             + TORCH_FLOAT8)
+def _spd(n=4):
+    """A small SPD CSR matrix (host) for the direct solver's rows."""
+    import scipy.sparse
+
+    return scipy.sparse.csr_array(np.diag(np.arange(2.0, 2.0 + n)) + np.diag(np.ones(n - 1), 1)
+                                  + np.diag(np.ones(n - 1), -1))
+
+
+def _solver_reset(**kwargs):
+    from nvmathx.sparse import DirectSolver
+
+    solver = DirectSolver(_spd(), np.ones(4))
+    solver.reset_operands(**kwargs)
+
+
+def _sparse_solve(a=None, b=None, **kwargs):
+    from nvmathx.sparse import spsolve
+
+    return spsolve(_spd() if a is None else a, np.ones(4) if b is None else b, **kwargs)
+
+
+SPARSE_SOLVER = [
+    Row("spsolve of a dense a", lambda o: _sparse_solve(a=np.eye(4)), UnsupportedOperandError, "a", device=False),
+    Row("spsolve of a non-square a", lambda o: _sparse_solve(a=_spd()[:3]), OperandError, "a", device=False),
+    Row("spsolve of integer a", lambda o: _sparse_solve(a=_spd().astype(np.int64)), UnsupportedOperandError, "a",
+        device=False),
+    Row("spsolve b of another length", lambda o: _sparse_solve(b=np.ones(5)), OperandError, "b", device=False),
+    Row("spsolve b of another dtype", lambda o: _sparse_solve(b=np.ones(4, np.float32)), OperandError, "b",
+        device=False),
+    Row("spsolve 3-D b", lambda o: _sparse_solve(b=np.ones((4, 1, 1))), OperandError, "b", device=False),
+    Row("spsolve NaN in b", lambda o: _sparse_solve(b=np.full(4, np.nan)), OperandError, "b", device=False),
+    Row("spsolve unknown matrix type", lambda o: _sparse_solve(options={"matrix_type": "tridiagonal"}), OptionsError,
+        "options.matrix_type", device=False),
+    Row("spsolve triangle of a general matrix", lambda o: _sparse_solve(options={"triangle": "upper"}), OptionsError,
+        "options.triangle", device=False),
+    Row("spsolve Hermitian real matrix", lambda o: _sparse_solve(options={"matrix_type": "hpd"}), OptionsError,
+        "options.matrix_type", device=False),
+    Row("spsolve negative refinement", lambda o: _sparse_solve(options={"refinement_steps": -2}), OptionsError,
+        "options.refinement_steps", device=False),
+    Row("spsolve unknown execution", lambda o: _sparse_solve(execution="tpu"), OptionsError, "execution",
+        device=False),
+    Row("DirectSolver reset with a new pattern", lambda o: _solver_reset(a=_spd() + _spd() @ _spd()), OperandError,
+        "a", device=False),
+    Row("DirectSolver reset with b of another shape", lambda o: _solver_reset(b=np.ones((4, 2))), OperandError, "b",
+        device=False),
+]
+
+
+# sparse @ dense: S is a 4x3 CSR float32 matrix of the space (scipy / cupyx or torch), B a 3x5 dense matrix
+SPARSE_MATMUL = [
+    Row("sparse matmul a dense", lambda o: sparse_matmul(o.A, o.B), U, "a"),
+    Row("sparse matmul a a string", lambda o: sparse_matmul("not sparse", o.B), U, "a"),
+    Row("sparse matmul a DIA", lambda o: sparse_matmul(_dia(np.eye(3)), np.ones(3)), U, "a", device=False),
+    Row("sparse matmul a int64 values",
+        lambda o: sparse_matmul(o.sparse(np.eye(4, 3, dtype=np.int64)), o(np.ones((3, 5), np.int64))), U, "a"),
+    Row("sparse matmul b of the wrong length", lambda o: sparse_matmul(o.S, o(np.ones((4, 5), np.float32))), P, "b"),
+    Row("sparse matmul b 3-D", lambda o: sparse_matmul(o.S, o(np.ones((3, 5, 2), np.float32))), P, "b"),
+    Row("sparse matmul b float64, a float32", lambda o: sparse_matmul(o.S, o(np.ones((3, 5)))), P, "b"),
+    Row("sparse matmul b a dict", lambda o: sparse_matmul(o.S, {"b": 1}), U, "b"),
+    Row("sparse matmul b of another library", lambda o: sparse_matmul(o.S, _torch_cpu(np.ones((3, 5), np.float32))),
+        U, "b", device=False),
+    Row("sparse matmul c of the wrong shape",
+        lambda o: sparse_matmul(o.S, o.B, o(np.ones((4, 4), np.float32)), beta=1), P, "c"),
+    Row("sparse matmul c float64", lambda o: sparse_matmul(o.S, o.B, o(np.ones((4, 5))), beta=1), P, "c"),
+    Row("sparse matmul beta without c", lambda o: sparse_matmul(o.S, o.B, beta=2.0), O, "beta"),
+    Row("sparse matmul complex alpha, real operands", lambda o: sparse_matmul(o.S, o.B, alpha=1j), O, "alpha"),
+    Row("sparse matmul transpose_a 'yes'", lambda o: sparse_matmul(o.S, o.B, transpose_a="yes"), O, "transpose_a"),
+    Row("sparse matmul a.T shapes", lambda o: sparse_matmul(o.S, o.B, transpose_a=True), P, "b"),
+    Row("sparse matmul options an int", lambda o: sparse_matmul(o.S, o.B, options=3), O, "options"),
+    Row("sparse matmul options.algorithm", lambda o: sparse_matmul(o.S, o.B, options={"algorithm": "fast"}), O,
+        "options.algorithm"),
+    Row("sparse MatmulOptions blocking False", lambda o: SparseMatmulOptions(blocking=False), O, "options.blocking"),
+    Row("sparse matmul execution 'tpu'", lambda o: sparse_matmul(o.S, o.B, execution="tpu"), O, "execution"),
+    Row("sparse Matmul stream on the CPU", lambda o: SparseMatmul(o.S, o.B, stream=0), O, "stream", device=False),
+    Row("sparse Matmul reset a of another pattern",
+        lambda o: _planned_sparse(o).reset_operands(o.sparse(np.eye(4, 3, k=1, dtype=np.float32))), P, "a"),
+    Row("sparse Matmul reset a of another shape",
+        lambda o: _planned_sparse(o).reset_operands(o.sparse(np.eye(5, 3, dtype=np.float32))), P, "a"),
+    Row("sparse Matmul reset b of another shape",
+        lambda o: _planned_sparse(o).reset_operands(b=o(np.ones((3, 6), np.float32))), P, "b"),
+    Row("sparse Matmul reset c not given", lambda o: _planned_sparse(o).reset_operands(c=o.C), P, "c"),
+]
+
+
+CATALOGUE = (MATMUL + SPARSE_MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + DISTRIBUTED + PLAN_CACHES
+             + DEVICE_API + TORCH_FLOAT8 + SPARSE_SOLVER)
 
 
 def _rows(space):
@@ -711,6 +838,7 @@ def space_ready(monkeypatch):
         gc.collect()  # plans made by the rows are freed while the stand-ins are still installed
     nfft.plan_cache.clear()
     matmul_plan_cache.clear()
+    sparse_plan_cache.clear()
 
 
 def test_the_catalogue_is_large_and_distinct():

@@ -3,7 +3,7 @@ another area's private module, and no shared layer importing an area.
 
 Every import statement counts, those inside functions included (a deferred import still ties the
 two modules together; only ``if TYPE_CHECKING:`` blocks are left out of the cycle check, as they
-never run). The areas are the public packages: ``fft``, ``linalg``, ``device_api``, ``torch`` and
+never run). The areas are the public packages: ``fft``, ``linalg``, ``sparse``, ``device_api``, ``torch`` and
 ``distributed`` with its subpackages. Below them sit the shared underscore packages (``_bindings``,
 ``_core``, ``_codegen``, ``_fftcore``, ``_matmulcore``, ...), which any area may import and which
 import no area. An area reaches another only through its public names (``nvmathx.linalg.matmul``),
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "nvmathx"
-AREAS = ("fft", "linalg", "device_api", "torch", "distributed")
+AREAS = ("fft", "linalg", "sparse", "device_api", "torch", "distributed")
 
 
 @dataclass(frozen=True)

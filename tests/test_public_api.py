@@ -10,15 +10,15 @@ import nvmathx
 TOP_LEVEL = {
     "__version__", "ExecutionCUDA", "ExecutionCPU", "NvmathxError", "LibraryNotFoundError", "CudaLibraryError",
     "OperandError", "UnsupportedOperandError", "UnsupportedLayoutError", "OptionsError", "InvalidStateError",
-    "DeviceUnavailableError", "SingularMatrixError", "CommunicationError", "linalg", "fft", "device_api",
+    "DeviceUnavailableError", "SingularMatrixError", "CommunicationError", "linalg", "fft", "sparse", "device_api",
     "distributed", "typing", "autotune_cache",
     "CacheInfo", "cache_dir", "cache_info", "clear_cache", "set_cache_dir",
 }
 
 # Public (non-underscore) modules allowed anywhere in the package.
-PUBLIC_MODULES = {"nvmathx", "nvmathx.linalg", "nvmathx.fft", "nvmathx.device_api", "nvmathx.typing", "nvmathx.torch",
-                  "nvmathx.distributed", "nvmathx.distributed.fft", "nvmathx.distributed.linalg",
-                  "nvmathx.autotune_cache"}
+PUBLIC_MODULES = {"nvmathx", "nvmathx.linalg", "nvmathx.fft", "nvmathx.sparse", "nvmathx.device_api",
+                  "nvmathx.typing", "nvmathx.torch", "nvmathx.distributed", "nvmathx.distributed.fft",
+                  "nvmathx.distributed.linalg", "nvmathx.autotune_cache"}
 
 
 def test_top_level_all_is_pinned():
@@ -62,6 +62,14 @@ def test_typing_names():
     from nvmathx import typing
 
     assert set(typing.__all__) == {"CudaStreamProtocol", "StreamLike", "ArrayLike", "ExecutionLike", "OptionsLike"}
+
+
+def test_sparse_names():
+    from nvmathx import sparse
+
+    assert set(sparse.__all__) == {"Matmul", "matmul", "MatmulOptions", "plan_cache", "plan_key", "DirectSolver",
+                                   "DirectSolverOptions", "FactorizationInfo", "spsolve", "spsolve_plan_key",
+                                   "spsolve_plan_cache"}
 
 
 def test_torch_names():

@@ -46,6 +46,7 @@ LIBRARIES = {
         _LibrarySpec("cublasLt", "cublasLt", "nvidia-cublas (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("cublas", "cublas", "nvidia-cublas (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("cufft", "cufft", "nvidia-cufft (or nvmathx[cu13] / nvmathx[cu12])"),
+        _LibrarySpec("cusparse", "cusparse", "nvidia-cusparse (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("nvrtc", "nvrtc", "nvidia-cuda-nvrtc"),
         _LibrarySpec("nvJitLink", "nvJitLink", "nvidia-nvjitlink"),
         _LibrarySpec("mathdx", "mathdx", "nvidia-libmathdx-cu13>=0.4.2,<0.5 (or nvidia-libmathdx-cu12==0.3.1.9)"),
@@ -54,6 +55,7 @@ LIBRARIES = {
         _LibrarySpec("nccl", "nccl", "nvidia-nccl-cu13 (or nvmathx[distributed])"),
         _LibrarySpec("nvshmem_host", "nvshmem_host", "nvidia-nvshmem-cu13 (or nvmathx[distributed])"),
         _LibrarySpec("cublasmp", "cublasmp", "nvidia-cublasmp-cu13==0.7.* (or nvmathx[distributed])"),
+        _LibrarySpec("cudss", "cudss", "'nvidia-cudss-cu13>=0.8,<2' (or nvmathx[sparse]; -cu12 for CUDA 12)"),
     )
 }
 

@@ -7,11 +7,16 @@ arrays for plan caches, allocates results in that library (torch and cupy use th
 allocators; other DLPack producers such as jax get a :class:`DeviceArray` through their
 ``from_dlpack``) and reports the library's current stream. See :class:`Adapter` for what the hot
 paths use.
+
+Sparse matrices (scipy.sparse, cupyx.scipy.sparse, torch sparse tensors) are viewed as a
+:class:`SparseOperand` by :func:`wrap_sparse_operand` (CSR, three dense :class:`Operand` arrays, and
+the dense library that its results and companion operands belong to).
 """
 
 from ._adapter import Adapter
 from ._lookup import (
     adapter_for,
+    adapter_named,
     as_array,
     key_function,
     operand_keys,
@@ -19,6 +24,14 @@ from ._lookup import (
     wrap_operand,
 )
 from ._operand import Operand, c_strides, f_strides, may_overlap
+from ._sparse import (
+    SPARSE_VALUE_DTYPES,
+    SparseOperand,
+    check_dense_companion,
+    is_sparse,
+    sparse_package,
+    wrap_sparse_operand,
+)
 from ._transfer import allocate_like, copy_to_host, host_array, in_place_problem, is_read_only, stage_to_device
 
 __all__ = [
@@ -27,6 +40,7 @@ __all__ = [
     "wrap_operand",
     "resolve_operand",
     "adapter_for",
+    "adapter_named",
     "as_array",
     "key_function",
     "operand_keys",
@@ -39,4 +53,10 @@ __all__ = [
     "is_read_only",
     "in_place_problem",
     "may_overlap",
+    "SparseOperand",
+    "wrap_sparse_operand",
+    "is_sparse",
+    "sparse_package",
+    "check_dense_companion",
+    "SPARSE_VALUE_DTYPES",
 ]

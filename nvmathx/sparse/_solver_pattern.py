@@ -1,0 +1,141 @@
+"""The checksum of a sparse matrix's pattern (its row offsets and column indices), where they live;
+and the solver's two other small device kernels (a count of non-finite values, a copy into columns).
+
+A plan of the direct solver holds the analysis of one pattern. :func:`pattern_checksum` tells a new
+matrix of the same shape and number of entries whose pattern differs: ``spsolve``'s plan cache keys
+on it and ``DirectSolver.reset_operands`` refuses a new pattern by it. Addresses say nothing (a
+memory pool hands the same address to the next array), so the arrays' contents are hashed: on the
+host with BLAKE2b, on a GPU by one kernel that folds every element, with its position, into two
+64-bit words (a sum and an exclusive or of two different mixes), then 16 bytes copied back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from .._bindings import cuda_driver
+from .._codegen.launch import KernelSet, launch
+from .._core.memory import allocate
+from .._core.tensor import SparseOperand, host_array
+
+__all__ = ["pattern_checksum", "count_nonfinite", "gather_columns", "CHECKSUM_SOURCE", "KERNELS"]
+
+CHECKSUM_SOURCE = r"""
+typedef unsigned long long u64;
+
+__device__ __forceinline__ u64 mix(u64 z) {  // splitmix64's finaliser
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+__global__ void checksum_clear(u64* out) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) { out[0] = 0ull; out[1] = 0ull; }
+}
+
+// Folds a[0:n] into out[0] (sum) and out[1] (xor); `salt` tells the two arrays of a matrix apart.
+template <typename T>
+__global__ void checksum_fold(const T* a, long long n, u64 salt, u64* out) {
+    u64 sum = 0ull, other = 0ull;
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        const u64 word = (u64)(long long)a[i] + ((u64)i + salt) * 0x9e3779b97f4a7c15ull;
+        sum += mix(word);
+        other ^= mix(word ^ 0x5851f42d4c957f2dull);
+    }
+    atomicAdd(out, sum);
+    atomicXor(out + 1, other);
+}
+
+// Counts the NaN and infinite numbers among a[0:n] (a complex array counts as 2n reals) into *out.
+template <typename T>
+__global__ void count_nonfinite(const T* a, long long n, unsigned int* out) {
+    unsigned int bad = 0u;
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
+        bad += isfinite(a[i]) ? 0u : 1u;
+    if (bad) atomicAdd(out, bad);
+}
+
+// Copies a rows x cols matrix with element strides (rs, cs) into column-major dst (ld = rows);
+// T is a type of the element's size.
+template <typename T>
+__global__ void gather_columns(const T* src, long long rows, long long count, long long rs, long long cs, T* dst) {
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < count; t += step)
+        dst[t] = src[(t % rows) * rs + (t / rows) * cs];
+}
+"""
+
+KERNELS = KernelSet(CHECKSUM_SOURCE, (
+    "checksum_clear", "checksum_fold<int>", "checksum_fold<long long>", "count_nonfinite<float>",
+    "count_nonfinite<double>", "gather_columns<unsigned int>", "gather_columns<unsigned long long>",
+    "gather_columns<double2>"))
+_KERNELS = KERNELS
+_SALTS = (0x1, 0x100000001)  # row offsets, column indices
+
+
+def pattern_checksum(a: SparseOperand, stream=None) -> bytes:
+    """A 16-byte checksum of ``a``'s row offsets and column indices, computed where they live.
+
+    On a GPU the kernel is ordered on ``stream`` (a StreamHolder) and the call waits for its 16
+    bytes. Host and device checksums of one pattern differ (each is compared only with its kind).
+    """
+    if not a.is_device:
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(np.asarray(a.shape, dtype=np.int64).tobytes())
+        for array in (a.indptr, a.indices):
+            digest.update(np.ascontiguousarray(host_array(array)).tobytes())
+        return digest.digest()
+    return _device_checksum(a, stream)
+
+
+def _device_checksum(a: SparseOperand, stream) -> bytes:
+    device_id = a.device_id
+    buffer = allocate(16, stream, device_id)
+    out = int(buffer.handle)
+    fold = _KERNELS.kernel(device_id, "checksum_fold<int>" if a.index_dtype.itemsize == 4 else
+                           "checksum_fold<long long>")
+    launch(stream, _KERNELS.kernel(device_id, "checksum_clear"), 1, out)
+    for array, salt in zip((a.indptr, a.indices), _SALTS):
+        count = int(array.shape[0])
+        if count:
+            launch(stream, fold, count, array.ptr, count, salt, out)
+    host = np.zeros(2, dtype=np.uint64)
+    cuda_driver.memcpy_async(host.ctypes.data, out, 16, stream.handle)
+    cuda_driver.stream_synchronize(stream.handle)
+    buffer.close(stream.core)
+    return np.asarray(a.shape, dtype=np.int64).tobytes() + host.tobytes()
+
+
+def count_nonfinite(ptr: int, size: int, dtype, device_id: int, stream) -> int:
+    """How many NaN or infinite numbers ``size`` contiguous device elements of ``dtype`` at ``ptr``
+    hold; waits for the answer."""
+    dtype = np.dtype(dtype)
+    count = int(size) * (2 if dtype.kind == "c" else 1)
+    if count == 0:
+        return 0
+    real = "float" if dtype in (np.float32, np.complex64) else "double"
+    buffer = allocate(4, stream, device_id)
+    cuda_driver.memset_async(int(buffer.handle), 0, 4, stream.handle)
+    launch(stream, _KERNELS.kernel(device_id, f"count_nonfinite<{real}>"), count, ptr, count, int(buffer.handle))
+    host = np.zeros(1, dtype=np.uint32)
+    cuda_driver.memcpy_async(host.ctypes.data, int(buffer.handle), 4, stream.handle)
+    cuda_driver.stream_synchronize(stream.handle)
+    buffer.close(stream.core)
+    return int(host[0])
+
+
+_WORDS = {4: "unsigned int", 8: "unsigned long long", 16: "double2"}
+
+
+def gather_columns(source: int, rows: int, columns: int, strides: tuple, itemsize: int, destination: int,
+                   device_id: int, stream) -> None:
+    """Copy a ``rows x columns`` device matrix at ``source`` with element ``strides`` into
+    column-major memory at ``destination``, ordered on ``stream``."""
+    count = rows * columns
+    if count:
+        kernel = _KERNELS.kernel(device_id, f"gather_columns<{_WORDS[itemsize]}>")
+        launch(stream, kernel, count, source, rows, count, int(strides[0]), int(strides[1]), destination)
