@@ -51,3 +51,19 @@ def test_a_finished_column_records_its_residual():
     record = run_case(case, Context(quick=True))
     assert record["times"]["scipy"] > 0 and record["params"]["timed_out"] == {}
     assert record["params"]["relative_residual"]["scipy"] < 1e-12
+
+
+def test_the_slow_peers_run_at_the_same_time(monkeypatch):
+    """cupy and scipy are started together: two columns of a 1-second sleep past a 1.5-second limit
+    finish in about 1.5 seconds of wall time, not 3, and neither times out."""
+    import time
+
+    monkeypatch.setattr(solver, "TIMEOUT_S", 1.5)
+    monkeypatch.setattr(solver, "_CHILD", "import json, sys, time\nprint('ready', flush=True)\nsys.stdin.readline()\n"
+                                          "time.sleep(1.0)\nprint(json.dumps({'seconds': 1.0, 'residual': 0.0}))\n")
+    case = solver.solver_cases(Context(quick=True))[0]
+    case.setups = {name: case.setups[name] for name in ("cupy", "scipy")}
+    start = time.perf_counter()
+    record = run_case(case, Context(quick=True, peers=("cupy",)))
+    assert record["times"] == {"cupy": 1.0, "scipy": 1.0} and record["params"]["timed_out"] == {}
+    assert time.perf_counter() - start < 2.6
