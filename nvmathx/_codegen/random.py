@@ -1,9 +1,10 @@
 """cuRANDDx device functions as plain data: a generator and distribution checked against what
-libmathdx 0.3.1.9 generates, the descriptor that generates them, their code and their traits.
+libmathdx generates (0.3.1.9 and 0.4.2), the descriptor that generates them, their code and their traits.
 
 libmathdx reports an invalid combination only when it compiles the code (an NVRTC error, seconds
 later), so :func:`random_spec` refuses what it cannot generate first, from
-:func:`supported_methods` (found by compiling the combinations with libmathdx 0.3.1.9).
+:func:`supported_methods` (found by compiling the combinations with libmathdx 0.3.1.9; the
+tests compile a sample of both kinds on 0.4.2 as well).
 
 One LTO-IR object holds every function of a spec: generate, state initialisation and the
 skip-aheads the generator has; cuRANDDx names them itself (the ``SYMBOL_*`` traits). Their C
@@ -70,7 +71,7 @@ _PHILOX = "philox4_32_10"
 
 
 def supported_methods(generator: str, distribution: str, dtype: str, normal_method: str | None) -> tuple[str, ...]:
-    """The generate methods libmathdx 0.3.1.9 compiles for one combination, the default first; ()
+    """The generate methods libmathdx (0.3.1.9, 0.4.2) compiles for one combination, the default first; ()
     where it compiles none. Found by compiling the combinations (tests/device_api/test_random_codegen.py
     checks a sample against libmathdx): Philox generates 4 values per call (2 also in float64),
     the others 1, or 2 for a Box-Muller normal; Philox has no Poisson; the Sobol generators make
@@ -147,7 +148,7 @@ def _choice(argument: str, value, choices) -> str:
 def random_spec(generator: str, distribution: str, dtype=None, *, method: str | None = None,
                 normal_method: str | None = None, parameters=None, philox_rounds: int = 10) -> RandomSpec:
     """A checked :class:`RandomSpec`; ``OptionsError`` naming the argument for what cuRANDDx
-    (through libmathdx 0.3.1.9) does not generate.
+    (through libmathdx) does not generate.
 
     ``dtype`` defaults to float32 (the bits' width for ``uniform_bits``, uint32 for Poisson);
     ``normal_method`` (normal and log-normal) to ``"box_muller"``, cuRAND's method (``"icdf"`` for

@@ -1,5 +1,5 @@
 """cuSOLVERDx block functions as plain data: a function, its sizes and types checked against what
-cuSOLVERDx (libmathdx 0.3.1.9) generates, the descriptor, its code and traits, and the library
+cuSOLVERDx (libmathdx 0.3.1.9 and 0.4.2) generates, the descriptor, its code and traits, and the library
 code its LTO-IR calls (the universal fatbin, the same for every descriptor).
 
 libmathdx reports an invalid combination only when it compiles the code (an NVRTC static
