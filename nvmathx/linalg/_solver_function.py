@@ -178,7 +178,7 @@ def solve(a: ArrayLike, b: ArrayLike, *, assume_a: str | None = None, lower: boo
     >>> from nvmathx.linalg import solve
     >>> a = np.array([[3.0, 2.0, 0.0], [1.0, -1.0, 0.0], [0.0, 5.0, 1.0]])
     >>> solve(a, np.array([2.0, 4.0, -1.0]))
-    array([  2.,  -2.,   9.])
+    array([ 2., -2.,  9.])
     >>> solve(np.stack([a, 2 * a]), np.array([2.0, 4.0, -1.0])).shape  # one b for each matrix
     (2, 3)
     """
