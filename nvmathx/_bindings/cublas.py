@@ -82,8 +82,10 @@ class DiagType(enum.IntEnum):
 
 # The letter of the typed routines (cublas<t>getrfBatched) and the ctypes type of their scalars.
 PREFIX = {"float32": "S", "float64": "D", "complex64": "C", "complex128": "Z"}
-_SCALAR = {"float32": ctypes.c_float * 1, "float64": ctypes.c_double * 1, "complex64": ctypes.c_float * 2,
-           "complex128": ctypes.c_double * 2}
+_SCALAR: dict[str, type[ctypes.Array]] = {
+    "float32": ctypes.c_float * 1, "float64": ctypes.c_double * 1, "complex64": ctypes.c_float * 2,
+    "complex128": ctypes.c_double * 2,
+}
 
 _p = ctypes.c_void_p
 _pp = ctypes.POINTER(ctypes.c_void_p)
@@ -168,8 +170,8 @@ def getrs_batched(handle, trans: int, n: int, nrhs: int, dtype: str, a_array: in
         check(Status.INVALID_VALUE, f"cublas{PREFIX[dtype]}getrsBatched", f"argument {-info.value} is invalid")
 
 
-def _one(dtype: str):
-    scalar = _SCALAR[dtype]()
+def _one(dtype: str) -> ctypes.Array:
+    scalar: ctypes.Array = _SCALAR[dtype]()
     scalar[0] = 1.0
     return scalar
 

@@ -180,6 +180,7 @@ class DirectSolver:
         """Choose the engine (see :func:`choose_solver_engine`) and allocate the factors' memory."""
         self._check_state(_CONSTRUCTED, _PLANNED, _FACTORIZED)
         options, problem = self._options, self._problem
+        engine: Any
         if self._cpu:
             if stream is not None:
                 raise OptionsError("stream", "CPU execution takes no stream")

@@ -133,7 +133,8 @@ def _triangular(matrix, rhs, lower: bool, trans: int) -> np.ndarray:
 def _index_strides(a_batch: tuple, batch: tuple) -> tuple:
     """Per axis of ``batch``, the step in a's flattened batch (0 where a is broadcast)."""
     a_full = (1,) * (len(batch) - len(a_batch)) + tuple(a_batch)
-    strides, step = [], 1
+    strides: list[int] = []
+    step = 1
     for extent in reversed(a_full):
         strides.insert(0, 0 if extent == 1 else step)
         step *= extent

@@ -219,7 +219,8 @@ class GpuSolverState:
 
 
 def _c_steps(shape: tuple) -> tuple:
-    steps, step = [], 1
+    steps: list[int] = []
+    step = 1
     for extent in reversed(shape):
         steps.insert(0, step)
         step *= extent
