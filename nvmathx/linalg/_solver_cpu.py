@@ -19,14 +19,14 @@ _TRANS = {"N": 0, "T": 1, "C": 2}  # lu_solve / solve_triangular's trans
 def singular_error(problem: SolveProblem, a_index: int, pivot: int) -> SingularMatrixError:
     """The error for matrix ``a_index`` of the flattened batch of ``a`` failing at ``pivot`` (0-based)."""
     batch_index = a_index if problem.a_batch else None
-    where = f"matrix {np.unravel_index(a_index, problem.a_batch)} of a" if problem.a_batch else "a"
+    where = f"matrix {np.unravel_index(a_index, problem.a_batch)} of the batch " if problem.a_batch else ""
     if problem.structure == "positive definite":
         what = f"is not positive definite: its leading minor of order {pivot + 1} is not positive"
     elif problem.structure == "general":
         what = f"is singular: U[{pivot}, {pivot}] of its LU factorization is exactly zero"
     else:
         what = f"is singular: its diagonal element {pivot} is zero"
-    return SingularMatrixError(f"{where} {what}", batch_index=batch_index, pivot=pivot)
+    return SingularMatrixError(f"a: {where}{what}", batch_index=batch_index, pivot=pivot)
 
 
 def check_finite_host(values: np.ndarray, argument: str) -> None:
