@@ -19,7 +19,8 @@ _TRANS = {"N": 0, "T": 1, "C": 2}  # lu_solve / solve_triangular's trans
 def singular_error(problem: SolveProblem, a_index: int, pivot: int) -> SingularMatrixError:
     """The error for matrix ``a_index`` of the flattened batch of ``a`` failing at ``pivot`` (0-based)."""
     batch_index = a_index if problem.a_batch else None
-    where = f"matrix {np.unravel_index(a_index, problem.a_batch)} of the batch " if problem.a_batch else ""
+    position = tuple(int(i) for i in np.unravel_index(a_index, problem.a_batch)) if problem.a_batch else ()
+    where = f"matrix {position} of the batch " if problem.a_batch else ""
     if problem.structure == "positive definite":
         what = f"is not positive definite: its leading minor of order {pivot + 1} is not positive"
     elif problem.structure == "general":
