@@ -139,6 +139,12 @@ class DirectSolver:
             return None
         return "scipy" if self._cpu else self._engine.name
 
+    @property
+    def workspace_bytes(self) -> int:
+        """Device bytes held by the planned factors, pivots and workspaces (0 on the CPU and before
+        :meth:`plan`)."""
+        return 0 if self._cpu or self._engine is None else self._engine.workspace_bytes
+
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def _check_state(self, *allowed) -> None:

@@ -146,7 +146,7 @@ def test_stateful_life_cycle(rng):
     with pytest.raises(nvmathx.InvalidStateError, match="plan"):
         solver.factorize()
     solver.plan()
-    assert solver.engine == "scipy" and solver.result_shape == (2, 5, 3)
+    assert solver.engine == "scipy" and solver.result_shape == (2, 5, 3) and solver.workspace_bytes == 0
     with pytest.raises(nvmathx.InvalidStateError, match="factorize"):
         solver.solve()
     solver.factorize()
