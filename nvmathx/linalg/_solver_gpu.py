@@ -55,6 +55,7 @@ class GpuSolverState:
         self.check_finite = check_finite and check == "raise"
         self.itemsize = np.dtype(problem.dtype).itemsize
         self._buffers: list = []
+        self._bytes = 0
         self._stream = stream
         n, nrhs = problem.n, problem.nrhs
         self.matrix_bytes = n * n * self.itemsize
@@ -94,6 +95,7 @@ class GpuSolverState:
     def _allocate(self, nbytes: int) -> int:
         buffer = allocate(nbytes, self._stream, self.device_id, self.memory_resource)
         self._buffers.append(buffer)
+        self._bytes += nbytes
         return int(buffer.handle)
 
     def _upload(self, values: np.ndarray) -> int:
@@ -106,7 +108,7 @@ class GpuSolverState:
 
     @property
     def workspace_bytes(self) -> int:
-        return sum(int(getattr(buffer, "size", 0)) for buffer in self._buffers)
+        return self._bytes
 
     def free(self) -> None:
         self._release()
@@ -114,6 +116,7 @@ class GpuSolverState:
         for buffer in self._buffers:
             buffer.close(stream)
         self._buffers = []
+        self._bytes = 0
 
     # -- the calls -----------------------------------------------------------------------------
 
