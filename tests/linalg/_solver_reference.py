@@ -7,6 +7,18 @@ import numpy as np
 DTYPES = ("float32", "float64", "complex64", "complex128")
 EPS = {name: float(np.finfo(name).eps) for name in DTYPES}
 STRUCTURES = ("general", "positive definite", "lower triangular", "upper triangular", "diagonal")
+TRANSPOSES = (False, True, "conjugate")
+# every (dtype, structure, transposed) a solver takes
+SYSTEMS = [(d, s, t) for d in DTYPES for s in STRUCTURES for t in TRANSPOSES]
+
+
+def assert_close(x, expected, tolerance):
+    """``x`` (a host array) has ``expected``'s shape and lies within ``tolerance`` of it, relative to
+    its largest magnitude (at least 1)."""
+    expected = np.asarray(expected)
+    assert x.shape == expected.shape, (x.shape, expected.shape)
+    scale = max(float(np.max(np.abs(expected), initial=0)), 1.0)
+    assert np.max(np.abs(x - expected), initial=0) <= tolerance * scale
 
 
 def random_matrix(rng, shape, dtype, condition=10.0):

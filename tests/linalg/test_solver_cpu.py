@@ -9,21 +9,23 @@ import pytest
 import nvmathx
 from nvmathx.linalg import DirectSolver, DirectSolverOptions, direct_solver, solve
 
-from ._solver_reference import DTYPES, EPS, STRUCTURES, backward_error_ok, reference_solve, structured
+from ._solver_reference import (
+    EPS,
+    SYSTEMS,
+    assert_close,
+    backward_error_ok,
+    reference_solve,
+    structured,
+)
 
 TOLERANCE = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-11, "complex128": 1e-11}
 
 
 def _close(x, expected, dtype):
-    expected = np.asarray(expected)
-    scale = max(float(np.max(np.abs(expected), initial=0)), 1.0)
-    assert x.shape == expected.shape
-    assert np.max(np.abs(x - expected), initial=0) <= TOLERANCE[dtype] * scale
+    assert_close(np.asarray(x), expected, TOLERANCE[dtype])
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("structure", STRUCTURES)
-@pytest.mark.parametrize("transposed", [False, True, "conjugate"])
+@pytest.mark.parametrize("dtype, structure, transposed", SYSTEMS)
 def test_every_structure_dtype_and_transpose(rng, dtype, structure, transposed):
     a = structured(rng, (3, 6, 6), dtype, structure)
     b = rng.standard_normal((3, 6, 2)).astype(dtype)

@@ -10,7 +10,7 @@ from nvmathx.linalg import DirectSolver, direct_solver
 
 from ._fake_cublaslt import to_device, to_host
 from ._fake_cusolver import install
-from ._solver_reference import DTYPES, STRUCTURES, reference_solve, structured
+from ._solver_reference import SYSTEMS, assert_close, reference_solve, structured
 
 ENGINES = ("cusolver", "batched")
 TOLERANCE = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-11, "complex128": 1e-11}
@@ -28,16 +28,11 @@ def fake(monkeypatch):
 
 
 def _close(x, expected, dtype):
-    x = to_host(x)
-    assert x.shape == np.shape(expected), (x.shape, np.shape(expected))
-    scale = max(float(np.max(np.abs(expected), initial=0)), 1.0)
-    assert np.max(np.abs(x - expected), initial=0) <= TOLERANCE[dtype] * scale
+    assert_close(to_host(x), expected, TOLERANCE[dtype])
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("structure", STRUCTURES)
-@pytest.mark.parametrize("transposed", [False, True, "conjugate"])
+@pytest.mark.parametrize("dtype, structure, transposed", SYSTEMS)
 def test_engines_against_numpy(rng, fake, engine, dtype, structure, transposed):
     a = structured(rng, (3, 5, 5), dtype, structure)
     b = rng.standard_normal((3, 5, 2)).astype(dtype)

@@ -13,7 +13,7 @@ import nvmathx
 from helpers.torch_cuda import torch_with_cuda
 from nvmathx.linalg import DirectSolver, direct_solver, plan_cache, solve
 
-from ._solver_reference import DTYPES, STRUCTURES, backward_error_ok, reference_solve, structured
+from ._solver_reference import DTYPES, STRUCTURES, SYSTEMS, assert_close, backward_error_ok, reference_solve, structured
 
 pytestmark = pytest.mark.gpu
 
@@ -31,17 +31,11 @@ def _cuda(torch, host):
 
 
 def _close(x, expected, dtype):
-    x = x.cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
-    expected = np.asarray(expected)
-    assert x.shape == expected.shape, (x.shape, expected.shape)
-    scale = max(float(np.max(np.abs(expected), initial=0)), 1.0)
-    assert np.max(np.abs(x - expected), initial=0) <= TOLERANCE[dtype] * scale
+    assert_close(x.cpu().numpy() if hasattr(x, "cpu") else np.asarray(x), expected, TOLERANCE[dtype])
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("structure", STRUCTURES)
-@pytest.mark.parametrize("transposed", [False, True, "conjugate"])
+@pytest.mark.parametrize("dtype, structure, transposed", SYSTEMS)
 def test_engines_against_numpy(rng, torch, engine, dtype, structure, transposed):
     a = structured(rng, (4, 12, 12), dtype, structure)
     b = rng.standard_normal((4, 12, 3)).astype(dtype)
