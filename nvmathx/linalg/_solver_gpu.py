@@ -3,8 +3,8 @@
 Every engine works on its own copies: ``factorize()`` copies ``a`` (any strides, broadcast batch
 dimensions read with stride 0) into a dense batch of column-major matrices, which the library
 factors in place; ``solve()`` copies ``b`` into a dense batch of column-major ``n x nrhs``
-blocks, solves there in place and copies the solution into a new array of the operand's library
-(the result's matrices are column-major, one after the other). Pointers, pointer arrays and
+blocks, solves there in place and copies the solution into a new C-contiguous array of the
+operand's library. Pointers, pointer arrays and
 workspaces are fixed at ``plan()``, so ``solve()`` (and ``factorize()``) queue work without
 waiting and can be captured in a CUDA graph when ``check="none"``.
 
@@ -27,7 +27,7 @@ from .._codegen.elementwise import copy_nd
 from .._core.device import ensure_device
 from .._core.errors import OperandError
 from .._core.memory import allocate
-from .._core.tensor import Operand, allocate_like
+from .._core.tensor import Operand, allocate_like, c_strides
 from ._solver_cpu import singular_error
 from ._solver_kernels import ELEMENT_TYPES, REAL_TYPES
 from ._solver_kernels import launch as launch_check
@@ -66,9 +66,8 @@ class GpuSolverState:
         self.flag = self.info + self.factor_count * 4
         self.solve_info = self.flag + 4
         self.host_info = np.zeros(self.factor_count + 1, np.int32)
-        self.result_strides = batched_column_major_strides(problem.batch, n, nrhs)
-        if problem.b_vector:
-            self.result_strides = self.result_strides[:-1]
+        # x_work holds column-major n x nrhs blocks; the result is C-contiguous (what numpy makes)
+        self.work_strides = batched_column_major_strides(problem.batch, n, nrhs)
 
     # -- what engines define -------------------------------------------------------------------
 
@@ -183,7 +182,7 @@ class GpuSolverState:
         problem = self.problem
         self._stream = stream
         result = allocate_like(like, problem.result_shape, np.dtype(problem.dtype), self.device_id, stream,
-                               strides=self.result_strides, memory_resource=self.memory_resource)
+                               memory_resource=self.memory_resource)
         if problem.empty:
             return result
         self._copy_b(b, stream)
@@ -198,8 +197,9 @@ class GpuSolverState:
             if flag[0]:
                 raise OperandError("b", "contains NaN or Inf (pass check_finite=False to skip this check)")
         self._solve(stream)
-        nbytes = problem.batch_count * problem.n * problem.nrhs * self.itemsize
-        cuda_driver.memcpy_async(result.ptr, self.x_work, nbytes, stream.handle)
+        shape = problem.batch + (problem.n, problem.nrhs)
+        copy_nd(self.x_work, result.ptr, shape, self.work_strides, c_strides(shape), problem.dtype, problem.dtype, 1.0,
+                False, stream, self.device_id)
         return result
 
     def _copy_b(self, b: Operand, stream) -> None:
@@ -210,8 +210,7 @@ class GpuSolverState:
         else:
             shape = problem.batch + (problem.n, problem.nrhs)
             source = broadcast_strides(problem.b_batch, tuple(b.strides[:-2]), problem.batch) + tuple(b.strides[-2:])
-        target = batched_column_major_strides(problem.batch, problem.n, problem.nrhs)
-        copy_nd(b.ptr, self.x_work, shape, source, target, problem.dtype, problem.dtype, 1.0, False, stream,
+        copy_nd(b.ptr, self.x_work, shape, source, self.work_strides, problem.dtype, problem.dtype, 1.0, False, stream,
                 self.device_id)
 
     def _a_of_system(self) -> list:
