@@ -26,7 +26,7 @@ _PACKAGES = (
     "cupy-cuda12x", "jax", "numba", "numba-cuda", "numba-cuda-mlir", "cffi", "nvmath-python", "nvidia-libmathdx-cu13",
     "nvidia-libmathdx-cu12",
 )
-_DEMO_MODULES = ("nvmathx._core._demo", "nvmathx.linalg._demo", "nvmathx.fft._demo")
+_DEMO_MODULES = ("nvmathx._core._demo", "nvmathx.linalg._demo", "nvmathx.linalg._solver_demo", "nvmathx.fft._demo")
 
 
 def gpu_report() -> list[str]:
