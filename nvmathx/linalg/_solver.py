@@ -19,6 +19,24 @@ from ._solver_cpu import CpuSolverState
 from ._solver_options import DirectSolverOptions
 from ._solver_problem import SolveProblem, choose_solver_engine, describe_solve
 
+_FUSED_LIBRARIES = ("mathdx", "nvrtc", "nvJitLink")
+_fused: list = []  # whether the fused engine's libraries load, once known
+
+
+def fused_available() -> bool:
+    """Whether the fused cuSOLVERDx engine can be built here: libmathdx, NVRTC and nvJitLink load."""
+    if not _fused:
+        from .._bindings._loader import load_library
+        from .._core.errors import LibraryNotFoundError
+
+        try:
+            for name in _FUSED_LIBRARIES:
+                load_library(name)
+            _fused.append(True)
+        except LibraryNotFoundError:
+            _fused.append(False)
+    return _fused[0]
+
 __all__ = ["DirectSolver"]
 
 _CONSTRUCTED, _PLANNED, _FACTORIZED, _FREED = "constructed", "planned", "factorized", "freed"
@@ -194,7 +212,7 @@ class DirectSolver:
         else:
             from ._solver_gpu import ENGINE_CLASSES
 
-            name = choose_solver_engine(problem, options.engine)
+            name = choose_solver_engine(problem, options.engine, fused=fused_available())
             engine = ENGINE_CLASSES[name](problem, device_id=self._execution.device_id, stream=self._streams(stream),
                                           memory_resource=options.memory_resource, check=options.check,
                                           check_finite=options.check_finite)

@@ -14,6 +14,8 @@ waiting and can be captured in a CUDA graph when ``check="none"``.
   ``trsmBatched``, cuSOLVER ``potrfBatched`` and ``potrsBatched`` (one right-hand side; more take
   two ``trsmBatched``). ``a`` is expanded to the full batch where it is broadcast (the batched
   routines take one pivot array per batch).
+- :class:`FusedEngine`: one generated cuSOLVERDx kernel (:mod:`nvmathx._codegen.fused_solver`)
+  factors and solves every system in shared memory, one launch per solve.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy as np
 from .._bindings import cublas, cuda_driver, cusolver
 from .._codegen.elementwise import copy_nd
 from .._core.device import ensure_device
-from .._core.errors import OperandError
+from .._core.errors import OperandError, OptionsError
 from .._core.memory import allocate
 from .._core.tensor import Operand, allocate_like, c_strides
 from ._solver_cpu import singular_error
@@ -33,7 +35,7 @@ from ._solver_kernels import ELEMENT_TYPES, REAL_TYPES
 from ._solver_kernels import launch as launch_check
 from ._solver_problem import SolveProblem, batched_column_major_strides, broadcast_strides
 
-__all__ = ["GpuSolverState", "CusolverEngine", "BatchedEngine", "ENGINE_CLASSES"]
+__all__ = ["GpuSolverState", "CusolverEngine", "BatchedEngine", "FusedEngine", "ENGINE_CLASSES", "load_fused_kernel"]
 
 _TRANS = {"N": 0, "T": 1, "C": 2}
 _LEFT, _NON_UNIT = cublas.SideMode.LEFT, cublas.DiagType.NON_UNIT
@@ -151,9 +153,7 @@ class GpuSolverState:
         problem, n, batch = self.problem, self.problem.n, self.factor_batch
         source_batch = broadcast_strides(problem.a_batch, tuple(a.strides[:-2]), batch)
         target = batched_column_major_strides(batch, n, n)
-        row, col = a.strides[-2], a.strides[-1]
-        conj = problem.structure == "positive definite" and problem.operation == "T" \
-            and problem.dtype.startswith("complex")  # aᵀ = conj(a) for a Hermitian a
+        row, col, conj = self._matrix_view(a)
         if problem.structure == "diagonal":
             cuda_driver.memset_async(self.a_work, 0, self.factor_count * self.matrix_bytes, stream.handle)
             copy_nd(a.ptr, self.a_work, batch + (n,), source_batch + (row + col,), target[:-2] + (n + 1,),
@@ -161,6 +161,12 @@ class GpuSolverState:
             return
         copy_nd(a.ptr, self.a_work, batch + (n, n), source_batch + (row, col), target, problem.dtype, problem.dtype,
                 1.0, conj, stream, self.device_id)
+
+    def _matrix_view(self, a: Operand) -> tuple:
+        """(row stride, column stride, conjugate) with which ``a`` is copied into the factors' memory."""
+        conj = self.problem.structure == "positive definite" and self.problem.operation == "T" \
+            and self.problem.dtype.startswith("complex")  # aᵀ = conj(a) for a Hermitian a
+        return a.strides[-2], a.strides[-1], conj
 
     def _read_info(self, stream) -> None:
         host = self.host_info
@@ -387,4 +393,75 @@ class BatchedEngine(GpuSolverState):
         self.handles.release()
 
 
-ENGINE_CLASSES = {"cusolver": CusolverEngine, "batched": BatchedEngine}
+def load_fused_kernel(structure: str, solves: bool, problem: SolveProblem, device_id: int):
+    """(the linked kernel's launch function, its FusedSolverKernel) for ``problem`` on a device."""
+    from cuda.core import LaunchConfig, ObjectCode
+
+    from .._codegen.fused_solver import fused_solver_kernel
+    from .._codegen.target import Target
+
+    major, minor = ensure_device(device_id).compute_capability
+    fill_mode = "lower" if _uplo(problem) == cusolver.FillMode.LOWER else "upper"
+    kernel = fused_solver_kernel(structure, solves, problem.n, problem.nrhs, problem.dtype, Target(major, minor),
+                                 fill_mode)
+    function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.symbol)
+    if kernel.shared_memory_size > 48 * 1024:
+        cuda_driver.kernel_set_max_dynamic_shared_memory(function.handle, kernel.shared_memory_size, device_id)
+    blocks = -(-problem.batch_count // kernel.batches_per_block)
+    config = LaunchConfig(grid=blocks, block=kernel.block_dim, shmem_size=kernel.shared_memory_size)
+
+    def run(stream, a: int, b: int, info: int, batches: int) -> None:
+        from cuda.core import launch
+
+        from .._codegen.launch import core_stream
+
+        launch(core_stream(stream), config, function, a, b, info, batches)
+
+    return run, kernel
+
+
+class FusedEngine(GpuSolverState):
+    """One generated cuSOLVERDx kernel per solve: every system of the batch factored and solved in
+    shared memory, one launch (``gesv_partial_pivot`` or ``posv``); with ``check="raise"``,
+    ``factorize()`` runs the factor-only kernel for the status. ``a`` is expanded to the full batch
+    and copied as ``op(a)``, so the kernel solves ``op(a) x = b`` without a transpose of its own."""
+
+    name = "fused"
+
+    def __init__(self, problem: SolveProblem, **kwargs):
+        super().__init__(problem, **kwargs)
+        self._a_indices = self._a_of_system()
+        self.solve_kernel = self.factor_kernel = None
+        if problem.empty:
+            return
+        try:
+            self.solve_kernel, _ = load_fused_kernel(problem.structure, True, problem, self.device_id)
+            if self.raise_singular:
+                self.factor_kernel, _ = load_fused_kernel(problem.structure, False, problem, self.device_id)
+        except OptionsError as error:  # cuSOLVERDx does not take the problem (size, shared memory)
+            self.free()
+            raise OptionsError("options.engine", f"the fused engine cannot solve this problem ({error})") from None
+
+    @property
+    def factor_batch(self) -> tuple:
+        return self.problem.batch
+
+    def a_index(self, factor_index: int) -> int:
+        return self._a_indices[factor_index]
+
+    def _matrix_view(self, a: Operand) -> tuple:
+        row, col, conj = super()._matrix_view(a)
+        if self.problem.structure == "general" and self.problem.operation != "N":
+            return col, row, self.problem.operation == "C"  # op(a) itself, column-major
+        return row, col, conj
+
+    def _factor(self, stream) -> None:
+        if self.factor_kernel is not None:
+            self.factor_kernel(stream, self.a_work, self.x_work, self.info, self.problem.batch_count)
+
+    def _solve(self, stream) -> None:
+        if self.solve_kernel is not None:
+            self.solve_kernel(stream, self.a_work, self.x_work, self.info, self.problem.batch_count)
+
+
+ENGINE_CLASSES = {"cusolver": CusolverEngine, "batched": BatchedEngine, "fused": FusedEngine}

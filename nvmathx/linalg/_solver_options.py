@@ -23,7 +23,7 @@ STRUCTURES = {
     "lower triangular": "lower triangular", "upper triangular": "upper triangular", "diagonal": "diagonal",
 }
 _NOT_YET = ("tridiagonal", "banded")
-ENGINES = ("auto", "cusolver", "batched")
+ENGINES = ("auto", "cusolver", "batched", "fused")
 
 
 def normalize_structure(assume_a, argument: str = "assume_a") -> str:
@@ -87,11 +87,13 @@ class DirectSolverOptions:
         not positive definite) matrix. ``"none"``: read nothing, so that ``factorize()`` and
         ``solve()`` queue work without waiting and can be captured in a CUDA graph; a singular
         system then gives Inf or NaN in the solution, and no error.
-    engine : "auto", "cusolver" or "batched"
-        How the GPU solves: cuSOLVER's 64-bit API, one call per matrix (large systems); or the
+    engine : "auto", "cusolver", "batched" or "fused"
+        How the GPU solves: cuSOLVER's 64-bit API, one call per matrix (large systems); the
         batched routines (cuBLAS ``getrfBatched``/``getrsBatched``/``trsmBatched``, cuSOLVER
-        ``potrfBatched``/``potrsBatched``), one call per batch (many small systems). ``"auto"``
-        follows :func:`nvmathx.linalg.choose_solver_engine`. The CPU space ignores it.
+        ``potrfBatched``/``potrsBatched``), one call per batch (many small systems); or one
+        generated cuSOLVERDx kernel that factors and solves every system in shared memory
+        (general and positive definite systems small enough for a block; needs libmathdx).
+        ``"auto"`` follows :func:`nvmathx.linalg.choose_solver_engine`. The CPU space ignores it.
     memory_resource : cuda.core MemoryResource or None
         Where the factors, pivots and workspaces (and device copies of host operands) come from.
     blocking : "auto" or True

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .._core.errors import OperandError, UnsupportedOperandError
+from .._core.errors import OperandError, OptionsError, UnsupportedOperandError
 
 __all__ = ["SolveProblem", "DTYPES", "describe_solve", "choose_solver_engine", "batched_column_major_strides",
-           "broadcast_strides", "broadcast_batches",
+           "broadcast_strides", "broadcast_batches", "FUSED_MAX_N", "FUSED_MAX_NRHS", "FUSED_STRUCTURES",
            "BATCHED_MAX_N"]
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
@@ -110,17 +110,35 @@ def batched_column_major_strides(batch: tuple, rows: int, cols: int) -> tuple:
 # Largest n the batched routines take under "auto": they keep a matrix in shared memory or
 # registers up to about this order, and past it one cuSOLVER call per matrix is faster.
 BATCHED_MAX_N = 128
+# Largest n and number of right-hand sides the fused cuSOLVERDx engine takes under "auto".
+FUSED_MAX_N = 32
+FUSED_MAX_NRHS = 4
+FUSED_STRUCTURES = ("general", "positive definite")
 
 
-def choose_solver_engine(problem: SolveProblem, requested: str = "auto") -> str:
+def choose_solver_engine(problem: SolveProblem, requested: str = "auto", *, fused: bool = False) -> str:
     """The GPU engine of a problem: ``requested`` unless it is ``"auto"``.
 
-    ``"auto"``: a single system, or matrices larger than :data:`BATCHED_MAX_N`, go to cuSOLVER's
-    64-bit API (``"cusolver"``, one call per matrix); two or more systems of order up to
-    :data:`BATCHED_MAX_N` go to the batched routines (``"batched"``), one call per batch.
+    ``"auto"``: two or more general or positive definite systems of order up to
+    :data:`FUSED_MAX_N` with at most :data:`FUSED_MAX_NRHS` right-hand sides go to the fused
+    cuSOLVERDx kernel (``"fused"``) where it is available (``fused``: libmathdx, NVRTC and
+    nvJitLink load); other batches of two or more systems of order up to :data:`BATCHED_MAX_N` go
+    to the batched routines (``"batched"``, one call per batch); a single system, or larger
+    matrices, to cuSOLVER's 64-bit API (``"cusolver"``, one call per matrix).
+
+    Raises
+    ------
+    OptionsError
+        For ``requested="fused"`` with a structure the fused engine does not solve.
     """
+    if requested == "fused" and problem.structure not in FUSED_STRUCTURES:
+        raise OptionsError("options.engine", f"the fused engine solves {' and '.join(FUSED_STRUCTURES)} systems "
+                                             f"(got {problem.structure!r})")
     if requested != "auto":
         return requested
+    if problem.batch_count >= 2 and problem.n <= FUSED_MAX_N and problem.nrhs <= FUSED_MAX_NRHS and fused \
+            and problem.structure in FUSED_STRUCTURES:
+        return "fused"
     if problem.batch_count >= 2 and problem.n <= BATCHED_MAX_N:
         return "batched"
     return "cusolver"

@@ -178,12 +178,40 @@ def fake_check_launch(stream, device_id, name, count, *args):
         _write_int(info + 4 * i, zeros[0] + 1 if zeros.size else 0)
 
 
-def install(monkeypatch):
+def fake_load_fused_kernel(structure, solves, problem, device_id):
+    """The fused engine's kernels with LAPACK: per system of the dense batch, factor (and solve) a
+    copy of the matrix (the kernel works in shared memory: the factors are not written back)."""
+    from nvmathx.linalg._solver_gpu import _uplo
+
+    n, k, dtype = problem.n, problem.nrhs, problem.dtype
+    itemsize = np.dtype(dtype).itemsize
+    lower = _uplo(problem) == cusolver.FillMode.LOWER
+
+    def run(stream, a, b, info, batches):
+        assert batches == problem.batch_count
+        for i in range(batches):
+            matrix = np.array(_matrix(a + i * n * n * itemsize, n, n, n, dtype), order="F")
+            rhs = _matrix(b + i * n * k * itemsize, n, k, n, dtype)
+            if structure == "general":
+                lu, piv, status = _lapack("getrf", dtype)(matrix)
+                if solves and status == 0:
+                    rhs[...] = _lapack("getrs", dtype)(lu, piv, np.array(rhs, order="F"))[0]
+            else:
+                c, status = _lapack("potrf", dtype)(matrix, lower=lower, clean=False)
+                if solves and status == 0:
+                    rhs[...] = _lapack("potrs", dtype)(c, np.array(rhs, order="F"), lower=lower)[0]
+            _write_int(info + 4 * i, status)
+
+    return run, None
+
+
+def install(monkeypatch, fused_available=False):
     """The fake device of tests/linalg/_fake_cublaslt.py (memory, streams, copies) plus host cuSOLVER,
-    cuBLAS and check kernels; returns the FakeSolverLibraries (its ``calls``) and the memory resource."""
+    cuBLAS, check kernels and fused kernels (``fused_available``: whether "auto" may choose them);
+    returns the FakeSolverLibraries (its ``calls``) and the memory resource."""
     from fft._fake_device import fake_launch
     from nvmathx._codegen import elementwise
-    from nvmathx.linalg import _solver_gpu
+    from nvmathx.linalg import _solver, _solver_gpu
 
     from ._fake_cublaslt import install as install_device
 
@@ -202,5 +230,7 @@ def install(monkeypatch):
     monkeypatch.setattr(cusolver, "destroy_params", fake.nothing)
     monkeypatch.setattr(elementwise, "_launch", fake_launch)
     monkeypatch.setattr(_solver_gpu, "launch_check", fake_check_launch)
+    monkeypatch.setattr(_solver_gpu, "load_fused_kernel", fake_load_fused_kernel)
+    monkeypatch.setattr(_solver, "fused_available", lambda: fused_available)
     monkeypatch.setattr(_solver_gpu, "ensure_device", lambda device_id: None)
     return fake, resource

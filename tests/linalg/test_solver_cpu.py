@@ -235,6 +235,16 @@ def test_engine_rule_is_pure():
     assert choose_solver_engine(problem((1, 16, 16), (16,))) == "cusolver"  # one system
     assert choose_solver_engine(problem((16, 16), (4, 16, 1))) == "batched"  # a broadcast over b's batch
     assert choose_solver_engine(problem((8, 16, 16), (16,)), "cusolver") == "cusolver"  # asked for
+    # the fused cuSOLVERDx engine where its libraries load: small general / positive definite batches
+    assert choose_solver_engine(problem((65536, 32, 32), (32,)), fused=True) == "fused"
+    assert choose_solver_engine(problem((65536, 33, 33), (33,)), fused=True) == "batched"
+    assert choose_solver_engine(problem((64, 16, 16), (64, 16, 5)), fused=True) == "batched"  # many right-hand sides
+    assert choose_solver_engine(problem((1, 16, 16), (16,)), fused=True) == "cusolver"
+    triangular = describe_solve((8, 4, 4), "float32", (4,), "float32", structure="lower triangular", operation="N",
+                                lower=False)
+    assert choose_solver_engine(triangular, fused=True) == "batched"
+    with pytest.raises(nvmathx.OptionsError, match="^options.engine: the fused engine solves"):
+        choose_solver_engine(triangular, "fused")
 
 
 def test_layout_helpers():

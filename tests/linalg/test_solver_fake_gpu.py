@@ -12,7 +12,7 @@ from ._fake_cublaslt import to_device, to_host
 from ._fake_cusolver import install
 from ._solver_reference import SYSTEMS, assert_close, reference_solve, structured
 
-ENGINES = ("cusolver", "batched")
+ENGINES = ("cusolver", "batched", "fused")
 TOLERANCE = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-11, "complex128": 1e-11}
 
 
@@ -37,6 +37,10 @@ def test_engines_against_numpy(rng, fake, engine, dtype, structure, transposed):
     a = structured(rng, (3, 5, 5), dtype, structure)
     b = rng.standard_normal((3, 5, 2)).astype(dtype)
     options = {"assume_a": structure, "transposed": transposed, "engine": engine}
+    if engine == "fused" and structure not in ("general", "positive definite"):
+        with pytest.raises(nvmathx.OptionsError, match="^options.engine: the fused engine solves"):
+            direct_solver(to_device(a), to_device(b), options=options)
+        return
     x = direct_solver(to_device(a), to_device(b), options=options)
     _close(x, reference_solve(a, b, structure, transposed=transposed), dtype)
     expected_calls = {
@@ -45,6 +49,7 @@ def test_engines_against_numpy(rng, fake, engine, dtype, structure, transposed):
         ("cusolver", "positive definite"): {"xpotrf": 3, "xpotrs": 3},
         ("batched", "positive definite"): {"potrf_batched": 1, "trsm_batched": 2},  # two right-hand sides
     }.get((engine, structure), {"trsm": 3} if engine == "cusolver" else {"trsm_batched": 1})
+    expected_calls = {} if engine == "fused" else expected_calls  # one generated kernel, no library call
     assert fake.calls == expected_calls
 
 
@@ -55,6 +60,8 @@ def test_engines_against_numpy(rng, fake, engine, dtype, structure, transposed):
     ((0, 4, 4), (4,)), ((2, 0, 0), (0,)), ((4, 4), (4, 0)), ((3, 2, 4, 4), (2, 4, 1)),
 ])
 def test_broadcasting_and_empty(rng, fake, engine, structure, a_shape, b_shape):
+    if engine == "fused" and structure not in ("general", "positive definite"):
+        return  # (refused: test_engines_against_numpy)
     a = structured(rng, a_shape, "float64", structure) if a_shape[-1] and a_shape[0] else np.zeros(a_shape)
     b = rng.standard_normal(b_shape)
     x = direct_solver(to_device(a), to_device(b), options={"assume_a": structure, "engine": engine})
@@ -72,8 +79,8 @@ def test_positive_definite_with_one_right_hand_side_uses_potrs(rng, fake, engine
     x = direct_solver(to_device(a), to_device(b[..., None]), options={"assume_a": "positive definite",
                                                                        "engine": engine, "lower": True})
     _close(x, reference_solve(a, b[..., None], "positive definite", lower=True), "complex64")
-    assert fake.calls == ({"potrf_batched": 1, "potrs_batched": 1} if engine == "batched"
-                          else {"xpotrf": 6, "xpotrs": 6})
+    assert fake.calls == {"batched": {"potrf_batched": 1, "potrs_batched": 1}, "cusolver": {"xpotrf": 6, "xpotrs": 6},
+                          "fused": {}}[engine]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -105,7 +112,7 @@ def test_singular_and_non_finite(fake, engine):
         direct_solver(to_device(-np.eye(5)), to_device(np.ones(5)), options={"assume_a": "positive definite",
                                                                              "engine": engine})
     assert info.value.pivot == 0
-    for structure in ("lower triangular", "upper triangular", "diagonal"):
+    for structure in ("lower triangular", "upper triangular", "diagonal") if engine != "fused" else ():
         with pytest.raises(nvmathx.SingularMatrixError) as info:
             direct_solver(to_device(np.diag([1.0, 2.0, 0.0, 1.0, 0.0])), to_device(np.ones(5)),
                           options={"assume_a": structure, "engine": engine})
@@ -160,3 +167,24 @@ def test_host_operands_with_cuda_execution(rng, fake, engine):
     x = direct_solver(a, b, execution="cuda", options={"engine": engine})
     assert isinstance(x, np.ndarray)
     assert_close(x, reference_solve(a, b), TOLERANCE["float64"])
+
+
+def test_auto_chooses_the_fused_engine_where_it_is_available(rng, monkeypatch):
+    import gc
+
+    from nvmathx.linalg import plan_cache
+
+    fake, _ = install(monkeypatch, fused_available=True)
+    a = structured(rng, (8, 4, 4), "float64", "positive definite")
+    b = rng.standard_normal((8, 4, 1))
+    with DirectSolver(to_device(a), to_device(b), options={"assume_a": "positive definite"}) as solver:
+        solver.plan()
+        assert solver.engine == "fused"
+        solver.factorize()
+        _close(solver.solve(), reference_solve(a, b, "positive definite"), "float64")
+    with DirectSolver(to_device(a), to_device(b), options={"assume_a": "lower triangular"}) as solver:
+        solver.plan()
+        assert solver.engine == "batched"  # the fused engine solves general and positive definite systems
+    assert fake.calls == {}
+    plan_cache.clear()
+    gc.collect()
