@@ -16,9 +16,10 @@ nvmath-python.
   call of a 64 x 64 float32 system: ``reset_operands(b=) + solve()`` beside ``torch.linalg.lu_solve``,
   and a cache hit of ``solve()`` beside ``torch.linalg.solve``.
 
-Every nvmathx column runs with ``check="raise"`` and ``check_finite=True`` (scipy's defaults: one
-synchronisation per factorization, one per solve) unless its name ends in ``.nocheck``
-(``check="none"``: no synchronisation, as torch's solve).
+The ``nvmathx`` column runs with ``check="raise"`` and ``check_finite=True`` (scipy's defaults: one
+synchronisation per factorization, one per solve); ``nvmathx.nocheck`` with ``check="none"`` (no
+synchronisation, as torch's solve). In the batched cases ``nvmathx.fused`` and ``nvmathx.batched``
+run each engine by name (``check="none"``), which measures the rule ``engine="auto"`` follows.
 
 Memory, in the case's ``params``: ``peak_bytes[column]`` is the peak of the column's allocator over
 one call (torch's ``max_memory_allocated`` for torch and nvmathx's results, plus nvmathx's own
@@ -85,21 +86,23 @@ def _record_cupy_peak(column, memory, call):
     memory["peak_bytes"][column] = max(pool.total_bytes(), before) - floor
 
 
-def _function_columns(ctx, batch, n, k, dtype, memory, *, spd=False, nvmath=True):
-    """The function-form columns of one solve case."""
+def _function_columns(ctx, batch, n, k, dtype, memory, *, spd=False, nvmath=True, engines=()):
+    """The function-form columns of one solve case (and one ``nvmathx.<engine>`` column per engine
+    named, check="none", for the engine rule's measurement)."""
     assume_a = "positive definite" if spd else None
 
-    def nvmathx_solve(check="raise"):
+    def nvmathx_solve(check="raise", engine="auto"):
         from nvmathx.linalg import plan_cache, solve
 
         a, b = _operands(ctx, batch, n, k, dtype, spd)
-        options = {"check": check}
+        options = {"check": check, "engine": engine}
 
         def call():
             return solve(a, b, assume_a=assume_a, check_finite=check == "raise", options=options)
 
         plan_cache.clear()
-        _record_peak(ctx, "nvmathx" if check == "raise" else "nvmathx.nocheck", memory, call, _nvmathx_extra_bytes)
+        column = "nvmathx" if check == "raise" else ("nvmathx.nocheck" if engine == "auto" else f"nvmathx.{engine}")
+        _record_peak(ctx, column, memory, call, _nvmathx_extra_bytes)
         return call
 
     def torch_solve():
@@ -144,6 +147,8 @@ def _function_columns(ctx, batch, n, k, dtype, memory, *, spd=False, nvmath=True
                "cupy": cupy_solve}
     if nvmath:
         columns["nvmath-python"] = nvmath_solve
+    for engine in engines:
+        columns[f"nvmathx.{engine}"] = lambda engine=engine: nvmathx_solve("none", engine)
     return columns
 
 
@@ -159,7 +164,8 @@ def _spd_batched_case(ctx):
     batch, n = (4096 if ctx.quick else 65536), 32
     memory: dict = {"peak_bytes": {}}
     params = {"n": n, "nrhs": 1, "batch": batch, "dtype": "float32", "structure": "positive definite", **memory}
-    columns = _function_columns(ctx, (batch,), n, 1, "float32", memory, spd=True, nvmath=False)
+    columns = _function_columns(ctx, (batch,), n, 1, "float32", memory, spd=True, nvmath=False,
+                                engines=("fused", "batched"))
     return Case(f"solve_spd_batched_{batch}x{n}_f32", "ms", columns, params=params,
                 note="solve(a, b, assume_a='positive definite'); torch: cholesky + cholesky_solve; cupy: LU")
 
@@ -168,7 +174,7 @@ def _batched_lu_case(ctx, batch, n, dtype):
     batch = batch // 16 if ctx.quick else batch
     memory: dict = {"peak_bytes": {}}
     params = {"n": n, "nrhs": 1, "batch": batch, "dtype": dtype, "structure": "general", **memory}
-    columns = _function_columns(ctx, (batch,), n, 1, dtype, memory, nvmath=False)
+    columns = _function_columns(ctx, (batch,), n, 1, dtype, memory, nvmath=False, engines=("fused", "batched"))
     return Case(f"solve_lu_batched_{batch}x{n}_{_LABEL[dtype]}", "ms", columns, params=params,
                 note="solve(a, b) of a batch of small systems, one right-hand side each")
 

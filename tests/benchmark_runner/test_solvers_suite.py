@@ -34,6 +34,8 @@ def test_cases_declare_without_importing_torch():
     assert lu["solve_lu_16384_f32_rhs64"].params == {"n": 16384, "nrhs": 64, "batch": 1, "dtype": "float32",
                                                      "structure": "general", "peak_bytes": {}}
     assert lu["solve_spd_batched_65536x32_f32"].params["structure"] == "positive definite"
+    for name in ("solve_spd_batched_65536x32_f32", "solve_lu_batched_65536x64_f64", "solve_lu_batched_16384x16_f32"):
+        assert {"nvmathx.fused", "nvmathx.batched"} <= set(lu[name].setups)
 
 
 def test_quick_cases_are_smaller():
