@@ -102,7 +102,12 @@ def _function_columns(ctx, batch, n, k, dtype, memory, *, spd=False, nvmath=True
 
         plan_cache.clear()
         column = "nvmathx" if check == "raise" else ("nvmathx.nocheck" if engine == "auto" else f"nvmathx.{engine}")
-        _record_peak(ctx, column, memory, call, _nvmathx_extra_bytes)
+        from nvmathx import LibraryNotFoundError, OptionsError
+
+        try:
+            _record_peak(ctx, column, memory, call, _nvmathx_extra_bytes)
+        except (OptionsError, LibraryNotFoundError) as error:  # an engine that cannot take the problem here
+            raise Skip(f"engine {engine!r}: {error}") from None
         return call
 
     def torch_solve():
