@@ -30,7 +30,7 @@ from .target import Target
 
 __all__ = ["FORMAT", "FusedSolverKernel", "FUSED_FUNCTIONS", "kernel_source", "fused_solver_kernel"]
 
-FORMAT = 1  # bump when the generated source changes meaning
+FORMAT = 2  # bump when the generated source changes meaning
 
 # (structure, solves) -> the cuSOLVERDx function
 FUSED_FUNCTIONS = {("general", True): "gesv_partial_pivot", ("general", False): "getrf_partial_pivot",
@@ -45,8 +45,8 @@ extern "C" __global__ void __launch_bounds__({threads}) {symbol}(const {T}* a, {
     extern __shared__ __align__(16) unsigned char shared_bytes[];
     __shared__ int block_info[{bpb}];
     {T}* const sa = reinterpret_cast<{T}*>(shared_bytes);
-    {T}* const sb = sa + {a_elements};
-    int* const sipiv = reinterpret_cast<int*>(sb + {b_elements});
+    {T}* const sb = sa + {a_padded};  // each array on a 16-byte boundary
+    int* const sipiv = reinterpret_cast<int*>(sb + {b_padded});
     const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
     const long long first = (long long)blockIdx.x * {bpb};
@@ -92,23 +92,37 @@ def _spec(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: T
                                       target=target)
 
 
+def _padded(elements: int, itemsize: int) -> int:
+    """``elements`` rounded up to a whole number of 16-byte units (every itemsize here divides 16)."""
+    return -(-elements * itemsize // 16) * 16 // itemsize
+
+
+def _layout(spec) -> tuple[int, int, int, int]:
+    """(a's elements, b's elements, a's padded, b's padded) of one block's shared memory."""
+    itemsize = np.dtype(spec.dtype).itemsize
+    k = spec.k if "b" in spec.info.arguments else 0
+    a, b = spec.batches_per_block * spec.n * spec.n, spec.batches_per_block * spec.n * k
+    return a, b, _padded(a, itemsize), _padded(b, itemsize)
+
+
 def kernel_source(symbol: str, function_symbol: str, spec, block_dim) -> str:
     """The CUDA C++ of the kernel ``symbol`` around the cuSOLVERDx function ``function_symbol``."""
     t = _C_TYPES[spec.dtype]
     n, bpb = spec.n, spec.batches_per_block
     k = spec.k if "b" in spec.info.arguments else 0
+    a_elements, b_elements, a_padded, b_padded = _layout(spec)
     parameters = ", ".join("int*" if name in ("ipiv", "info") else f"{t}*" for name in spec.info.arguments)
     return _SOURCE.format(function=function_symbol, parameters=parameters, symbol=symbol, T=t, bpb=bpb,
-                          threads=block_dim[0] * block_dim[1] * block_dim[2], a_elements=bpb * n * n,
-                          b_elements=bpb * n * k, nn=n * n, n1=n + 1, nk=max(n * k, 1),
-                          arguments=", ".join(_ARGUMENTS[name] for name in spec.info.arguments))
+                          threads=block_dim[0] * block_dim[1] * block_dim[2], a_elements=a_elements,
+                          b_elements=b_elements, a_padded=a_padded, b_padded=b_padded, nn=n * n, n1=n + 1,
+                          nk=max(n * k, 1), arguments=", ".join(_ARGUMENTS[name] for name in spec.info.arguments))
 
 
 def shared_memory_bytes(spec) -> int:
-    """The kernel's dynamic shared memory: the block's matrices, right-hand sides and pivots."""
-    itemsize = np.dtype(spec.dtype).itemsize
-    k = spec.k if "b" in spec.info.arguments else 0
-    values = spec.batches_per_block * spec.n * (spec.n + k) * itemsize
+    """The kernel's dynamic shared memory: the block's matrices, right-hand sides and pivots, each
+    on a 16-byte boundary (at least what cuSOLVERDx's SHARED_MEMORY_SIZE asks for)."""
+    _, _, a_padded, b_padded = _layout(spec)
+    values = (a_padded + b_padded) * np.dtype(spec.dtype).itemsize
     return max(values + 4 * spec.batches_per_block * spec.n, solver_codegen.shared_memory_bytes(spec))
 
 

@@ -18,6 +18,9 @@ def test_source_calls_the_function_with_shared_memory_arguments():
     assert 'extern "C" __device__ void cusolverdx_f(float2*, int*, float2*, int*);' in source
     assert "cusolverdx_f(sa, sipiv, sb, block_info);" in source
     assert "sb = sa + 192;" in source and "sipiv = reinterpret_cast<int*>(sb + 48);" in source  # 3 x 8 x 8, 3 x 8 x 2
+    odd = solver_codegen.solver_spec("posv", (5, 5, 1), "float32")
+    source = fused_solver.kernel_source("kernel_z", "cusolverdx_h", odd, (32, 1, 1))
+    assert "sb = sa + 28;" in source  # 25 floats padded to 16-byte units
     assert "__launch_bounds__(32)" in source
     factor = solver_codegen.solver_spec("potrf", (8, 8), "float64", fill_mode="upper")
     source = fused_solver.kernel_source("kernel_y", "cusolverdx_g", factor, (64, 1, 1))
