@@ -24,11 +24,12 @@ import dataclasses
 
 import numpy as np
 
-from . import cache, link, nvrtc
+from . import cache, descriptors, link, nvrtc
 from . import solver as solver_codegen
 from .target import Target
 
-__all__ = ["FORMAT", "FusedSolverKernel", "FUSED_FUNCTIONS", "kernel_source", "fused_solver_kernel"]
+__all__ = ["FORMAT", "FusedSolverKernel", "FUSED_FUNCTIONS", "kernel_source", "fused_solver_kernel", "is_cached",
+           "shared_memory_bytes"]
 
 FORMAT = 2  # bump when the generated source changes meaning
 
@@ -126,30 +127,58 @@ def shared_memory_bytes(spec) -> int:
     return max(values + 4 * spec.batches_per_block * spec.n, solver_codegen.shared_memory_bytes(spec))
 
 
+def _kernel_key(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: Target,
+                fill_mode: str) -> tuple:
+    """(disk-cache key, spec, cuSOLVERDx's block shape) of a fused kernel, from cuSOLVERDx's traits
+    only (no code generated)."""
+    first = _spec(structure, solves, n, nrhs, dtype, target, 1, fill_mode)
+    batches = max(1, solver_codegen.solver_traits(first, target)["suggested_batches_per_block"])
+    spec = _spec(structure, solves, n, nrhs, dtype, target, batches, fill_mode) if batches != 1 else first
+    block_dim = tuple(solver_codegen.solver_traits(spec, target)["block_dim"])
+    function = descriptors.code_symbol(solver_codegen.descriptor(spec, target), target)
+    key = {"kind": "fused-solver-kernel", "format": FORMAT, "spec": repr(spec), "function": function,
+           "block_dim": list(block_dim), "target": target.name, "nvrtc": nvrtc.nvrtc_version()}
+    return key, spec, block_dim
+
+
+def _image_key(key: dict) -> dict | None:
+    identity = link.linker_identity() if link.enabled() else None
+    return None if identity is None else {**key, "linker": identity}
+
+
+def is_cached(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: Target,
+              fill_mode: str = "lower") -> bool:
+    """Whether :func:`fused_solver_kernel` would read the linked kernel from the disk cache (no code
+    generated: cuSOLVERDx's traits only). False where cuSOLVERDx does not take the problem."""
+    from .._core.errors import OptionsError
+
+    try:
+        key, _, _ = _kernel_key(structure, solves, n, nrhs, dtype, target, fill_mode)
+    except OptionsError:
+        return False
+    image_key = _image_key(key)
+    return image_key is not None and cache.has_linked(image_key)
+
+
 def fused_solver_kernel(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: Target,
                         fill_mode: str = "lower") -> FusedSolverKernel:
-    """The fused kernel of one problem shape: generated, compiled and linked once, then read from
-    the disk cache. ``solves`` False makes the factor-only kernel (it writes ``info``, not ``b``).
-    An ``OptionsError`` naming ``size`` where cuSOLVERDx does not take the problem (or it does not fit
-    the target's shared memory). ``fill_mode``: the triangle Cholesky reads (column-major)."""
-    first = _spec(structure, solves, n, nrhs, dtype, target, 1, fill_mode)
-    batches = max(1, solver_codegen.solver_code(first, target).suggested_batches_per_block)
-    spec = _spec(structure, solves, n, nrhs, dtype, target, batches, fill_mode) if batches != 1 else first
-    code = solver_codegen.solver_code(spec, target)
-    key = {"kind": "fused-solver-kernel", "format": FORMAT, "spec": repr(spec), "function": code.entry.symbol,
-           "block_dim": list(code.block_dim), "target": target.name, "nvrtc": nvrtc.nvrtc_version()}
+    """The fused kernel of one problem shape: generated, compiled and linked once (tens of seconds
+    of CPU), then read from the disk cache. ``solves`` False makes the factor-only kernel (it writes
+    ``info``, not ``b``). ``fill_mode``: the triangle Cholesky reads (column-major). An
+    ``OptionsError`` naming ``size`` where cuSOLVERDx does not take the problem (or it does not fit
+    the target's shared memory)."""
+    key, spec, block_dim = _kernel_key(structure, solves, n, nrhs, dtype, target, fill_mode)
     symbol = cache.symbol_for("nvmathx_fused_solver", key)
-    identity = link.linker_identity() if link.enabled() else None
-    image_key = None if identity is None else {**key, "linker": identity}
+    image_key = _image_key(key)
     image = cache.load_linked(image_key) if image_key is not None else None
     if image is None:
-        kernel = nvrtc.cached_ltoir(key, symbol, kernel_source(symbol, code.entry.symbol, spec, code.block_dim),
+        code = solver_codegen.solver_code(spec, target)
+        kernel = nvrtc.cached_ltoir(key, symbol, kernel_source(symbol, code.entry.symbol, spec, block_dim),
                                     target.name)
         image = cache.LinkedImage(_link(kernel, code.entry, solver_codegen.universal_fatbin(), target.name), "")
         if image_key is not None:
             cache.store_linked(image_key, image)
-    return FusedSolverKernel(symbol, image.cubin, code.block_dim, spec.batches_per_block,
-                             shared_memory_bytes(spec))
+    return FusedSolverKernel(symbol, image.cubin, block_dim, spec.batches_per_block, shared_memory_bytes(spec))
 
 
 def _link(kernel: cache.CodeEntry, function: cache.CodeEntry, fatbin: cache.CodeEntry, arch: str) -> bytes:

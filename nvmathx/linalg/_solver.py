@@ -210,10 +210,14 @@ class DirectSolver:
                 raise OptionsError("stream", "CPU execution takes no stream")
             engine = CpuSolverState(problem, check=options.check, check_finite=options.check_finite)
         else:
-            from ._solver_gpu import ENGINE_CLASSES
+            from ._solver_gpu import ENGINE_CLASSES, fused_kernels_cached
 
-            name = choose_solver_engine(problem, options.engine, fused=fused_available())
-            engine = ENGINE_CLASSES[name](problem, device_id=self._execution.device_id, stream=self._streams(stream),
+            device_id = self._execution.device_id
+            name = choose_solver_engine(problem, options.engine, fused=True)
+            if name == "fused" and options.engine == "auto" and not (
+                    fused_available() and fused_kernels_cached(problem, options.check, device_id)):
+                name = choose_solver_engine(problem, options.engine, fused=False)
+            engine = ENGINE_CLASSES[name](problem, device_id=device_id, stream=self._streams(stream),
                                           memory_resource=options.memory_resource, check=options.check,
                                           check_finite=options.check_finite)
         self._logger.info("direct solver plan: %s on %s", problem, "scipy" if self._cpu else engine.name)

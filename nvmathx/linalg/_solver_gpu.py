@@ -35,7 +35,8 @@ from ._solver_kernels import ELEMENT_TYPES, REAL_TYPES
 from ._solver_kernels import launch as launch_check
 from ._solver_problem import SolveProblem, batched_column_major_strides, broadcast_strides
 
-__all__ = ["GpuSolverState", "CusolverEngine", "BatchedEngine", "FusedEngine", "ENGINE_CLASSES", "load_fused_kernel"]
+__all__ = ["GpuSolverState", "CusolverEngine", "BatchedEngine", "FusedEngine", "ENGINE_CLASSES", "load_fused_kernel",
+           "fused_kernels_cached"]
 
 _TRANS = {"N": 0, "T": 1, "C": 2}
 _LEFT, _NON_UNIT = cublas.SideMode.LEFT, cublas.DiagType.NON_UNIT
@@ -393,17 +394,34 @@ class BatchedEngine(GpuSolverState):
         self.handles.release()
 
 
+def _fused_arguments(problem: SolveProblem, device_id: int) -> tuple:
+    """(target, fill mode) of the fused kernels of ``problem`` on a device."""
+    from .._codegen.target import Target
+
+    major, minor = ensure_device(device_id).compute_capability
+    return Target(major, minor), "lower" if _uplo(problem) == cusolver.FillMode.LOWER else "upper"
+
+
+def fused_kernels_cached(problem: SolveProblem, check: str, device_id: int) -> bool:
+    """Whether the fused kernels ``problem`` needs (the solve's, and the factor-only one for
+    ``check="raise"``) are in the disk cache: ``engine="auto"`` takes the fused engine only then
+    (a call never waits on code generation it did not ask for; ``engine="fused"`` builds them)."""
+    from .._codegen.fused_solver import is_cached
+
+    target, fill_mode = _fused_arguments(problem, device_id)
+    needed = (True, False) if check == "raise" else (True,)
+    return all(is_cached(problem.structure, solves, problem.n, problem.nrhs, problem.dtype, target, fill_mode)
+               for solves in needed)
+
+
 def load_fused_kernel(structure: str, solves: bool, problem: SolveProblem, device_id: int):
     """(the linked kernel's launch function, its FusedSolverKernel) for ``problem`` on a device."""
     from cuda.core import LaunchConfig, ObjectCode
 
     from .._codegen.fused_solver import fused_solver_kernel
-    from .._codegen.target import Target
 
-    major, minor = ensure_device(device_id).compute_capability
-    fill_mode = "lower" if _uplo(problem) == cusolver.FillMode.LOWER else "upper"
-    kernel = fused_solver_kernel(structure, solves, problem.n, problem.nrhs, problem.dtype, Target(major, minor),
-                                 fill_mode)
+    target, fill_mode = _fused_arguments(problem, device_id)
+    kernel = fused_solver_kernel(structure, solves, problem.n, problem.nrhs, problem.dtype, target, fill_mode)
     function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.symbol)
     if kernel.shared_memory_size > 48 * 1024:
         cuda_driver.kernel_set_max_dynamic_shared_memory(function.handle, kernel.shared_memory_size, device_id)

@@ -121,10 +121,12 @@ def choose_solver_engine(problem: SolveProblem, requested: str = "auto", *, fuse
 
     ``"auto"``: two or more general or positive definite systems of order up to
     :data:`FUSED_MAX_N` with at most :data:`FUSED_MAX_NRHS` right-hand sides go to the fused
-    cuSOLVERDx kernel (``"fused"``) where it is available (``fused``: libmathdx, NVRTC and
-    nvJitLink load); other batches of two or more systems of order up to :data:`BATCHED_MAX_N` go
-    to the batched routines (``"batched"``, one call per batch); a single system, or larger
-    matrices, to cuSOLVER's 64-bit API (``"cusolver"``, one call per matrix).
+    cuSOLVERDx kernel (``"fused"``) where it is ready (``fused``: libmathdx, NVRTC and nvJitLink
+    load and the kernel is in the disk cache, so a call never waits on code generation it did not
+    ask for; a plan with ``engine="fused"`` builds it); other batches of two or more systems of
+    order up to :data:`BATCHED_MAX_N` go to the batched routines (``"batched"``, one call per
+    batch); a single system, or larger matrices, to cuSOLVER's 64-bit API (``"cusolver"``, one
+    call per matrix).
 
     Raises
     ------

@@ -232,5 +232,6 @@ def install(monkeypatch, fused_available=False):
     monkeypatch.setattr(_solver_gpu, "launch_check", fake_check_launch)
     monkeypatch.setattr(_solver_gpu, "load_fused_kernel", fake_load_fused_kernel)
     monkeypatch.setattr(_solver, "fused_available", lambda: fused_available)
+    monkeypatch.setattr(_solver_gpu, "fused_kernels_cached", lambda problem, check, device_id: True)
     monkeypatch.setattr(_solver_gpu, "ensure_device", lambda device_id: None)
     return fake, resource

@@ -38,6 +38,16 @@ def test_kernel_links_for_hopper(structure, solves, fill_mode):
     assert 1 <= threads <= 1024
     again = fused_solver.fused_solver_kernel(structure, solves, 8, 1, "float32", Target(9, 0), fill_mode)
     assert again.symbol == kernel.symbol and again.cubin == kernel.cubin  # from the disk cache
+    assert fused_solver.is_cached(structure, solves, 8, 1, "float32", Target(9, 0), fill_mode)
+
+
+def test_is_cached_generates_nothing():
+    import time
+
+    start = time.perf_counter()
+    assert not fused_solver.is_cached("general", True, 7, 3, "float64", Target(9, 0), "lower")  # never built
+    assert not fused_solver.is_cached("general", True, 4096, 1, "float64", Target(9, 0))  # cuSOLVERDx refuses
+    assert time.perf_counter() - start < 15  # traits only (a code generation takes longer)
 
 
 def test_a_problem_cusolverdx_refuses_names_size():
