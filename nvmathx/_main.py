@@ -27,7 +27,7 @@ _PACKAGES = (
     "cupy-cuda12x", "jax", "numba", "numba-cuda", "numba-cuda-mlir", "cffi", "nvmath-python", "nvidia-libmathdx-cu13",
     "nvidia-libmathdx-cu12",
 )
-_DEMO_MODULES = ("nvmathx._core._demo", "nvmathx.linalg._demo", "nvmathx.fft._demo")
+_DEMO_MODULES = ("nvmathx._core._demo", "nvmathx.linalg._demo", "nvmathx.linalg._solver_demo", "nvmathx.fft._demo")
 
 
 def supported_range(name: str) -> tuple[Callable[[tuple], bool], str] | None:

@@ -29,9 +29,20 @@ from nvmathx import (
     NvmathxError,
     OperandError,
     OptionsError,
+    SingularMatrixError,
     UnsupportedOperandError,
 )
-from nvmathx.linalg import Matmul, MatmulOptions, MatmulPlanPreferences, matmul, relu_mask
+from nvmathx.linalg import (
+    DirectSolver,
+    DirectSolverOptions,
+    Matmul,
+    MatmulOptions,
+    MatmulPlanPreferences,
+    direct_solver,
+    matmul,
+    relu_mask,
+    solve,
+)
 from nvmathx.linalg import plan_cache as matmul_plan_cache
 from nvmathx.sparse import Matmul as SparseMatmul
 from nvmathx.sparse import MatmulOptions as SparseMatmulOptions
@@ -318,6 +329,89 @@ MATMUL += [
         device=False),
     Row("relu_mask of a 0-d array", lambda o: relu_mask(np.array(3, np.uint8), 8), P, "relu_aux", device=False),
     Row("relu_mask of a string", lambda o: relu_mask("mask", 8), U, "relu_aux", device=False),
+]
+
+
+def _square(o, dtype=np.float32, n=3):
+    return o((np.eye(n) * 2 + np.tri(n, k=-1) * 0.5).astype(dtype))
+
+
+def _vector(o, dtype=np.float32, n=3, bad=None):
+    values = np.arange(1.0, n + 1).astype(dtype)
+    if bad is not None:
+        values[1] = bad
+    return o(values)
+
+
+def _with(host, index, value):
+    host = host.copy()
+    host[index] = value
+    return host
+
+
+def _solver_reset(o, **new):
+    solver = DirectSolver(_square(o), _vector(o))
+    solver.reset_operands(**new)
+    return solver
+
+
+S = SingularMatrixError
+SOLVERS = [
+    Row("solve a not square", lambda o: solve(o.A, _vector(o, n=4)), P, "a"),
+    Row("solve a 1-D", lambda o: solve(_vector(o), _vector(o)), P, "a"),
+    Row("solve b of the wrong length", lambda o: solve(_square(o), _vector(o, n=4)), P, "b"),
+    Row("solve b rows differ from a's", lambda o: solve(_square(o), o(np.ones((4, 2), np.float32))), P, "b"),
+    Row("solve b 0-d", lambda o: solve(_square(o), o(np.ones((), np.float32))), P, "b"),
+    Row("solve batches that do not broadcast",
+        lambda o: solve(o(np.ones((2, 3, 3), np.float32)), o(np.ones((3, 3, 1), np.float32))), P, "b"),
+    Row("solve b float64, a float32", lambda o: solve(_square(o), _vector(o, np.float64)), P, "b"),
+    Row("solve int32 operands", lambda o: solve(_square(o, np.int32), _vector(o, np.int32)), U, "a"),
+    Row("solve float16 operands", lambda o: solve(_square(o, np.float16), _vector(o, np.float16)), U, "a"),
+    Row("solve a is a string", lambda o: solve("a", _vector(o)), U, "a"),
+    Row("solve assume_a 'banded'", lambda o: solve(_square(o), _vector(o), assume_a="banded"), O, "options.assume_a"),
+    Row("solve assume_a 'tridiagonal'", lambda o: solve(_square(o), _vector(o), assume_a="tridiagonal"), O,
+        "options.assume_a"),
+    Row("solve assume_a unknown", lambda o: solve(_square(o), _vector(o), assume_a="triangular"), O,
+        "options.assume_a"),
+    Row("solve assume_a an int", lambda o: solve(_square(o), _vector(o), assume_a=1), O, "options.assume_a"),
+    Row("solve transposed 'yes'", lambda o: solve(_square(o), _vector(o), transposed="yes"), O, "options.transposed"),
+    Row("solve lower 1", lambda o: solve(_square(o), _vector(o), lower=1), O, "options.lower"),
+    Row("solve check_finite None", lambda o: solve(_square(o), _vector(o), check_finite=None), O,
+        "options.check_finite"),
+    Row("direct_solver options.check 'warn'",
+        lambda o: direct_solver(_square(o), _vector(o), options={"check": "warn"}), O, "options.check"),
+    Row("direct_solver options.engine 'magma'",
+        lambda o: direct_solver(_square(o), _vector(o), options={"engine": "magma"}), O, "options.engine"),
+    Row("direct_solver options unknown field", lambda o: direct_solver(_square(o), _vector(o), options={"uplo": "L"}),
+        O, "options"),
+    Row("direct_solver options an int", lambda o: direct_solver(_square(o), _vector(o), options=3), O, "options"),
+    Row("DirectSolverOptions blocking False", lambda o: DirectSolverOptions(blocking=False), O, "options.blocking"),
+    Row("DirectSolverOptions memory_resource a string", lambda o: DirectSolverOptions(memory_resource="pool"), O,
+        "options.memory_resource"),
+    Row("solve execution 'tpu'", lambda o: solve(_square(o), _vector(o), execution="tpu"), O, "execution"),
+    Row("solve stream with CPU execution", lambda o: solve(_square(o), _vector(o), stream=0), O, "stream",
+        device=False),
+    Row("solve b from another library", lambda o: solve(_square(o), _torch_cpu(np.ones(3, np.float32))), P, "b",
+        device=False),
+    Row("DirectSolver reset_operands a of another shape",
+        lambda o: _solver_reset(o, a=o(np.eye(4, dtype=np.float32))), P, "a", device=False),
+    Row("DirectSolver reset_operands b of another dtype", lambda o: _solver_reset(o, b=_vector(o, np.float64)), P, "b",
+        device=False),
+    Row("solve exactly singular a", lambda o: solve(o(np.ones((3, 3))), _vector(o, np.float64)), S, "a",
+        device=False),
+    Row("solve a batch with one singular matrix",
+        lambda o: solve(o(_with(np.stack([np.eye(3)] * 3), 1, 0.0)), _vector(o, np.float64)), S, "a", device=False),
+    Row("solve positive definite a that is not",
+        lambda o: solve(o(-np.eye(3)), _vector(o, np.float64), assume_a="positive definite"), S, "a", device=False),
+    Row("solve triangular a with a zero diagonal",
+        lambda o: solve(o(np.diag([1.0, 0.0, 2.0])), _vector(o, np.float64), assume_a="upper triangular"), S, "a",
+        device=False),
+    Row("solve diagonal a with a zero", lambda o: solve(o(np.diag([1.0, 0.0, 2.0])), _vector(o, np.float64),
+                                                        assume_a="diagonal"), S, "a", device=False),
+    Row("solve a holding NaN", lambda o: solve(o(_with(np.eye(3), (1, 2), np.nan)), _vector(o, np.float64)), P, "a",
+        device=False),
+    Row("solve b holding Inf", lambda o: solve(o(np.eye(3)), _vector(o, np.float64, bad=np.inf)), P, "b",
+        device=False),
 ]
 
 MATMUL_STATEFUL = [
@@ -787,8 +881,8 @@ SPARSE_MATMUL = [
 ]
 
 
-CATALOGUE = (MATMUL + SPARSE_MATMUL + MATMUL_STATEFUL + FFT_FUNCTIONS + FFT_STATEFUL + DISTRIBUTED + PLAN_CACHES
-             + DEVICE_API + TORCH_FLOAT8 + SPARSE_SOLVER)
+CATALOGUE = (MATMUL + SPARSE_MATMUL + MATMUL_STATEFUL + SOLVERS + FFT_FUNCTIONS + FFT_STATEFUL + DISTRIBUTED
+             + PLAN_CACHES + DEVICE_API + TORCH_FLOAT8 + SPARSE_SOLVER)
 
 
 def _rows(space):

@@ -45,6 +45,7 @@ LIBRARIES = {
     for spec in (
         _LibrarySpec("cublasLt", "cublasLt", "nvidia-cublas (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("cublas", "cublas", "nvidia-cublas (or nvmathx[cu13] / nvmathx[cu12])"),
+        _LibrarySpec("cusolver", "cusolver", "nvidia-cusolver (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("cufft", "cufft", "nvidia-cufft (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("cusparse", "cusparse", "nvidia-cusparse (or nvmathx[cu13] / nvmathx[cu12])"),
         _LibrarySpec("nvrtc", "nvrtc", "nvidia-cuda-nvrtc"),

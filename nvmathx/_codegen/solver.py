@@ -33,7 +33,7 @@ from .target import Target, max_shared_memory_per_block
 
 __all__ = ["FUNCTIONS", "DTYPES", "SolverSpec", "SolverCode", "solver_spec", "descriptor", "shared_memory_bytes",
            "packed_leading_dimensions", "padded_leading_dimensions", "leading_dimensions",
-           "suggested_leading_dimension", "solver_code", "universal_fatbin"]
+           "suggested_leading_dimension", "solver_code", "universal_fatbin", "solver_traits"]
 
 _F = mathdx.SolverFunction
 
@@ -319,6 +319,13 @@ def _query(spec: SolverSpec, target: Target) -> dict:
     if "error" in traits:
         raise OptionsError("size", f"cuSOLVERDx does not generate {spec} ({traits['error']})")
     return traits
+
+
+def solver_traits(spec: SolverSpec, target: Target) -> dict:
+    """cuSOLVERDx's traits of ``spec`` (``shared_memory_size``, ``block_dim``,
+    ``suggested_leading_dimensions``, ``suggested_batches_per_block``): queried once, then read from
+    the disk cache; no code generated. ``OptionsError`` naming ``size`` where cuSOLVERDx refuses."""
+    return _query(spec, target)
 
 
 def suggested_leading_dimension(spec: SolverSpec, target: Target) -> tuple[int, ...]:

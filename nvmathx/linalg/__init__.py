@@ -17,6 +17,10 @@ from ._cublaslt_plan import MatmulAlgorithm
 from ._function import matmul, plan_cache, plan_key
 from ._matmul import Matmul
 from ._options import MatmulOptions, MatmulPlanPreferences
+from ._solver import DirectSolver
+from ._solver_function import direct_solver, solve, solve_plan_key
+from ._solver_options import DirectSolverOptions
+from ._solver_problem import choose_solver_engine
 
 if __doc__ and _EPILOG_DOC:  # docstrings are gone under python -OO
     __doc__ += "\n" + _EPILOG_DOC  # one source for the epilog semantics
@@ -31,6 +35,12 @@ __all__ = [
     "plan_cache",
     "plan_key",
     "relu_mask",
+    "DirectSolver",
+    "DirectSolverOptions",
+    "solve",
+    "direct_solver",
+    "solve_plan_key",
+    "choose_solver_engine",
 ]
 
 # Spellings of earlier releases (one rule across the areas: nvmathx.<area>.plan_key).

@@ -10,7 +10,8 @@ BINDINGS = Path(__file__).resolve().parents[2] / "nvmathx" / "_bindings"
 
 
 @pytest.mark.parametrize("module, table", [("cublaslt", "_lib"), ("cufft", "_lib"), ("mathdx", "_functions"),
-                                           ("cublasmp", "_lib"), ("cusparse", "_lib")])
+                                           ("cublasmp", "_lib"), ("cusparse", "_lib"), ("cusolver", "_lib"),
+                                           ("cublas", "_lib")])
 def test_called_functions_are_declared(module, table):
     import importlib
 

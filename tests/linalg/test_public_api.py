@@ -4,7 +4,8 @@ import nvmathx.linalg as linalg
 
 PUBLIC = {
     "Matmul", "matmul", "MatmulOptions", "MatmulPlanPreferences", "MatmulEpilog", "MatmulAlgorithm", "plan_key",
-    "plan_cache", "relu_mask",
+    "plan_cache", "relu_mask", "DirectSolver", "DirectSolverOptions", "solve", "direct_solver", "solve_plan_key",
+    "choose_solver_engine",
 }
 
 

@@ -1,0 +1,190 @@
+"""Generated kernels that solve a batch of small dense systems with cuSOLVERDx, one launch each
+(the fused engine of :class:`nvmathx.linalg.DirectSolver`, ``engine="fused"``).
+
+The kernel is CUDA C++ compiled by NVRTC to LTO-IR and linked with nvJitLink beside the
+cuSOLVERDx function that :mod:`._codegen.solver` generates (its shared-memory API) and
+cuSOLVERDx's universal fatbin; no Numba is involved. Each block takes ``batches_per_block``
+systems: it loads their matrices and right-hand sides (dense, column-major, one after the other)
+into shared memory, calls the function (``gesv_partial_pivot`` or ``posv``: factor and solve;
+``getrf_partial_pivot`` or ``potrf``: factor only, for the status), and stores the solutions and
+one ``info`` per system. Systems past the end of the batch (in the last block) are identities.
+
+The C signature of kernel ``symbol``::
+
+    void symbol(const T* a, T* b, int* info, long long batches)
+
+launched over ``ceil(batches / batches_per_block)`` blocks of ``block_dim`` threads with
+``shared_memory_size`` bytes of dynamic shared memory. Kernels are cached on disk like every
+generated kernel (LTO-IR and the linked cubin).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import cache, descriptors, link, nvrtc
+from . import solver as solver_codegen
+from .target import Target
+
+__all__ = ["FORMAT", "FusedSolverKernel", "FUSED_FUNCTIONS", "kernel_source", "fused_solver_kernel", "is_cached",
+           "shared_memory_bytes"]
+
+FORMAT = 2  # bump when the generated source changes meaning
+
+# (structure, solves) -> the cuSOLVERDx function
+FUSED_FUNCTIONS = {("general", True): "gesv_partial_pivot", ("general", False): "getrf_partial_pivot",
+                   ("positive definite", True): "posv", ("positive definite", False): "potrf"}
+_C_TYPES = {"float32": "float", "float64": "double", "complex64": "float2", "complex128": "double2"}
+_ARGUMENTS = {"a": "sa", "ipiv": "sipiv", "b": "sb", "info": "block_info"}
+
+_SOURCE = r"""
+extern "C" __device__ void {function}({parameters});
+extern "C" __global__ void __launch_bounds__({threads}) {symbol}(const {T}* a, {T}* b, int* info, long long batches)
+{{
+    extern __shared__ __align__(16) unsigned char shared_bytes[];
+    __shared__ int block_info[{bpb}];
+    {T}* const sa = reinterpret_cast<{T}*>(shared_bytes);
+    {T}* const sb = sa + {a_padded};  // each array on a 16-byte boundary
+    int* const sipiv = reinterpret_cast<int*>(sb + {b_padded});
+    const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    const long long first = (long long)blockIdx.x * {bpb};
+    const long long count = batches - first < {bpb} ? batches - first : {bpb};
+    for (unsigned i = tid; i < {a_elements}u; i += threads) {{
+        const unsigned within = i % {nn}u;
+        sa[i] = i / {nn}u < count ? a[first * {nn} + i] : (within % {n1}u == 0 ? {T}{{1}} : {T}{{}});
+    }}
+    for (unsigned i = tid; i < {b_elements}u; i += threads) {{
+        sb[i] = i / {nk}u < count ? b[first * {nk} + i] : {T}{{}};
+    }}
+    __syncthreads();
+    {function}({arguments});
+    __syncthreads();
+    for (unsigned i = tid; i < {b_elements}u; i += threads) {{
+        if (i / {nk}u < count) b[first * {nk} + i] = sb[i];
+    }}
+    for (unsigned i = tid; i < {bpb}u; i += threads) {{
+        if (i < count) info[first + i] = block_info[i];
+    }}
+}}
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class FusedSolverKernel:
+    """A linked fused solver kernel: its symbol, cubin and launch shape."""
+
+    symbol: str
+    cubin: bytes
+    block_dim: tuple[int, int, int]
+    batches_per_block: int
+    shared_memory_size: int
+
+
+def _spec(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: Target, batches_per_block: int,
+          fill_mode: str):
+    function = FUSED_FUNCTIONS[structure, solves]
+    size = (n, n, nrhs) if solves else (n, n)
+    cholesky_fill = fill_mode if structure == "positive definite" else None
+    return solver_codegen.solver_spec(function, size, dtype, fill_mode=cholesky_fill,
+                                      batches_per_block=batches_per_block,
+                                      target=target)
+
+
+def _padded(elements: int, itemsize: int) -> int:
+    """``elements`` rounded up to a whole number of 16-byte units (every itemsize here divides 16)."""
+    return -(-elements * itemsize // 16) * 16 // itemsize
+
+
+def _layout(spec) -> tuple[int, int, int, int]:
+    """(a's elements, b's elements, a's padded, b's padded) of one block's shared memory."""
+    itemsize = np.dtype(spec.dtype).itemsize
+    k = spec.k if "b" in spec.info.arguments else 0
+    a, b = spec.batches_per_block * spec.n * spec.n, spec.batches_per_block * spec.n * k
+    return a, b, _padded(a, itemsize), _padded(b, itemsize)
+
+
+def kernel_source(symbol: str, function_symbol: str, spec, block_dim) -> str:
+    """The CUDA C++ of the kernel ``symbol`` around the cuSOLVERDx function ``function_symbol``."""
+    t = _C_TYPES[spec.dtype]
+    n, bpb = spec.n, spec.batches_per_block
+    k = spec.k if "b" in spec.info.arguments else 0
+    a_elements, b_elements, a_padded, b_padded = _layout(spec)
+    parameters = ", ".join("int*" if name in ("ipiv", "info") else f"{t}*" for name in spec.info.arguments)
+    return _SOURCE.format(function=function_symbol, parameters=parameters, symbol=symbol, T=t, bpb=bpb,
+                          threads=block_dim[0] * block_dim[1] * block_dim[2], a_elements=a_elements,
+                          b_elements=b_elements, a_padded=a_padded, b_padded=b_padded, nn=n * n, n1=n + 1,
+                          nk=max(n * k, 1), arguments=", ".join(_ARGUMENTS[name] for name in spec.info.arguments))
+
+
+def shared_memory_bytes(spec) -> int:
+    """The kernel's dynamic shared memory: the block's matrices, right-hand sides and pivots, each
+    on a 16-byte boundary (at least what cuSOLVERDx's SHARED_MEMORY_SIZE asks for)."""
+    _, _, a_padded, b_padded = _layout(spec)
+    values = (a_padded + b_padded) * np.dtype(spec.dtype).itemsize
+    return max(values + 4 * spec.batches_per_block * spec.n, solver_codegen.shared_memory_bytes(spec))
+
+
+def _kernel_key(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: Target,
+                fill_mode: str) -> tuple:
+    """(disk-cache key, spec, cuSOLVERDx's block shape) of a fused kernel, from cuSOLVERDx's traits
+    only (no code generated)."""
+    first = _spec(structure, solves, n, nrhs, dtype, target, 1, fill_mode)
+    batches = max(1, solver_codegen.solver_traits(first, target)["suggested_batches_per_block"])
+    spec = _spec(structure, solves, n, nrhs, dtype, target, batches, fill_mode) if batches != 1 else first
+    block_dim = tuple(solver_codegen.solver_traits(spec, target)["block_dim"])
+    function = descriptors.code_symbol(solver_codegen.descriptor(spec, target), target)
+    key = {"kind": "fused-solver-kernel", "format": FORMAT, "spec": repr(spec), "function": function,
+           "block_dim": list(block_dim), "target": target.name, "nvrtc": nvrtc.nvrtc_version()}
+    return key, spec, block_dim
+
+
+def _image_key(key: dict) -> dict | None:
+    identity = link.linker_identity() if link.enabled() else None
+    return None if identity is None else {**key, "linker": identity}
+
+
+def is_cached(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: Target,
+              fill_mode: str = "lower") -> bool:
+    """Whether :func:`fused_solver_kernel` would read the linked kernel from the disk cache (no code
+    generated: cuSOLVERDx's traits only). False where cuSOLVERDx does not take the problem."""
+    from .._core.errors import OptionsError
+
+    try:
+        key, _, _ = _kernel_key(structure, solves, n, nrhs, dtype, target, fill_mode)
+    except OptionsError:
+        return False
+    image_key = _image_key(key)
+    return image_key is not None and cache.has_linked(image_key)
+
+
+def fused_solver_kernel(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: Target,
+                        fill_mode: str = "lower") -> FusedSolverKernel:
+    """The fused kernel of one problem shape: generated, compiled and linked once (tens of seconds
+    of CPU), then read from the disk cache. ``solves`` False makes the factor-only kernel (it writes
+    ``info``, not ``b``). ``fill_mode``: the triangle Cholesky reads (column-major). An
+    ``OptionsError`` naming ``size`` where cuSOLVERDx does not take the problem (or it does not fit
+    the target's shared memory)."""
+    key, spec, block_dim = _kernel_key(structure, solves, n, nrhs, dtype, target, fill_mode)
+    symbol = cache.symbol_for("nvmathx_fused_solver", key)
+    image_key = _image_key(key)
+    image = cache.load_linked(image_key) if image_key is not None else None
+    if image is None:
+        code = solver_codegen.solver_code(spec, target)
+        kernel = nvrtc.cached_ltoir(key, symbol, kernel_source(symbol, code.entry.symbol, spec, block_dim),
+                                    target.name)
+        image = cache.LinkedImage(_link(kernel, code.entry, solver_codegen.universal_fatbin(), target.name), "")
+        if image_key is not None:
+            cache.store_linked(image_key, image)
+    return FusedSolverKernel(symbol, image.cubin, block_dim, spec.batches_per_block, shared_memory_bytes(spec))
+
+
+def _link(kernel: cache.CodeEntry, function: cache.CodeEntry, fatbin: cache.CodeEntry, arch: str) -> bytes:
+    from cuda.core import Linker, LinkerOptions, ObjectCode
+
+    objects = [ObjectCode.from_ltoir(kernel.code, name=kernel.symbol),
+               ObjectCode.from_ltoir(function.code, name=function.symbol),
+               ObjectCode.from_fatbin(fatbin.code, name="cusolverdx_universal")]
+    return bytes(Linker(*objects, options=LinkerOptions(arch=arch, link_time_optimization=True)).link("cubin").code)

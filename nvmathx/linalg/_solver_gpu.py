@@ -1,0 +1,485 @@
+"""The GPU engines of the dense solvers: one state object per engine behind one interface.
+
+Every engine works on its own copies: ``factorize()`` copies ``a`` (any strides, broadcast batch
+dimensions read with stride 0) into a dense batch of column-major matrices, which the library
+factors in place; ``solve()`` copies ``b`` into a dense batch of column-major ``n x nrhs``
+blocks, solves there in place and copies the solution into a new C-contiguous array of the
+operand's library. Pointers, pointer arrays and
+workspaces are fixed at ``plan()``, so ``solve()`` (and ``factorize()``) queue work without
+waiting and can be captured in a CUDA graph when ``check="none"``.
+
+- :class:`CusolverEngine`: cuSOLVER's 64-bit API, one call per matrix (``Xgetrf``/``Xgetrs``,
+  ``Xpotrf``/``Xpotrs``), cuBLAS ``trsm`` for triangular and diagonal systems.
+- :class:`BatchedEngine`: one call per batch: cuBLAS ``getrfBatched``/``getrsBatched`` and
+  ``trsmBatched``, cuSOLVER ``potrfBatched`` and ``potrsBatched`` (one right-hand side; more take
+  two ``trsmBatched``). ``a`` is expanded to the full batch where it is broadcast (the batched
+  routines take one pivot array per batch).
+- :class:`FusedEngine`: one generated cuSOLVERDx kernel (:mod:`nvmathx._codegen.fused_solver`)
+  factors and solves every system in shared memory, one launch per solve.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from .._bindings import cublas, cuda_driver, cusolver
+from .._codegen.elementwise import copy_nd
+from .._core.device import ensure_device
+from .._core.errors import OperandError, OptionsError
+from .._core.memory import allocate
+from .._core.tensor import Operand, allocate_like, c_strides
+from ._solver_cpu import singular_error
+from ._solver_kernels import ELEMENT_TYPES, REAL_TYPES
+from ._solver_kernels import launch as launch_check
+from ._solver_problem import SolveProblem, batched_column_major_strides, broadcast_strides
+
+__all__ = ["GpuSolverState", "CusolverEngine", "BatchedEngine", "FusedEngine", "ENGINE_CLASSES", "load_fused_kernel",
+           "fused_kernels_cached"]
+
+_TRANS = {"N": 0, "T": 1, "C": 2}
+_LEFT, _NON_UNIT = cublas.SideMode.LEFT, cublas.DiagType.NON_UNIT
+
+
+class GpuSolverState:
+    """What every GPU engine shares: the dense copies of ``a`` and ``b``, ``info``, the checks and the
+    result. Subclasses factor ``factor_count`` matrices and solve ``problem.batch_count`` systems."""
+
+    name = ""
+
+    def __init__(self, problem: SolveProblem, *, device_id: int, stream, memory_resource=None, check: str = "raise",
+                 check_finite: bool = True):
+        ensure_device(device_id)
+        self.problem = problem
+        self.device_id = device_id
+        self.memory_resource = memory_resource
+        self.raise_singular = check == "raise"
+        self.check_finite = check_finite and check == "raise"
+        self.itemsize = np.dtype(problem.dtype).itemsize
+        self._buffers: list = []
+        self._bytes = 0
+        self._stream = stream
+        n, nrhs = problem.n, problem.nrhs
+        self.matrix_bytes = n * n * self.itemsize
+        self.a_work = self._allocate(self.factor_count * self.matrix_bytes)
+        self.x_work = self._allocate(problem.batch_count * n * nrhs * self.itemsize)
+        # info: one int32 per factored matrix, then the non-finite flag, then the solve's own info
+        self.info = self._allocate((self.factor_count + 2) * 4)
+        self.flag = self.info + self.factor_count * 4
+        self.solve_info = self.flag + 4
+        self.host_info = np.zeros(self.factor_count + 1, np.int32)
+        # x_work holds column-major n x nrhs blocks; the result is C-contiguous (what numpy makes)
+        self.work_strides = batched_column_major_strides(problem.batch, n, nrhs)
+
+    # -- what engines define -------------------------------------------------------------------
+
+    @property
+    def factor_batch(self) -> tuple:
+        """The batch of matrices factored: a's own (the broadcast batch where an engine expands a)."""
+        return self.problem.a_batch
+
+    @property
+    def factor_count(self) -> int:
+        return int(np.prod(self.factor_batch, dtype=np.int64))
+
+    def _factor(self, stream) -> None:
+        raise NotImplementedError
+
+    def _solve(self, stream) -> None:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        """Destroy the engine's handles."""
+
+    # -- memory --------------------------------------------------------------------------------
+
+    def _allocate(self, nbytes: int) -> int:
+        buffer = allocate(nbytes, self._stream, self.device_id, self.memory_resource)
+        self._buffers.append(buffer)
+        self._bytes += nbytes
+        return int(buffer.handle)
+
+    def _upload(self, values: np.ndarray) -> int:
+        """A device copy of a small host array (pointer arrays), made at plan time."""
+        pointer = self._allocate(values.nbytes)
+        if values.nbytes:
+            cuda_driver.memcpy_async(pointer, values.ctypes.data, values.nbytes, self._stream.handle)
+            cuda_driver.stream_synchronize(self._stream.handle)  # (values is pageable host memory)
+        return pointer
+
+    @property
+    def workspace_bytes(self) -> int:
+        return self._bytes
+
+    def free(self) -> None:
+        self._release()
+        stream = self._stream.core if self._stream is not None else None
+        for buffer in self._buffers:
+            buffer.close(stream)
+        self._buffers = []
+        self._bytes = 0
+
+    # -- the calls -----------------------------------------------------------------------------
+
+    def matrix(self, index: int) -> int:
+        return self.a_work + index * self.matrix_bytes
+
+    def system(self, index: int) -> int:
+        return self.x_work + index * self.problem.n * self.problem.nrhs * self.itemsize
+
+    def factorize(self, a: Operand, stream) -> None:
+        """Copy ``a`` into the factors' memory, factor it, and (check="raise") read the status."""
+        problem = self.problem
+        self._stream = stream
+        if problem.n == 0 or self.factor_count == 0:
+            return
+        self._copy_a(a, stream)
+        if self.check_finite:
+            cuda_driver.memset_async(self.flag, 0, 4, stream.handle)
+            count = self._reals(self.factor_count * problem.n * problem.n)
+            launch_check(stream, self.device_id, f"nonfinite<{REAL_TYPES[problem.dtype]}>", count, self.a_work, count,
+                         self.flag)
+        self._factor(stream)
+        if problem.structure in ("lower triangular", "upper triangular", "diagonal") and self.raise_singular:
+            launch_check(stream, self.device_id, f"zero_diagonal<{ELEMENT_TYPES[problem.dtype]}>", self.factor_count,
+                         self.a_work, self.factor_count, problem.n, self.info)
+        if self.raise_singular:
+            self._read_info(stream)
+
+    def _reals(self, count: int) -> int:
+        return count * (2 if self.problem.dtype.startswith("complex") else 1)
+
+    def _copy_a(self, a: Operand, stream) -> None:
+        problem, n, batch = self.problem, self.problem.n, self.factor_batch
+        source_batch = broadcast_strides(problem.a_batch, tuple(a.strides[:-2]), batch)
+        target = batched_column_major_strides(batch, n, n)
+        row, col, conj = self._matrix_view(a)
+        if problem.structure == "diagonal":
+            cuda_driver.memset_async(self.a_work, 0, self.factor_count * self.matrix_bytes, stream.handle)
+            copy_nd(a.ptr, self.a_work, batch + (n,), source_batch + (row + col,), target[:-2] + (n + 1,),
+                    problem.dtype, problem.dtype, 1.0, False, stream, self.device_id)
+            return
+        copy_nd(a.ptr, self.a_work, batch + (n, n), source_batch + (row, col), target, problem.dtype, problem.dtype,
+                1.0, conj, stream, self.device_id)
+
+    def _matrix_view(self, a: Operand) -> tuple:
+        """(row stride, column stride, conjugate) with which ``a`` is copied into the factors' memory."""
+        conj = self.problem.structure == "positive definite" and self.problem.operation == "T" \
+            and self.problem.dtype.startswith("complex")  # aᵀ = conj(a) for a Hermitian a
+        return a.strides[-2], a.strides[-1], conj
+
+    def _read_info(self, stream) -> None:
+        host = self.host_info
+        cuda_driver.memcpy_async(host.ctypes.data, self.info, host.nbytes, stream.handle)
+        cuda_driver.stream_synchronize(stream.handle)
+        if self.check_finite and host[-1]:
+            raise OperandError("a", "contains NaN or Inf (pass check_finite=False to skip this check)")
+        failed = np.flatnonzero(host[:-1] > 0)
+        if failed.size:
+            index = self.a_index(int(failed.min()))
+            raise singular_error(self.problem, index, int(host[failed.min()]) - 1)
+
+    def a_index(self, factor_index: int) -> int:
+        """The matrix of a's flattened batch that factored matrix ``factor_index`` is."""
+        return factor_index
+
+    def solve(self, b: Operand, like: Operand, stream):
+        """Copy ``b`` in, solve, and return the solution as a new array of ``like``'s library."""
+        problem = self.problem
+        self._stream = stream
+        result = allocate_like(like, problem.result_shape, np.dtype(problem.dtype), self.device_id, stream,
+                               memory_resource=self.memory_resource)
+        if problem.empty:
+            return result
+        self._copy_b(b, stream)
+        if self.check_finite:
+            cuda_driver.memset_async(self.flag, 0, 4, stream.handle)
+            count = self._reals(problem.batch_count * problem.n * problem.nrhs)
+            launch_check(stream, self.device_id, f"nonfinite<{REAL_TYPES[problem.dtype]}>", count, self.x_work,
+                         count, self.flag)
+            flag = np.zeros(1, np.int32)
+            cuda_driver.memcpy_async(flag.ctypes.data, self.flag, 4, stream.handle)
+            cuda_driver.stream_synchronize(stream.handle)
+            if flag[0]:
+                raise OperandError("b", "contains NaN or Inf (pass check_finite=False to skip this check)")
+        self._solve(stream)
+        shape = problem.batch + (problem.n, problem.nrhs)
+        copy_nd(self.x_work, result.ptr, shape, self.work_strides, c_strides(shape), problem.dtype, problem.dtype, 1.0,
+                False, stream, self.device_id)
+        return result
+
+    def _copy_b(self, b: Operand, stream) -> None:
+        problem = self.problem
+        if problem.b_vector:
+            shape = problem.batch + (problem.n, 1)
+            source = (0,) * len(problem.batch) + (b.strides[0], 0)
+        else:
+            shape = problem.batch + (problem.n, problem.nrhs)
+            source = broadcast_strides(problem.b_batch, tuple(b.strides[:-2]), problem.batch) + tuple(b.strides[-2:])
+        copy_nd(b.ptr, self.x_work, shape, source, self.work_strides, problem.dtype, problem.dtype, 1.0, False, stream,
+                self.device_id)
+
+    def _a_of_system(self) -> list:
+        """Per system of the flattened batch, the index of its matrix in a's flattened batch."""
+        problem = self.problem
+        strides = broadcast_strides(problem.a_batch, _c_steps(problem.a_batch), problem.batch)
+        return [sum(i * s for i, s in zip(index, strides)) for index in np.ndindex(*problem.batch)]
+
+
+def _c_steps(shape: tuple) -> tuple:
+    steps: list[int] = []
+    step = 1
+    for extent in reversed(shape):
+        steps.insert(0, step)
+        step *= extent
+    return tuple(steps)
+
+
+class _Handles:
+    """A cuSOLVER and a cuBLAS handle (made on demand) following the stream of each call."""
+
+    def __init__(self):
+        self.solver = self.params = self.blas = 0
+        self._solver_stream = self._blas_stream = None
+
+    def cusolver(self, stream) -> int:
+        if not self.solver:
+            self.solver = cusolver.create()
+            self.params = cusolver.create_params()
+        if self._solver_stream != stream.handle:
+            cusolver.set_stream(self.solver, stream.handle)
+            self._solver_stream = stream.handle
+        return self.solver
+
+    def cublas(self, stream) -> int:
+        if not self.blas:
+            self.blas = cublas.create()
+        if self._blas_stream != stream.handle:
+            cublas.set_stream(self.blas, stream.handle)
+            self._blas_stream = stream.handle
+        return self.blas
+
+    def release(self) -> None:
+        if self.params:
+            cusolver.destroy_params(self.params)
+        if self.solver:
+            cusolver.destroy(self.solver)
+        if self.blas:
+            cublas.destroy(self.blas)
+        self.solver = self.params = self.blas = 0
+
+
+def _uplo(problem: SolveProblem) -> int:
+    """The triangle the library reads of the column-major copy of a (the same matrix)."""
+    if problem.structure == "positive definite":
+        return cusolver.FillMode.LOWER if problem.lower else cusolver.FillMode.UPPER
+    return cusolver.FillMode.UPPER if problem.structure == "upper triangular" else cusolver.FillMode.LOWER
+
+
+class CusolverEngine(GpuSolverState):
+    """cuSOLVER's 64-bit API, one call per matrix; cuBLAS trsm for triangular and diagonal systems."""
+
+    name = "cusolver"
+
+    def __init__(self, problem: SolveProblem, **kwargs):
+        super().__init__(problem, **kwargs)
+        self.handles = _Handles()
+        self.systems = self._a_of_system()
+        self.pivots = 0
+        self.device_workspace = self.host_bytes = self.device_bytes = 0
+        self.host_workspace = None
+        stream = self._stream
+        if problem.n and self.factor_count and problem.structure in ("general", "positive definite"):
+            handle = self.handles.cusolver(stream)
+            if problem.structure == "general":
+                self.pivots = self._allocate(self.factor_count * problem.n * 8)
+                sizes = cusolver.xgetrf_buffer_size(handle, self.handles.params, problem.n, problem.dtype,
+                                                    self.a_work, problem.n)
+            else:
+                sizes = cusolver.xpotrf_buffer_size(handle, self.handles.params, _uplo(problem), problem.n,
+                                                    problem.dtype, self.a_work, problem.n)
+            self.device_bytes, self.host_bytes = sizes
+            self.device_workspace = self._allocate(self.device_bytes) if self.device_bytes else 0
+            self.host_workspace = ctypes.create_string_buffer(max(self.host_bytes, 1))
+
+    def _factor(self, stream) -> None:
+        problem, n = self.problem, self.problem.n
+        if problem.structure not in ("general", "positive definite"):
+            return
+        handle, params = self.handles.cusolver(stream), self.handles.params
+        host = ctypes.addressof(self.host_workspace) if self.host_workspace is not None else 0
+        for i in range(self.factor_count):
+            if problem.structure == "general":
+                cusolver.xgetrf(handle, params, n, problem.dtype, self.matrix(i), n, self.pivots + i * n * 8,
+                                self.device_workspace, self.device_bytes, host, self.host_bytes, self.info + 4 * i)
+            else:
+                cusolver.xpotrf(handle, params, _uplo(problem), n, problem.dtype, self.matrix(i), n,
+                                self.device_workspace, self.device_bytes, host, self.host_bytes, self.info + 4 * i)
+
+    def _solve(self, stream) -> None:
+        problem, n, nrhs = self.problem, self.problem.n, self.problem.nrhs
+        if problem.structure == "general":
+            handle, params = self.handles.cusolver(stream), self.handles.params
+            for j, i in enumerate(self.systems):
+                cusolver.xgetrs(handle, params, _TRANS[problem.operation], n, nrhs, problem.dtype, self.matrix(i), n,
+                                self.pivots + i * n * 8, self.system(j), n, self.solve_info)
+        elif problem.structure == "positive definite":
+            handle, params = self.handles.cusolver(stream), self.handles.params
+            for j, i in enumerate(self.systems):
+                cusolver.xpotrs(handle, params, _uplo(problem), n, nrhs, problem.dtype, self.matrix(i), n,
+                                self.system(j), n, self.solve_info)
+        else:
+            handle = self.handles.cublas(stream)
+            for j, i in enumerate(self.systems):
+                cublas.trsm(handle, _LEFT, _uplo(problem), _TRANS[problem.operation], _NON_UNIT, n, nrhs,
+                            problem.dtype, self.matrix(i), n, self.system(j), n)
+
+    def _release(self) -> None:
+        self.handles.release()
+
+
+class BatchedEngine(GpuSolverState):
+    """One call per batch: cuBLAS getrfBatched/getrsBatched/trsmBatched, cuSOLVER potrf/potrsBatched."""
+
+    name = "batched"
+
+    def __init__(self, problem: SolveProblem, **kwargs):
+        super().__init__(problem, **kwargs)
+        self.handles = _Handles()
+        self._a_indices = self._a_of_system()
+        count, n = problem.batch_count, problem.n
+        self.a_pointers = self._upload(np.array([self.matrix(i) for i in range(count)], np.uint64))
+        self.x_pointers = self._upload(np.array([self.system(i) for i in range(count)], np.uint64))
+        self.pivots = self._allocate(count * n * 4) if problem.structure == "general" else 0
+
+    @property
+    def factor_batch(self) -> tuple:
+        return self.problem.batch
+
+    def a_index(self, factor_index: int) -> int:
+        return self._a_indices[factor_index]
+
+    def _factor(self, stream) -> None:
+        problem, n, count = self.problem, self.problem.n, self.problem.batch_count
+        if problem.structure == "general":
+            cublas.getrf_batched(self.handles.cublas(stream), n, problem.dtype, self.a_pointers, n, self.pivots,
+                                 self.info, count)
+        elif problem.structure == "positive definite":
+            cusolver.potrf_batched(self.handles.cusolver(stream), _uplo(problem), n, problem.dtype, self.a_pointers, n,
+                                   self.info, count)
+
+    def _solve(self, stream) -> None:
+        problem, n, nrhs, count = self.problem, self.problem.n, self.problem.nrhs, self.problem.batch_count
+        trans = _TRANS[problem.operation]
+        if problem.structure == "general":
+            cublas.getrs_batched(self.handles.cublas(stream), trans, n, nrhs, problem.dtype, self.a_pointers, n,
+                                 self.pivots, self.x_pointers, n, count)
+        elif problem.structure == "positive definite" and nrhs == 1:
+            cusolver.potrs_batched(self.handles.cusolver(stream), _uplo(problem), n, problem.dtype, self.a_pointers, n,
+                                   self.x_pointers, n, self.solve_info, count)
+        elif problem.structure == "positive definite":
+            # A = L Lᴴ: L y = b, then Lᴴ x = y; A = Uᴴ U: Uᴴ y = b, then U x = y
+            uplo, handle = _uplo(problem), self.handles.cublas(stream)
+            first, second = (cublas.Operation.N, cublas.Operation.C) if uplo == cusolver.FillMode.LOWER \
+                else (cublas.Operation.C, cublas.Operation.N)
+            for op in (first, second):
+                cublas.trsm_batched(handle, _LEFT, uplo, op, _NON_UNIT, n, nrhs, problem.dtype, self.a_pointers, n,
+                                    self.x_pointers, n, count)
+        else:
+            cublas.trsm_batched(self.handles.cublas(stream), _LEFT, _uplo(problem), trans, _NON_UNIT, n, nrhs,
+                                problem.dtype, self.a_pointers, n, self.x_pointers, n, count)
+
+    def _release(self) -> None:
+        self.handles.release()
+
+
+def _fused_arguments(problem: SolveProblem, device_id: int) -> tuple:
+    """(target, fill mode) of the fused kernels of ``problem`` on a device."""
+    from .._codegen.target import Target
+
+    major, minor = ensure_device(device_id).compute_capability
+    return Target(major, minor), "lower" if _uplo(problem) == cusolver.FillMode.LOWER else "upper"
+
+
+def fused_kernels_cached(problem: SolveProblem, check: str, device_id: int) -> bool:
+    """Whether the fused kernels ``problem`` needs (the solve's, and the factor-only one for
+    ``check="raise"``) are in the disk cache: ``engine="auto"`` takes the fused engine only then
+    (a call never waits on code generation it did not ask for; ``engine="fused"`` builds them)."""
+    from .._codegen.fused_solver import is_cached
+
+    target, fill_mode = _fused_arguments(problem, device_id)
+    needed = (True, False) if check == "raise" else (True,)
+    return all(is_cached(problem.structure, solves, problem.n, problem.nrhs, problem.dtype, target, fill_mode)
+               for solves in needed)
+
+
+def load_fused_kernel(structure: str, solves: bool, problem: SolveProblem, device_id: int):
+    """(the linked kernel's launch function, its FusedSolverKernel) for ``problem`` on a device."""
+    from cuda.core import LaunchConfig, ObjectCode
+
+    from .._codegen.fused_solver import fused_solver_kernel
+
+    target, fill_mode = _fused_arguments(problem, device_id)
+    kernel = fused_solver_kernel(structure, solves, problem.n, problem.nrhs, problem.dtype, target, fill_mode)
+    function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.symbol)
+    if kernel.shared_memory_size > 48 * 1024:
+        cuda_driver.kernel_set_max_dynamic_shared_memory(function.handle, kernel.shared_memory_size, device_id)
+    blocks = -(-problem.batch_count // kernel.batches_per_block)
+    config = LaunchConfig(grid=blocks, block=kernel.block_dim, shmem_size=kernel.shared_memory_size)
+
+    def run(stream, a: int, b: int, info: int, batches: int) -> None:
+        from cuda.core import launch
+
+        from .._codegen.launch import core_stream
+
+        launch(core_stream(stream), config, function, a, b, info, batches)
+
+    return run, kernel
+
+
+class FusedEngine(GpuSolverState):
+    """One generated cuSOLVERDx kernel per solve: every system of the batch factored and solved in
+    shared memory, one launch (``gesv_partial_pivot`` or ``posv``); with ``check="raise"``,
+    ``factorize()`` runs the factor-only kernel for the status. ``a`` is expanded to the full batch
+    and copied as ``op(a)``, so the kernel solves ``op(a) x = b`` without a transpose of its own."""
+
+    name = "fused"
+
+    def __init__(self, problem: SolveProblem, **kwargs):
+        super().__init__(problem, **kwargs)
+        self._a_indices = self._a_of_system()
+        self.solve_kernel = self.factor_kernel = None
+        if problem.empty:
+            return
+        try:
+            self.solve_kernel, _ = load_fused_kernel(problem.structure, True, problem, self.device_id)
+            if self.raise_singular:
+                self.factor_kernel, _ = load_fused_kernel(problem.structure, False, problem, self.device_id)
+        except OptionsError as error:  # cuSOLVERDx does not take the problem (size, shared memory)
+            self.free()
+            raise OptionsError("options.engine", f"the fused engine cannot solve this problem ({error})") from None
+
+    @property
+    def factor_batch(self) -> tuple:
+        return self.problem.batch
+
+    def a_index(self, factor_index: int) -> int:
+        return self._a_indices[factor_index]
+
+    def _matrix_view(self, a: Operand) -> tuple:
+        row, col, conj = super()._matrix_view(a)
+        if self.problem.structure == "general" and self.problem.operation != "N":
+            return col, row, self.problem.operation == "C"  # op(a) itself, column-major
+        return row, col, conj
+
+    def _factor(self, stream) -> None:
+        if self.factor_kernel is not None:
+            self.factor_kernel(stream, self.a_work, self.x_work, self.info, self.problem.batch_count)
+
+    def _solve(self, stream) -> None:
+        if self.solve_kernel is not None:
+            self.solve_kernel(stream, self.a_work, self.x_work, self.info, self.problem.batch_count)
+
+
+ENGINE_CLASSES = {"cusolver": CusolverEngine, "batched": BatchedEngine, "fused": FusedEngine}
