@@ -187,6 +187,7 @@ def main(argv=None) -> int:
     for name, where, how in library_report([name for name in LIBRARIES if name not in DISTRIBUTED_LIBRARIES]):
         version = version_text(name, library_version(name)) if where != "not found" else ""
         print(f"  {name:<10} {version:<8} {where}  [{how}]")
+    print("\nSparse direct solver (nvmathx.sparse)")
     print(f"  {cudss_report()}")
     print("\nNumba compilers (nvmathx.device_api)")
     for line in compiler_report():

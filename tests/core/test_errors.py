@@ -20,11 +20,15 @@ from nvmathx import (
     UnsupportedLayoutError,
     UnsupportedOperandError,
 )
+from nvmathx._bindings.cublas import CublasError
 from nvmathx._bindings.cublaslt import CublasLtError
 from nvmathx._bindings.cublasmp import CublasMpError
 from nvmathx._bindings.cuda_driver import CudaDriverError
+from nvmathx._bindings.cudss import CudssError
 from nvmathx._bindings.cufft import CufftError
 from nvmathx._bindings.curand import CurandError
+from nvmathx._bindings.cusolver import CusolverError
+from nvmathx._bindings.cusparse import CusparseError
 from nvmathx._bindings.mathdx import MathdxError
 from nvmathx._bindings.nccl import NcclError
 from nvmathx.fft import CallbackCompileError, CallbacksUnavailableError
@@ -51,6 +55,10 @@ EXAMPLES = [
      ("status", "status_name", "function")),
     (CublasMpError(3, "CUBLASMP_STATUS_INVALID_VALUE", "cublasMpMatmul"), ("status", "status_name", "function")),
     (CudaDriverError(700, "CUDA_ERROR_ILLEGAL_ADDRESS", "cuMemcpyAsync"), ("status", "status_name", "hint")),
+    (CublasError(7, "CUBLAS_STATUS_INVALID_VALUE", "cublasDtrsmBatched"), ("status", "status_name", "function")),
+    (CusolverError(3, "CUSOLVER_STATUS_INVALID_VALUE", "cusolverDnXgetrf"), ("status", "status_name", "function")),
+    (CudssError(5, "CUDSS_STATUS_EXECUTION_FAILED", "cudssExecute"), ("status", "status_name", "function")),
+    (CusparseError(3, "CUSPARSE_STATUS_INVALID_VALUE", "cusparseSpMM"), ("status", "status_name", "function")),
     (MathdxError(1, "COMMONDX_INVALID_VALUE", "cufftdxFinalizeCode"), ("status", "status_name", "hint")),
     (CallbackCompileError("prolog", "does not compile: bad types"), ("argument",)),
     (CallbacksUnavailableError("cuFFT 11.0 cannot link LTO callbacks"), ()),
