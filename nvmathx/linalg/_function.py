@@ -250,15 +250,56 @@ def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: com
 
     Parameters
     ----------
-    a, b, c, alpha, beta, quantization_scales, options, execution, stream
-        As for :class:`Matmul`.
-    epilog, epilog_inputs, preferences
-        As for :meth:`Matmul.plan`.
+    a, b : array or array-like
+        ``(..., M, K)`` and ``(..., K, N)`` arrays (or 1-D) of one library on one device: numpy,
+        cupy, torch, jax or any DLPack / CUDA Array Interface producer; C-contiguous,
+        Fortran-ordered and transposed views are used without copies. Lists, tuples and scalars
+        are converted with ``numpy.asarray``. Any extent may be 0.
+    c : array or array-like, optional
+        Addend of the result's shape, or of its matrix shape ``(M, N)`` under batch dimensions
+        that broadcast to the result's; read, never written, and not read when ``beta`` is 0.
+    alpha, beta : number or 0-d array
+        Scalars (Python or numpy numbers, numpy 0-d arrays read on every call); ``beta`` needs
+        ``c``.
+    epilog : MatmulEpilog, str, int or None
+        The operation fused after the product (see :class:`MatmulEpilog`): a member, its name in
+        any case, or its cuBLASLt code as a plain integer.
+    epilog_inputs : dict, optional
+        ``{"bias": ...}``, ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` as the epilog needs; a
+        bias has shape ``(N,)``, ``(..., 1, N)`` or ``(..., M, N)``.
+    quantization_scales : dict, optional
+        float8 only: per-tensor scales ``{"a": sa, "b": sb, "d": sd}``, numbers or one-element
+        float32 device arrays (read at execution).
+    options : MatmulOptions, dict or None
+        See :class:`MatmulOptions`.
+    preferences : MatmulPlanPreferences, dict or None
+        What the heuristic may return, and whether to autotune its candidates when the plan is
+        made.
+    execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU, dict or None
+        Where to run. None: where the operands live (numpy arrays run on the CPU with numpy);
+        ``"cuda"`` with host operands copies them to the GPU and the result back (not cached).
+    stream : cuda.core Stream, object with ``__cuda_stream__``, int or None
+        The stream to run on (default: the operand library's current stream, else the device's
+        default stream). CPU execution takes none.
 
     Returns
     -------
     array or (array, dict)
-        The result, plus a dict of auxiliary outputs for epilogs that produce some.
+        The result, a new array of the operands' library, plus a dict of auxiliary outputs for
+        epilogs that produce some.
+
+    Raises
+    ------
+    OperandError, UnsupportedOperandError, UnsupportedLayoutError
+        For operands or epilog inputs that do not fit (the message names the argument).
+    OptionsError
+        For bad options, preferences, epilog, execution or stream (the message names it).
+    DeviceUnavailableError
+        For ``execution="cuda"`` on a machine without a CUDA driver or GPU.
+
+    See Also
+    --------
+    Matmul : the stateful form (plan once, execute many times).
 
     Examples
     --------
