@@ -21,7 +21,7 @@ from .._fftcore.normalize import check_norm, scale_factor, swap_direction
 from ._arguments import one_axis, shape_and_axes
 from ._cpu import check_workers, cpu_plan_key, run_on_cpu
 from ._fft import FFT
-from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
+from ._gpu import KEY_DEVICE, KEY_FIELDS, GpuTransform, check_dtype, plan_key, real_input_aligned
 
 __all__ = ["plan_cache", "plan_key", "Kind", "transform"]
 
@@ -242,15 +242,11 @@ def _untransformed(kind: Kind, x, key, plan, prolog=None, epilog=None):
     any call (the dtype; a ``plan``, which is made for some axes, never serves no axis)."""
     check_dtype(kind.fft_type, wrap_operand(x, "x").dtype)
     for role, value in (("prolog", prolog), ("epilog", epilog)):
-        if attachment(value, role, key[6]) is not None:
+        if attachment(value, role, key[KEY_DEVICE]) is not None:
             raise OptionsError(role, "no axis is transformed, so no cuFFT pass would run this callback")
     if plan is not None:
         _check_plan(plan, key, kind.name)
     return x
-
-
-_KEY_FIELDS = ("fft type", "shape", "strides", "dtype", "axes", "lengths", "device", "array library", "overwrite_x",
-               "operand alignment", "callbacks")  # plan_key()'s layout
 
 
 def _check_plan(plan, key, name):
@@ -275,10 +271,11 @@ def _check_plan(plan, key, name):
 
 def _difference(made, needed, name) -> str:
     """What differs between the problem a plan was made for and the one a call of ``name`` needs."""
-    if made[6] != needed[6]:
-        return f"was made for {_space(made[6])}, but {name} of this operand runs on {_space(needed[6])}"
-    padding = len(_KEY_FIELDS)
-    for field, was, wanted in zip(_KEY_FIELDS, made + ((),) * padding, needed + ((),) * padding):
+    if made[KEY_DEVICE] != needed[KEY_DEVICE]:
+        return (f"was made for {_space(made[KEY_DEVICE])}, but {name} of this operand runs on "
+                f"{_space(needed[KEY_DEVICE])}")
+    padding = len(KEY_FIELDS)
+    for field, was, wanted in zip(KEY_FIELDS, made + ((),) * padding, needed + ((),) * padding):
         if was != wanted:
             return f"was made for {field} {was}, but this {name} call needs {field} {wanted}"
     return f"was made for another problem ({made}); this {name} call needs {needed}"

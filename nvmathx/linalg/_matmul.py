@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
@@ -36,7 +36,7 @@ from ._planning import Runner, build_runner
 from ._problem import MatmulProblem, OperandInfo, check_quantization_scales, describe_problem
 from ._runner import GpuRunner
 
-__all__ = ["Matmul"]
+__all__ = ["Matmul", "DetachedPlan", "plan_detached"]
 
 _CONSTRUCTED, _PLANNED, _FREED = "constructed", "planned", "freed"
 
@@ -606,3 +606,31 @@ def _input_dict(epilog_inputs) -> dict:
     if not isinstance(epilog_inputs, dict):
         raise OptionsError("epilog_inputs", f"expected a dict of arrays or None (got {type(epilog_inputs).__name__})")
     return epilog_inputs
+
+
+class DetachedPlan(NamedTuple):
+    """A GPU plan taken out of a :class:`Matmul` for the function form's cache (:func:`plan_detached`)."""
+
+    runner: Runner  # planned, bound to no operand
+    streams: CallStreams  # the operand library's stream choice
+    alpha: Any  # the checked scalars (a 0-d array is its value)
+    beta: Any
+    views_copied: bool  # a, b or c was a copy of a lazy view (torch's conjugate or negative bit)
+    inputs_copied: bool  # an epilog input was
+
+
+def plan_detached(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, preferences, execution, stream,
+                  keep: int | None = None) -> DetachedPlan:
+    """``Matmul(a, b, c, ...).plan(epilog=, epilog_inputs=, preferences=)`` on the GPU, keeping the
+    best ``keep`` candidates, with its runner taken out and the Matmul freed: the function form's
+    cache binds each call's operands to the runner itself. Raises as the constructor and ``plan()`` do."""
+    mm = Matmul(a, b, c, alpha=alpha, beta=beta, quantization_scales=scales, options=options, execution=execution,
+                stream=stream)
+    try:
+        mm._plan(epilog, epilog_inputs, preferences, None, keep=keep)
+        inputs_copied = mm._inputs_copied(epilog_inputs)
+        alpha, beta = mm._alpha, mm._beta
+        runner, streams, views_copied = mm._detach()
+    finally:
+        mm.free()
+    return DetachedPlan(runner, streams, alpha, beta, views_copied, inputs_copied)
