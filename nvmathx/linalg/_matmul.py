@@ -140,10 +140,11 @@ class Matmul:
            [6., 6.]], dtype=float32)
     """
 
+    _state = _FREED  # until construction succeeds: free() (and __del__) have nothing to release
+
     def __init__(self, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
                  beta: complex | ArrayLike = 0, quantization_scales: dict[str, ArrayLike] | None = None,
                  options: OptionsLike = None, execution: ExecutionLike = None, stream: StreamLike = None) -> None:
-        self._state = _FREED  # until construction succeeds
         self._ready = False  # planned for the GPU: execute() goes straight to the runner
         self._options = check_or_create_options(MatmulOptions, options, "options")
         self._logger = get_logger(self._options.logger)
@@ -273,7 +274,7 @@ class Matmul:
             What the heuristic may return, and whether to autotune its candidates now.
         algorithms : list of MatmulAlgorithm, optional
             Algorithms from an earlier ``plan()`` of the same problem (e.g. unpickled); the
-            heuristic is skipped.
+            heuristic is skipped. GPU execution only: the CPU space refuses them (OptionsError).
 
         Returns
         -------
@@ -299,6 +300,9 @@ class Matmul:
         self._logger.info("matmul plan: %s", problem)
         self._input_infos = {name: info(op) for name, op in inputs.items()}
         if self._cpu:
+            if algorithms is not None:
+                raise OptionsError("algorithms", "the CPU execution space runs numpy's matmul and has no cuBLASLt "
+                                                 "algorithms to choose from; pass algorithms=None")
             self._problem, self._inputs, self._state, self._epilog = problem, inputs, _PLANNED, spec
             return []
         stream = self._streams()
@@ -454,10 +458,16 @@ class Matmul:
         Raises
         ------
         OperandError
-            When a new operand differs from the one it replaces (the message names it and says how).
+            When a new operand differs from the one it replaces (the message names it and says how),
+            or, naming ``a``, when nothing at all is given (every argument None).
         """
-        if alpha is None and beta is None and quantization_scales is None and self._reset_held(a, b, c, epilog_inputs):
-            return
+        if alpha is None and beta is None and quantization_scales is None:
+            if a is None and b is None and c is None and epilog_inputs is None:
+                self._check_state(_CONSTRUCTED, _PLANNED)
+                raise OperandError("a", "reset_operands() was given nothing to swap in: pass the new arrays or "
+                                        "scalars (None keeps the current one)")
+            if self._reset_held(a, b, c, epilog_inputs):
+                return
         self._check_state(_CONSTRUCTED, _PLANNED)
         a, b, c = array_likes(a, b, c)
         epilog_inputs = inputs_as_arrays(epilog_inputs)
