@@ -19,7 +19,7 @@ import ctypes
 import enum
 import os
 
-from .._core.errors import CudaLibraryError, LibraryNotFoundError
+from .._errors import CudaLibraryError, LibraryNotFoundError
 from ._loader import LIBRARIES, FunctionTable, address, load_library
 from .cublaslt import ComputeType, DataType
 

@@ -17,7 +17,7 @@ import contextlib
 import ctypes
 import enum
 
-from .._core.errors import CudaLibraryError, LibraryNotFoundError
+from .._errors import CudaLibraryError, LibraryNotFoundError
 from ._loader import LIBRARIES, FunctionTable, load_library
 
 __all__ = [

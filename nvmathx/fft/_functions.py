@@ -20,7 +20,7 @@ from .._fftcore.layout import C2C, C2R, R2C
 from .._fftcore.normalize import check_norm, scale_factor, swap_direction
 from ._arguments import one_axis, shape_and_axes
 from ._cpu import check_workers, cpu_plan_key, run_on_cpu
-from ._fft import FFT
+from ._fft import FFT, transform_for_key
 from ._gpu import KEY_DEVICE, KEY_FIELDS, GpuTransform, check_dtype, plan_key, real_input_aligned
 
 __all__ = ["plan_cache", "plan_key", "Kind", "transform"]
@@ -263,7 +263,7 @@ def _check_plan(plan, key, name):
     """
     if not isinstance(plan, FFT):
         raise OptionsError("plan", f"expected an nvmathx.fft.FFT or None (got {type(plan).__name__})")
-    transform = plan._transform_for_key(key)
+    transform = transform_for_key(plan, key)
     if transform is None:
         raise OperandError("plan", _difference(plan.key, key, name))
     return transform

@@ -22,7 +22,11 @@ from __future__ import annotations
 import itertools
 from typing import NamedTuple
 
-__all__ = ["LAUNCH_BYTES", "BatchOperand", "BatchPlan", "aligned_strides", "dense_batch_strides", "plan_batches"]
+__all__ = ["LAUNCH_OPERANDS", "LAUNCH_BYTES", "BatchOperand", "BatchPlan", "aligned_strides", "dense_batch_strides",
+           "plan_batches"]
+
+# What a launch offset moves, in order: the user's a, b, c, d (argument slots), then descriptor pointers.
+LAUNCH_OPERANDS = ("a", "b", "c", "d", "bias", "aux", "bgrad")
 
 # One kernel launch costs about as long as moving this many bytes: ~8 us at the H200's 4.25 TB/s
 # copy ceiling, less than the ~18 us of host time a launch takes there (reference/anchors.md).
