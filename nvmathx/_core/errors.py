@@ -3,30 +3,5 @@
 
 from __future__ import annotations
 
-from .._errors import (
-    CommunicationError,
-    CudaLibraryError,
-    DeviceUnavailableError,
-    InvalidStateError,
-    LibraryNotFoundError,
-    NvmathxError,
-    OperandError,
-    OptionsError,
-    SingularMatrixError,
-    UnsupportedLayoutError,
-    UnsupportedOperandError,
-)
-
-__all__ = [
-    "NvmathxError",
-    "LibraryNotFoundError",
-    "CudaLibraryError",
-    "OperandError",
-    "UnsupportedOperandError",
-    "UnsupportedLayoutError",
-    "OptionsError",
-    "InvalidStateError",
-    "DeviceUnavailableError",
-    "SingularMatrixError",
-    "CommunicationError",
-]
+from .._errors import *  # noqa: F403  (every name of the hierarchy)
+from .._errors import __all__ as __all__
