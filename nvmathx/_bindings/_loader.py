@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from .._core.errors import LibraryNotFoundError
+from .._errors import LibraryNotFoundError
 
 __all__ = ["LIBRARIES", "DISTRIBUTED_LIBRARIES", "LoadedLibrary", "load_library", "library_report", "library_version",
            "FunctionTable"]

@@ -23,7 +23,7 @@ import enum
 import importlib.metadata
 import os
 
-from .._core.errors import CudaLibraryError, LibraryNotFoundError
+from .._errors import CudaLibraryError, LibraryNotFoundError
 from ._loader import LIBRARIES, FunctionTable, address, load_library
 from .cublaslt import ComputeType, DataType
 

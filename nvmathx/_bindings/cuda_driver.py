@@ -6,7 +6,7 @@ cuda.bindings returns ``(CUresult, *values)`` tuples; :func:`_check` turns a fai
 
 from __future__ import annotations
 
-from .._core.errors import CudaLibraryError
+from .._errors import CudaLibraryError
 
 __all__ = [
     "CudaDriverError",

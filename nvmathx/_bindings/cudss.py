@@ -33,7 +33,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from .._core.errors import CudaLibraryError, LibraryNotFoundError
+from .._errors import CudaLibraryError, LibraryNotFoundError
 from ._loader import LIBRARIES, FunctionTable, address, load_library
 
 __all__ = [

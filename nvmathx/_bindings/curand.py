@@ -12,7 +12,7 @@ import enum
 
 import numpy as np
 
-from .._core.errors import CudaLibraryError
+from .._errors import CudaLibraryError
 from ._loader import FunctionTable
 
 __all__ = ["CurandError", "Status", "status_name", "DirectionVectorSet", "DIMENSIONS", "get_version",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 import enum
 
-from .._core.errors import CudaLibraryError
+from .._errors import CudaLibraryError
 from ._loader import FunctionTable, address
 
 __all__ = [

@@ -28,7 +28,7 @@ import ctypes
 import dataclasses
 import enum
 
-from .._core.errors import CudaLibraryError, LibraryNotFoundError
+from .._errors import CudaLibraryError, LibraryNotFoundError
 from ._loader import LIBRARIES, FunctionTable, load_library
 
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from .._core.errors import CudaLibraryError, LibraryNotFoundError
+from .._errors import CudaLibraryError, LibraryNotFoundError
 from ._loader import load_library
 
 __all__ = [

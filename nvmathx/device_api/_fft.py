@@ -9,7 +9,6 @@ from the on-disk cache when an earlier process generated it.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
@@ -98,6 +97,7 @@ def _is_valid(descriptor: descriptors.Descriptor) -> bool:
         return handle.is_supported()
 
 
+@_compilers.descriptor
 class FFT:
     """A cuFFTDx FFT that ``numba.cuda.jit`` kernels call as ``fft.execute(...)``.
 
@@ -186,6 +186,7 @@ class FFT:
                  execution: str = "Block", elements_per_thread: int | str = "suggested",
                  ffts_per_block: int | str = "suggested", sm: str | int | tuple[int, int] | None = None,
                  real_mode: str = "normal") -> None:
+        _compilers.register_imported()  # typed by the registry of each compiler imported by now
         if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 2:
             raise OptionsError("size", f"expected an int >= 2 (got {size!r})")
         self.size = int(size)
@@ -412,8 +413,8 @@ class FFT:
 
     @property
     def _numba_type_(self):
-        # Read by both compilers' typeof: the caller's frame says which one is typing a kernel.
-        return _compilers.numba_type(self, sys._getframe(1))
+        # Read by a compiler's generic typeof only while its own registry lacks this class.
+        return _compilers.unregistered_type(self)
 
     def __repr__(self) -> str:
         knobs = (f", elements_per_thread={getattr(self, 'elements_per_thread', '?')}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -54,6 +53,7 @@ def tile_sizes(m: int, n: int, k: int, arrangement, leading_dimension) -> tuple[
     )
 
 
+@_compilers.descriptor
 class Matmul:
     """A cuBLASDx block GEMM, ``c = alpha * a @ b + beta * c``, for ``numba.cuda.jit`` kernels.
 
@@ -109,6 +109,7 @@ class Matmul:
                  arrangement: str | Sequence[str] = "row_major",
                  leading_dimension: Sequence[int] | str | None = None, block_dim: Sequence[int] | str = "suggested",
                  sm: str | int | tuple[int, int] | None = None) -> None:
+        _compilers.register_imported()  # typed by the registry of each compiler imported by now
         self.size = _dims(size, "size")
         self.precision = normalize_precision(precision)
         if data_type not in _DATA_TYPES:
@@ -236,8 +237,8 @@ class Matmul:
 
     @property
     def _numba_type_(self):
-        # Read by both compilers' typeof: the caller's frame says which one is typing a kernel.
-        return _compilers.numba_type(self, sys._getframe(1))
+        # Read by a compiler's generic typeof only while its own registry lacks this class.
+        return _compilers.unregistered_type(self)
 
     def __repr__(self) -> str:
         return (

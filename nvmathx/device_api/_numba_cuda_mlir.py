@@ -38,7 +38,6 @@ from numba_cuda_mlir.models import PrimitiveModel, register_model
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core.errors import TypingError
 from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR, Fatbin
-from numba_cuda_mlir.numba_cuda.extending import typeof_impl
 from numba_cuda_mlir.numba_cuda.np.numpy_support import from_dtype
 from numba_cuda_mlir.numba_cuda.types.abstract import Type
 from numba_cuda_mlir.numba_cuda.types.misc import CPointer, VarArg
@@ -74,13 +73,12 @@ class _PlaceholderModel(PrimitiveModel):
 
 
 def _register(type_class, host_class, attributes: tuple[str, ...]) -> None:
-    """Register typeof, data model, the constant placeholder and the attributes of ``type_class``.
+    """Register data model, the constant placeholder and the attributes of ``type_class``.
 
     Attributes are typed by a template and lowered to constants directly: one ``overload_attribute``
     per read would compile a small function at every read site (~10 ms each, most of a first
     launch's typing time in a kernel that reads a dozen traits).
     """
-    typeof_impl.register(host_class)(lambda value, context: numba_type(value))
     register_model(type_class)(_PlaceholderModel)
     to_mlir_type.register(type_class)(lambda value, context=None: mlir_types.i8())
     unverified_convert.register(host_class)(lambda value, target_type, signed=None: llvm.mlir_undef(mlir_types.i8()))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any, NoReturn
 
 import numpy as np
@@ -15,6 +14,7 @@ from .._core.errors import OptionsError
 from . import _compilers
 
 
+@_compilers.descriptor
 class Random:
     """Random numbers generated inside ``numba.cuda.jit`` kernels by cuRANDDx (Thread execution).
 
@@ -95,6 +95,7 @@ class Random:
     def __init__(self, generator: str = "xorwow", distribution: str = "uniform", dtype: Any = None, *,
                  method: str | None = None, normal_method: str | None = None, parameters: Any = None,
                  philox_rounds: int = 10, sm: str | int | tuple[int, int] | None = None) -> None:
+        _compilers.register_imported()  # typed by the registry of each compiler imported by now
         self._spec = random_codegen.random_spec(generator, distribution, dtype, method=method,
                                                 normal_method=normal_method, parameters=parameters,
                                                 philox_rounds=philox_rounds)
@@ -243,8 +244,8 @@ class Random:
 
     @property
     def _numba_type_(self):
-        # Read by both compilers' typeof: the caller's frame says which one is typing a kernel.
-        return _compilers.numba_type(self, sys._getframe(1))
+        # Read by a compiler's generic typeof only while its own registry lacks this class.
+        return _compilers.unregistered_type(self)
 
     def __repr__(self) -> str:
         extra = f", normal_method={self.normal_method!r}" if self.normal_method else ""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any, NoReturn
 
 import numpy as np
@@ -14,6 +13,7 @@ from .._core.errors import OptionsError
 from . import _compilers
 
 
+@_compilers.descriptor
 class Solver:
     """A small dense factorization or solve computed by one CUDA block (cuSOLVERDx).
 
@@ -91,6 +91,7 @@ class Solver:
                  arrangement: str = "col_major", batches_per_block: int = 1, block_dim: Any = "suggested",
                  side: str | None = None, transpose: str | None = None, leading_dimension: Any = None,
                  sm: str | int | tuple[int, int] | None = None) -> None:
+        _compilers.register_imported()  # typed by the registry of each compiler imported by now
         self.target: Target = resolve_target(sm, needed_by="cuSOLVERDx")
         for argument, value in (("block_dim", block_dim), ("leading_dimension", leading_dimension)):
             if isinstance(value, str) and value != "suggested":
@@ -208,8 +209,8 @@ class Solver:
 
     @property
     def _numba_type_(self):
-        # Read by both compilers' typeof: the caller's frame says which one is typing a kernel.
-        return _compilers.numba_type(self, sys._getframe(1))
+        # Read by a compiler's generic typeof only while its own registry lacks this class.
+        return _compilers.unregistered_type(self)
 
     def __repr__(self) -> str:
         size = (self.m, self.n, self.k) if self.k else (self.m, self.n)

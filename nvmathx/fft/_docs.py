@@ -52,6 +52,14 @@ plan : nvmathx.fft.FFT, optional
     type ({fft_type} here) and execution space, and on the GPU the same strides and array library.
     It is checked alike on the CPU and the GPU; on the GPU its cuFFT plans are used instead of the
     plan cache.{callbacks_text}
+execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or dict, optional
+    Where the transform runs, as :func:`nvmathx.linalg.matmul` takes it (default: where ``x``
+    lives). ``"cuda"`` with a host operand copies it to the GPU, transforms it with cuFFT and
+    copies the result back into an array of ``x``'s library; ``"cpu"`` takes host operands only,
+    and ``ExecutionCPU(num_threads=)`` gives scipy.fft its ``workers`` when ``workers`` is None.
+stream : cuda.core Stream, object with ``__cuda_stream__``, int or None, optional
+    The CUDA stream the transform (and a host operand's copies) run on; default: the operand
+    library's current stream. CPU execution takes none.
 
 Returns
 -------
@@ -63,11 +71,15 @@ Raises
 OptionsError
     For invalid ``n``/``s``, ``axis``/``axes`` (repeated or out of range; none for a real or
     Hermitian transform), ``norm`` or ``workers`` (0, not an int, below ``-os.cpu_count()``, or
-    not None with a GPU array); naming ``n``/``s`` with the bytes needed, for a result larger
-    than the memory of the machine (CPU) or GPU that runs it, or than the machine's free memory.
+    not None with a GPU array), an ``execution`` that names no space, or a ``stream`` with CPU
+    execution; naming ``n``/``s`` with the bytes needed, for a result larger than the memory of
+    the machine (CPU) or GPU that runs it, or than the machine's free memory.
 OperandError
-    When ``plan`` was made for another problem (the message names what differs), or ``x`` is a
-    list numpy cannot convert (ragged).
+    When ``plan`` was made for another problem (the message names what differs), ``x`` is a
+    list numpy cannot convert (ragged), or ``execution`` names the CPU for a GPU array or another
+    GPU than the array's.
+DeviceUnavailableError
+    For ``execution="cuda"`` on a machine without a CUDA driver or GPU.
 InvalidStateError
     When ``plan`` has been freed.
 UnsupportedOperandError

@@ -23,7 +23,7 @@ from ._cpu import compute_array, cpu_plan_key
 from ._gpu import GpuTransform, check_dtype, plan_key
 from ._options import FFTOptions
 
-__all__ = ["FFT"]
+__all__ = ["FFT", "transform_for_key"]
 
 _CPU_FUNCTIONS = {C2C: ("fftn", "ifftn"), R2C: ("rfftn", None), C2R: (None, "irfftn")}
 
@@ -367,6 +367,19 @@ class FFT:
         state = "freed" if self._freed else ("planned" if self._transform is not None else "unplanned")
         where = "cpu" if self._on_cpu else f"cuda:{self._device_id}"
         return f"FFT({self._fft_type}, shape={self._operand_shape}, axes={self._axes}, {where}, {state})"
+
+
+def transform_for_key(plan: FFT, key: tuple):
+    """The transform of ``plan`` (planned now if it was not; a GPU transform, or a marker on the CPU)
+    when ``plan`` serves a problem of ``key``, else None: the functions' ``plan=`` argument runs
+    through this, and through nothing else of an FFT.
+
+    Raises
+    ------
+    InvalidStateError
+        When ``plan`` has been freed.
+    """
+    return plan._transform_for_key(key)
 
 
 class _CpuPlan:

@@ -1,5 +1,5 @@
-"""The scipy.fft functions: one routine for every transform, and :func:`define`, which makes a public
-function of a row of the transform table (``_transforms``).
+"""The scipy.fft functions: one routine, :func:`transform`, that every public function of the
+transform table (``_transforms``) calls with its :class:`Kind`.
 
 Host operands run on the CPU through scipy.fft. Device operands run on cuFFT through a plan taken
 from :data:`plan_cache` (per device and thread), keyed by :func:`plan_key`.
@@ -10,19 +10,21 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .._core.errors import OperandError, OptionsError
+from .._core.execution import ExecutionCPU, normalize_execution
 from .._core.logs import get_logger
 from .._core.plan_cache import PlanCache
-from .._core.tensor import as_array, key_function, operand_keys, wrap_operand
+from .._core.streams import resolve_stream
+from .._core.tensor import as_array, copy_to_host, key_function, operand_keys, stage_to_device, wrap_operand
 from .._fftcore.callbacks import attachment, attachments_key
 from .._fftcore.layout import C2C, C2R, R2C
 from .._fftcore.normalize import check_norm, scale_factor, swap_direction
 from ._arguments import one_axis, shape_and_axes
 from ._cpu import check_workers, cpu_plan_key, run_on_cpu
-from ._fft import FFT
-from ._gpu import GpuTransform, check_dtype, plan_key, real_input_aligned
+from ._fft import FFT, transform_for_key
+from ._gpu import KEY_DEVICE, KEY_FIELDS, GpuTransform, check_dtype, plan_key, real_input_aligned
 from ._sizes import check_fits_device
 
-__all__ = ["plan_cache", "plan_key", "define"]
+__all__ = ["plan_cache", "plan_key", "Kind", "transform"]
 
 plan_cache = PlanCache("nvmathx.fft", max_size=64, max_memory_bytes=None)
 """The per-device LRU cache of cuFFT plans used by the functions (``info()``, ``clear()``,
@@ -112,7 +114,7 @@ def _prepare(operand, *, fft_type, form, direction, s, axes, norm, overwrite_x, 
                      bool(resolved_axes) and not copies)
 
 
-class _Kind(NamedTuple):
+class Kind(NamedTuple):
     """What a public function computes; its other arguments are scipy.fft's."""
 
     name: str  # the scipy.fft function the CPU space calls
@@ -122,8 +124,11 @@ class _Kind(NamedTuple):
     conj: bool = False  # the Hermitian variants (hfft*, ihfft*)
 
 
-def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog=None, epilog=None):
-    """Every public function: ``kind`` says which, the rest are its arguments in scipy's order."""
+def transform(kind: Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream):
+    """Every public function: ``kind`` says which, the rest are its arguments in scipy's order, then
+    the keyword-only ones (``prolog``/``epilog`` None for the Hermitian transforms, which take none)."""
+    if execution is not None:
+        return _in_space(kind, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
     name, fft_type, form, direction, conj = kind
     key_of = operand_keys.get(type(x))
     if key_of is None:  # an array-like (scipy takes lists and scalars), or an array type not seen yet
@@ -133,6 +138,8 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
     if device_id < 0:
         if prolog is not None or epilog is not None:
             raise OptionsError("prolog" if prolog is not None else "epilog", "callbacks run on cuFFT: pass a GPU array")
+        if stream is not None:
+            raise OptionsError("stream", "CPU execution takes no stream")
         return _on_cpu(kind, x, s, axes, norm, overwrite_x, workers, plan)
     if workers is not None:  # scipy.fft's rule for arrays that are not numpy's
         check_workers(workers, on_device=True)
@@ -151,7 +158,8 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
         # a repeated plain call: its cached plan runs (the loop of a script calling fft() on one shape)
         transform = plan_cache.get(device_id, prepared.cache_key)
         if transform is not None:
-            return transform.execute(pointer, x, transform.streams(), direction, prepared.factor, conj, prepared.fuse)
+            return transform.execute(pointer, x, transform.streams(stream), direction, prepared.factor, conj,
+                                     prepared.fuse)
         looked_up = True
     if prepared is None:
         operand = wrap_operand(x, "x")
@@ -194,10 +202,31 @@ def _transform(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog
             # the engine is chosen when the plan is made (a cache miss): report it as FFT.plan() does
             get_logger().info("%s planned: %s over axes %s, lengths %s, engine %s (%s)", name, fft_type,
                               resolved_axes, lengths, transform.engine, transform.engine_reason)
-    return transform.execute(pointer, x, transform.streams(), direction, factor, conj, fuse)
+    return transform.execute(pointer, x, transform.streams(stream), direction, factor, conj, fuse)
 
 
-def _on_cpu(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan):
+def _in_space(kind: Kind, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream):
+    """A call with ``execution=``: checked against the operand as :class:`FFT` checks it, then run
+    where it says. A host operand on CUDA is copied to the GPU, transformed there on ``stream``, and
+    its result copied back into an array of its own library; ``ExecutionCPU(num_threads=)`` gives
+    scipy.fft its ``workers`` where the call gives none."""
+    operand = wrap_operand(x, "x", array_like=True)
+    space = normalize_execution(execution, operand.device_id)
+    if isinstance(space, ExecutionCPU):
+        if workers is None:
+            workers = space.num_threads
+        return transform(kind, operand.obj, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, None, stream)
+    if operand.device_id >= 0:  # already on the device the space names (normalize_execution checks it)
+        return transform(kind, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, None, stream)
+    if workers is not None:  # scipy.fft's rule for arrays that are not numpy's, as the GPU array gets it
+        check_workers(workers, on_device=True)
+    holder = resolve_stream(stream, space.device_id, operand.adapter.current_stream)
+    device = stage_to_device(operand, space.device_id, holder)
+    result = transform(kind, device.obj, s, axes, norm, overwrite_x, None, plan, prolog, epilog, None, holder.handle)
+    return copy_to_host(wrap_operand(result, "result"), operand, holder)
+
+
+def _on_cpu(kind: Kind, x, s, axes, norm, overwrite_x, workers, plan):
     """A host operand: checked as on the GPU (``plan`` included), run by scipy.fft on the resolved
     lengths and axes (a lazy view materialised first)."""
     name, fft_type, form = kind.name, kind.fft_type, kind.form
@@ -214,20 +243,16 @@ def _on_cpu(kind: _Kind, x, s, axes, norm, overwrite_x, workers, plan):
     return run_on_cpu(name, fft_type, operand.obj, s, axes, norm, overwrite_x, workers=workers)
 
 
-def _untransformed(kind: _Kind, x, key, plan, prolog=None, epilog=None):
+def _untransformed(kind: Kind, x, key, plan, prolog=None, epilog=None):
     """``fftn(x, axes=[])`` and the like: ``x`` itself, as scipy.fft returns it, after the checks of
     any call (the dtype; a ``plan``, which is made for some axes, never serves no axis)."""
     check_dtype(kind.fft_type, wrap_operand(x, "x").dtype)
     for role, value in (("prolog", prolog), ("epilog", epilog)):
-        if attachment(value, role, key[6]) is not None:
+        if attachment(value, role, key[KEY_DEVICE]) is not None:
             raise OptionsError(role, "no axis is transformed, so no cuFFT pass would run this callback")
     if plan is not None:
         _check_plan(plan, key, kind.name)
     return x
-
-
-_KEY_FIELDS = ("fft type", "shape", "strides", "dtype", "axes", "lengths", "device", "array library", "overwrite_x",
-               "operand alignment", "callbacks")  # plan_key()'s layout
 
 
 def _check_plan(plan, key, name):
@@ -244,7 +269,7 @@ def _check_plan(plan, key, name):
     """
     if not isinstance(plan, FFT):
         raise OptionsError("plan", f"expected an nvmathx.fft.FFT or None (got {type(plan).__name__})")
-    transform = plan._transform_for_key(key)
+    transform = transform_for_key(plan, key)
     if transform is None:
         raise OperandError("plan", _difference(plan.key, key, name))
     return transform
@@ -252,10 +277,11 @@ def _check_plan(plan, key, name):
 
 def _difference(made, needed, name) -> str:
     """What differs between the problem a plan was made for and the one a call of ``name`` needs."""
-    if made[6] != needed[6]:
-        return f"was made for {_space(made[6])}, but {name} of this operand runs on {_space(needed[6])}"
-    padding = len(_KEY_FIELDS)
-    for field, was, wanted in zip(_KEY_FIELDS, made + ((),) * padding, needed + ((),) * padding):
+    if made[KEY_DEVICE] != needed[KEY_DEVICE]:
+        return (f"was made for {_space(made[KEY_DEVICE])}, but {name} of this operand runs on "
+                f"{_space(needed[KEY_DEVICE])}")
+    padding = len(KEY_FIELDS)
+    for field, was, wanted in zip(KEY_FIELDS, made + ((),) * padding, needed + ((),) * padding):
         if was != wanted:
             return f"was made for {field} {was}, but this {name} call needs {field} {wanted}"
     return f"was made for another problem ({made}); this {name} call needs {needed}"
@@ -263,37 +289,3 @@ def _difference(made, needed, name) -> str:
 
 def _space(device_id: int) -> str:
     return "the CPU" if device_id < 0 else f"GPU {device_id}"
-
-
-def define(stub, fft_type: str, direction: int, conj: bool = False):
-    """The public function (and its kind) a row of the transform table (``_transforms``) declares with ``stub``:
-    ``stub``'s name, parameters, defaults and annotations, and a body of one :func:`_transform` call.
-
-    The body reads its kind and ``_transform`` from a closure (no global or table lookup per call).
-    The 1-D form is the one with an ``n`` parameter, the 2-D form the one whose ``axes`` default to
-    the last two; callbacks are passed on where ``stub`` takes ``prolog`` and ``epilog``.
-    """
-    code = stub.__code__
-    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-    if names[:7] not in (("x", "n", "axis", "norm", "overwrite_x", "workers", "plan"),
-                         ("x", "s", "axes", "norm", "overwrite_x", "workers", "plan")):
-        raise TypeError(f"{stub.__name__}: a transform takes scipy.fft's parameters (got {names})")
-    form = 1 if names[1] == "n" else 2 if stub.__defaults__[1] == (-2, -1) else 3
-    callbacks = names[7:] == ("prolog", "epilog")
-    positional = ", ".join(names[:code.co_argcount])
-    keyword = ", ".join(names[code.co_argcount:])
-    passed = ", ".join(names[:7] + (("prolog", "epilog") if callbacks else ()))
-    source = (f"def _factory(_transform, _kind):\n"
-              f"    def {stub.__name__}({positional}, *, {keyword}):\n"
-              f"        return _transform(_kind, {passed})\n"
-              f"    return {stub.__name__}\n")
-    namespace: dict = {}
-    exec(compile(source, f"<nvmathx.fft.{stub.__name__}>", "exec"), stub.__globals__, namespace)
-    kind = _Kind(stub.__name__, fft_type, form, direction, conj)
-    function = namespace["_factory"](_transform, kind)
-    function.__defaults__ = stub.__defaults__
-    function.__kwdefaults__ = stub.__kwdefaults__
-    function.__annotations__ = dict(stub.__annotations__)
-    function.__module__ = stub.__module__
-    function.__qualname__ = stub.__qualname__
-    return function, kind

@@ -21,11 +21,17 @@ from .._fftcore.plan import CufftPlan, precision_dtypes
 from ._by_axis import AxisPlans
 from ._fused import FusedPlan, compute_capability, kernel_state
 
-__all__ = ["GpuTransform", "plan_key", "result_dtype", "check_dtype", "real_input_aligned"]
+__all__ = ["GpuTransform", "plan_key", "KEY_FIELDS", "KEY_DEVICE", "result_dtype", "check_dtype", "real_input_aligned"]
 
 _REAL = ("float16", "bfloat16", "float32", "float64")
 _COMPLEX = ("complex64", "complex128")
 
+
+KEY_FIELDS = ("fft type", "shape", "strides", "dtype", "axes", "lengths", "device", "array library", "overwrite_x",
+              "operand alignment", "callbacks")
+"""What each place of a :func:`plan_key` holds, in order (the last only for a plan with callbacks)."""
+KEY_DEVICE = KEY_FIELDS.index("device")
+"""The place of the device (-1 for the CPU) in a plan key."""
 
 _DTYPE_NAMES: dict = {}  # numpy's dtype.name is a slow property; names are looked up once per dtype
 

@@ -1,15 +1,17 @@
-"""The table of nvmathx.fft's transforms: one row per public scipy.fft function.
+"""nvmathx.fft's transforms: one function per scipy.fft function.
 
-A row is a decorated signature: the decorator says what the function computes (transform type,
-direction, Hermitian or not) and holds its docstring text; the signature (scipy.fft's, plus
-``prolog``/``epilog`` where cuFFT callbacks apply) is the function's. :func:`_functions.define`
-turns it into the public function, :func:`_docs.render` into its ``__doc__``. ``nvmathx.fft``'s
-``__all__`` and the scipy backend's dispatch are built from this module, so adding a transform is
-adding a row (and its name to ``__all__``) here.
+Each is an ordinary function of scipy.fft's signature (plus ``prolog``/``epilog`` where cuFFT
+callbacks apply, and ``execution``/``stream`` as :func:`nvmathx.linalg.matmul` takes them) whose
+body is one call of :func:`_functions.transform` with its :class:`~nvmathx.fft._functions.Kind`,
+a row of the table below. The :func:`_row` decorator checks the signature against the kind, gives
+the function its docstring (:func:`_docs.render`, one template for all) and lists it in
+:data:`TRANSFORMS`, from which the scipy backend dispatches; adding a transform is adding a kind,
+a function, and its name to ``__all__``.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable, TypeVar
 
@@ -18,10 +20,11 @@ from .._fftcore.layout import C2R as _C2R
 from .._fftcore.layout import R2C as _R2C
 from .._fftcore.normalize import Norm
 from ._docs import render as _render
-from ._functions import define as _define
+from ._functions import Kind
+from ._functions import transform as _transform
 
 if TYPE_CHECKING:
-    from ..typing import ArrayLike
+    from ..typing import ArrayLike, ExecutionLike, StreamLike
     from ._fft import FFT, Callback
 
 # Written out, not built from TRANSFORMS, so that type checkers and IDEs see the names through
@@ -34,25 +37,65 @@ _F = TypeVar("_F", bound=Callable)
 TRANSFORMS: dict = {}
 """Every public transform, by name, in the order of the rows."""
 
+_FORWARD, _INVERSE = -1, +1
 
-def _row(fft_type: str, direction: int, *, hermitian: bool = False, summary: str, returns: str, see_also: str,
-         example: str) -> Callable[[_F], _F]:
-    """Make the decorated signature a public transform and list it in :data:`TRANSFORMS`."""
+# name, transform type, form (1: ``n``/``axis``; 2: ``s``/``axes`` over the last two; 3: n-D),
+# direction, Hermitian
+_FFT = Kind("fft", _C2C, 1, _FORWARD)
+_IFFT = Kind("ifft", _C2C, 1, _INVERSE)
+_FFT2 = Kind("fft2", _C2C, 2, _FORWARD)
+_IFFT2 = Kind("ifft2", _C2C, 2, _INVERSE)
+_FFTN = Kind("fftn", _C2C, 3, _FORWARD)
+_IFFTN = Kind("ifftn", _C2C, 3, _INVERSE)
+_RFFT = Kind("rfft", _R2C, 1, _FORWARD)
+_IRFFT = Kind("irfft", _C2R, 1, _INVERSE)
+_RFFT2 = Kind("rfft2", _R2C, 2, _FORWARD)
+_IRFFT2 = Kind("irfft2", _C2R, 2, _INVERSE)
+_RFFTN = Kind("rfftn", _R2C, 3, _FORWARD)
+_IRFFTN = Kind("irfftn", _C2R, 3, _INVERSE)
+_HFFT = Kind("hfft", _C2R, 1, _INVERSE, True)
+_IHFFT = Kind("ihfft", _R2C, 1, _FORWARD, True)
+_HFFT2 = Kind("hfft2", _C2R, 2, _INVERSE, True)
+_IHFFT2 = Kind("ihfft2", _R2C, 2, _FORWARD, True)
+_HFFTN = Kind("hfftn", _C2R, 3, _INVERSE, True)
+_IHFFTN = Kind("ihfftn", _R2C, 3, _FORWARD, True)
 
-    def declare(stub: _F) -> _F:
-        function, kind = _define(stub, fft_type, direction, hermitian)
-        function.__doc__ = _render(kind, callbacks="prolog" in (stub.__kwdefaults__ or {}), summary=summary,
-                                   returns=returns, see_also=see_also, example=example)
+_SCIPY_1D = ("x", "n", "axis", "norm", "overwrite_x", "workers")
+_SCIPY_ND = ("x", "s", "axes", "norm", "overwrite_x", "workers")
+_CALLBACKS = ("prolog", "epilog")
+_SPACE = ("execution", "stream")
+
+
+def _row(kind: Kind, *, summary: str, returns: str, see_also: str, example: str) -> Callable[[_F], _F]:
+    """Check that the decorated function has the signature ``kind`` calls for, give it its docstring
+    and list it in :data:`TRANSFORMS`.
+
+    The signature is scipy.fft's (positional ``x, n, axis`` for the 1-D form, ``x, s, axes`` for the
+    others, the 2-D form's ``axes`` defaulting to the last two), then keyword-only ``plan``, the
+    callbacks (for all but the Hermitian transforms) and ``execution``, ``stream``, each defaulting
+    to None.
+    """
+
+    def declare(function: _F) -> _F:
+        parameters = inspect.signature(function).parameters
+        positional = tuple(name for name, p in parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD)
+        keyword = tuple(name for name, p in parameters.items() if p.kind is p.KEYWORD_ONLY)
+        callbacks = not kind.conj
+        expected = (("plan",) + (_CALLBACKS if callbacks else ()) + _SPACE)
+        form = 1 if positional == _SCIPY_1D else 2 if parameters["axes"].default == (-2, -1) else 3
+        if (function.__name__ != kind.name or positional not in (_SCIPY_1D, _SCIPY_ND) or keyword != expected
+                or form != kind.form or any(parameters[name].default is not None for name in keyword)):
+            raise TypeError(f"{function.__name__}: expected scipy.fft's parameters and keyword-only {expected} for "
+                            f"{kind} (got {tuple(parameters)})")
+        function.__doc__ = _render(kind, callbacks=callbacks, summary=summary, returns=returns, see_also=see_also,
+                                   example=example)
         TRANSFORMS[kind.name] = function
         return function
 
     return declare
 
 
-_FORWARD, _INVERSE = -1, +1
-
-
-@_row(_C2C, _FORWARD, summary="Compute the 1-D discrete Fourier transform.",
+@_row(_FFT, summary="Compute the 1-D discrete Fourier transform.",
       returns="The complex transform along ``axis``.", see_also="ifft, fftn, rfft",
       example=">>> x = np.exp(2j * np.pi * np.arange(8) / 8)\n"
               ">>> np.allclose(nvmathx.fft.fft(x), np.fft.fft(x))\nTrue")
@@ -60,10 +103,12 @@ def fft(
     x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_FFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_C2C, _INVERSE, summary="Compute the 1-D inverse discrete Fourier transform.",
+@_row(_IFFT, summary="Compute the 1-D inverse discrete Fourier transform.",
       returns="The complex inverse transform along ``axis``.", see_also="fft, ifftn, irfft",
       example=">>> x = np.arange(8.0) + 1j\n"
               ">>> np.allclose(nvmathx.fft.ifft(nvmathx.fft.fft(x)), x)\nTrue")
@@ -71,10 +116,12 @@ def ifft(
     x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_IFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_C2C, _FORWARD, summary="Compute the 2-D discrete Fourier transform.",
+@_row(_FFT2, summary="Compute the 2-D discrete Fourier transform.",
       returns="The complex transform over ``axes``.", see_also="ifft2, fftn",
       example=">>> x = np.arange(12.0).reshape(3, 4)\n"
               ">>> np.allclose(nvmathx.fft.fft2(x), np.fft.fft2(x))\nTrue")
@@ -82,10 +129,12 @@ def fft2(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_FFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_C2C, _INVERSE, summary="Compute the 2-D inverse discrete Fourier transform.",
+@_row(_IFFT2, summary="Compute the 2-D inverse discrete Fourier transform.",
       returns="The complex inverse transform over ``axes``.", see_also="fft2, ifftn",
       example=">>> x = np.arange(12.0).reshape(3, 4)\n"
               ">>> np.allclose(nvmathx.fft.ifft2(x), np.fft.ifft2(x))\nTrue")
@@ -93,10 +142,12 @@ def ifft2(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_IFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_C2C, _FORWARD, summary="Compute the N-D discrete Fourier transform.",
+@_row(_FFTN, summary="Compute the N-D discrete Fourier transform.",
       returns="The complex transform over ``axes``.", see_also="ifftn, fft2, rfftn",
       example=">>> x = np.arange(24.0).reshape(2, 3, 4)\n"
               ">>> np.allclose(nvmathx.fft.fftn(x), np.fft.fftn(x))\nTrue")
@@ -104,10 +155,12 @@ def fftn(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_FFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_C2C, _INVERSE, summary="Compute the N-D inverse discrete Fourier transform.",
+@_row(_IFFTN, summary="Compute the N-D inverse discrete Fourier transform.",
       returns="The complex inverse transform over ``axes``.", see_also="fftn, ifft2, irfftn",
       example=">>> x = np.arange(24.0).reshape(2, 3, 4)\n"
               ">>> np.allclose(nvmathx.fft.ifftn(x), np.fft.ifftn(x))\nTrue")
@@ -115,10 +168,12 @@ def ifftn(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_IFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_R2C, _FORWARD, summary="Compute the 1-D discrete Fourier transform of a real operand.",
+@_row(_RFFT, summary="Compute the 1-D discrete Fourier transform of a real operand.",
       returns="The ``n // 2 + 1`` non-negative frequency terms along ``axis``.", see_also="irfft, fft, rfftn",
       example=">>> x = np.arange(8.0)\n"
               ">>> np.allclose(nvmathx.fft.rfft(x), np.fft.rfft(x))\nTrue")
@@ -126,10 +181,12 @@ def rfft(
     x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_RFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_C2R, _INVERSE, summary="Compute the inverse of :func:`rfft`: a real result from non-negative frequency terms.",
+@_row(_IRFFT, summary="Compute the inverse of :func:`rfft`: a real result from non-negative frequency terms.",
       returns="The real inverse transform along ``axis``.", see_also="rfft, ifft, irfftn",
       example=">>> x = np.arange(8.0)\n"
               ">>> np.allclose(nvmathx.fft.irfft(nvmathx.fft.rfft(x)), x)\nTrue")
@@ -137,10 +194,12 @@ def irfft(
     x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_IRFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_R2C, _FORWARD, summary="Compute the 2-D discrete Fourier transform of a real operand.",
+@_row(_RFFT2, summary="Compute the 2-D discrete Fourier transform of a real operand.",
       returns="The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", see_also="irfft2, rfftn",
       example=">>> x = np.arange(12.0).reshape(3, 4)\n"
               ">>> np.allclose(nvmathx.fft.rfft2(x), np.fft.rfft2(x))\nTrue")
@@ -148,10 +207,12 @@ def rfft2(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_RFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_C2R, _INVERSE, summary="Compute the inverse of :func:`rfft2`.",
+@_row(_IRFFT2, summary="Compute the inverse of :func:`rfft2`.",
       returns="The real inverse transform over ``axes``.", see_also="rfft2, irfftn",
       example=">>> x = np.arange(12.0).reshape(3, 4)\n"
               ">>> np.allclose(nvmathx.fft.irfft2(nvmathx.fft.rfft2(x)), x)\nTrue")
@@ -159,10 +220,12 @@ def irfft2(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_IRFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_R2C, _FORWARD, summary="Compute the N-D discrete Fourier transform of a real operand.",
+@_row(_RFFTN, summary="Compute the N-D discrete Fourier transform of a real operand.",
       returns="The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", see_also="irfftn, fftn, rfft",
       example=">>> x = np.arange(24.0).reshape(2, 3, 4)\n"
               ">>> np.allclose(nvmathx.fft.rfftn(x), np.fft.rfftn(x))\nTrue")
@@ -170,10 +233,12 @@ def rfftn(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_RFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_C2R, _INVERSE, summary="Compute the inverse of :func:`rfftn`.",
+@_row(_IRFFTN, summary="Compute the inverse of :func:`rfftn`.",
       returns="The real inverse transform over ``axes``.", see_also="rfftn, ifftn, irfft",
       example=">>> x = np.arange(24.0).reshape(2, 3, 4)\n"
               ">>> np.allclose(nvmathx.fft.irfftn(nvmathx.fft.rfftn(x), x.shape), x)\nTrue")
@@ -181,75 +246,78 @@ def irfftn(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
-) -> ArrayLike: ...
+    execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_IRFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
-@_row(_C2R, _INVERSE, hermitian=True, summary="Compute the FFT of a signal with Hermitian symmetry: a real spectrum.",
+@_row(_HFFT, summary="Compute the FFT of a signal with Hermitian symmetry: a real spectrum.",
       returns="The real transform along ``axis``.", see_also="ihfft, irfft",
       example=">>> x = np.array([1.0, 2 - 1j, 3 + 0j])\n"
               ">>> np.allclose(nvmathx.fft.hfft(x), np.fft.hfft(x))\nTrue")
 def hfft(
     x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
-    *, plan: FFT | None = None,
-) -> ArrayLike: ...
+    *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_HFFT, x, n, axis, norm, overwrite_x, workers, plan, None, None, execution, stream)
 
 
-@_row(_R2C, _FORWARD, hermitian=True, summary="Compute the inverse FFT of a real signal with a Hermitian spectrum.",
+@_row(_IHFFT, summary="Compute the inverse FFT of a real signal with a Hermitian spectrum.",
       returns="The ``n // 2 + 1`` non-negative frequency terms along ``axis``.", see_also="hfft, rfft",
       example=">>> x = np.arange(6.0)\n"
               ">>> np.allclose(nvmathx.fft.ihfft(x), np.fft.ihfft(x))\nTrue")
 def ihfft(
     x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
-    *, plan: FFT | None = None,
-) -> ArrayLike: ...
+    *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_IHFFT, x, n, axis, norm, overwrite_x, workers, plan, None, None, execution, stream)
 
 
-@_row(_C2R, _INVERSE, hermitian=True,
-      summary="Compute the 2-D FFT of a Hermitian-symmetric signal: a real spectrum.",
+@_row(_HFFT2, summary="Compute the 2-D FFT of a Hermitian-symmetric signal: a real spectrum.",
       returns="The real transform over ``axes``.", see_also="ihfft2, hfftn, irfft2",
       example=">>> import scipy.fft\n>>> x = np.arange(12.0).reshape(3, 4) + 1j\n"
               ">>> np.allclose(nvmathx.fft.hfft2(x), scipy.fft.hfft2(x))\nTrue")
 def hfft2(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
-    *, plan: FFT | None = None,
-) -> ArrayLike: ...
+    *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_HFFT2, x, s, axes, norm, overwrite_x, workers, plan, None, None, execution, stream)
 
 
-@_row(_R2C, _FORWARD, hermitian=True,
-      summary="Compute the 2-D inverse FFT of a real signal with a Hermitian spectrum.",
+@_row(_IHFFT2, summary="Compute the 2-D inverse FFT of a real signal with a Hermitian spectrum.",
       returns="The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", see_also="hfft2, ihfftn, rfft2",
       example=">>> import scipy.fft\n>>> x = np.arange(12.0).reshape(3, 4)\n"
               ">>> np.allclose(nvmathx.fft.ihfft2(x), scipy.fft.ihfft2(x))\nTrue")
 def ihfft2(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
-    *, plan: FFT | None = None,
-) -> ArrayLike: ...
+    *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_IHFFT2, x, s, axes, norm, overwrite_x, workers, plan, None, None, execution, stream)
 
 
-@_row(_C2R, _INVERSE, hermitian=True,
-      summary="Compute the N-D FFT of a Hermitian-symmetric signal: a real spectrum.",
+@_row(_HFFTN, summary="Compute the N-D FFT of a Hermitian-symmetric signal: a real spectrum.",
       returns="The real transform over ``axes``.", see_also="ihfftn, hfft2, irfftn",
       example=">>> import scipy.fft\n>>> x = np.arange(24.0).reshape(2, 3, 4) + 1j\n"
               ">>> np.allclose(nvmathx.fft.hfftn(x), scipy.fft.hfftn(x))\nTrue")
 def hfftn(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
-    *, plan: FFT | None = None,
-) -> ArrayLike: ...
+    *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_HFFTN, x, s, axes, norm, overwrite_x, workers, plan, None, None, execution, stream)
 
 
-@_row(_R2C, _FORWARD, hermitian=True,
-      summary="Compute the N-D inverse FFT of a real signal with a Hermitian spectrum.",
+@_row(_IHFFTN, summary="Compute the N-D inverse FFT of a real signal with a Hermitian spectrum.",
       returns="The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", see_also="hfftn, ihfft2, rfftn",
       example=">>> import scipy.fft\n>>> x = np.arange(24.0).reshape(2, 3, 4)\n"
               ">>> np.allclose(nvmathx.fft.ihfftn(x), scipy.fft.ihfftn(x))\nTrue")
 def ihfftn(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
-    *, plan: FFT | None = None,
-) -> ArrayLike: ...
-
+    *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
+) -> ArrayLike:
+    return _transform(_IHFFTN, x, s, axes, norm, overwrite_x, workers, plan, None, None, execution, stream)

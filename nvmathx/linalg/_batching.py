@@ -22,7 +22,11 @@ from __future__ import annotations
 import itertools
 from typing import NamedTuple
 
-__all__ = ["LAUNCH_BYTES", "BatchOperand", "BatchPlan", "aligned_strides", "dense_batch_strides", "plan_batches"]
+__all__ = ["LAUNCH_OPERANDS", "LAUNCH_BYTES", "BatchOperand", "BatchPlan", "aligned_strides", "dense_batch_strides",
+           "plan_batches"]
+
+# What a launch offset moves, in order: the user's a, b, c, d (argument slots), then descriptor pointers.
+LAUNCH_OPERANDS = ("a", "b", "c", "d", "bias", "aux", "bgrad")
 
 # One kernel launch costs about as long as moving this many bytes (docs/guide/linalg.rst,
 # "Performance notes").

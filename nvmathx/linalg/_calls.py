@@ -13,8 +13,7 @@ from .._codegen import elementwise
 from .._core.dtypes import numpy_dtype
 from .._core.memory import allocate
 from .._matmulcore.epilogs import RELU_AUX_NAME
-from ._batching import aligned_strides
-from ._runner import LAUNCH_OPERANDS
+from ._batching import LAUNCH_OPERANDS, aligned_strides
 
 __all__ = ["BatchCopies", "launch_offsets", "set_up_calls"]
 

@@ -6,36 +6,26 @@ import dataclasses
 
 import numpy as np
 
+from .._core.alignment import ALIGNMENT_OF_LOW_BYTE
 from .._core.errors import UnsupportedOperandError
 from .._core.execution import ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
-from .._core.plan_cache import PlanCache
-from .._core.streams import order_after
 from .._core.tensor import key_function, operand_keys
 from .._matmulcore.epilogs import EpilogLike, MatmulEpilog, epilog_spec
-from .._matmulcore.scalars import check_scalars
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
-from ._matmul import Matmul
-from ._operands import copied, has_array_likes, input_argument, wrap_all
+from ._cached import CachedMatmul, plan_cache
+from ._matmul import Matmul, plan_detached
+from ._operands import has_array_likes, input_argument
 from ._options import MatmulOptions, MatmulPlanPreferences
-from ._problem import check_quantization_scales
 
 __all__ = ["matmul", "plan_key", "plan_cache"]
 
-plan_cache = PlanCache("nvmathx.linalg", max_size=128, max_memory_bytes=1 << 30)
-"""The per-device LRU cache of cuBLASLt plans used by :func:`matmul` (``info()``, ``clear()``,
-``set_limits(max_size=, max_memory_bytes=)``), keyed by :func:`plan_key`."""
 
 # Epilogs that go into a key as they are (planning checks them): names, codes and MatmulEpilogs.
 _EPILOG_KEY_TYPES = (str, int, MatmulEpilog)
 
 
 # -- keys ----------------------------------------------------------------------------------------
-
-
-def _alignment(ptr: int) -> int:
-    """Pointer alignment up to 256 bytes (a null pointer counts as 256, as the planner treats it)."""
-    return ptr & 255 and ptr & -ptr or 256
 
 
 def plan_key(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, epilog: EpilogLike = None,
@@ -60,7 +50,7 @@ def _key(a, b, c, epilog, epilog_inputs, scales, options, preferences, execution
     sig_c = c_ptr = None
     if c is not None:
         sig_c, c_ptr, _ = (operand_keys.get(type(c)) or key_function(c, "c"))(c)
-        sig_c = (sig_c, _alignment(c_ptr))
+        sig_c = (sig_c, ALIGNMENT_OF_LOW_BYTE[c_ptr & 255])
     extra = input_pointers = None
     if epilog_inputs or scales:
         extra, input_pointers = _extra_key(epilog_inputs, scales)
@@ -70,9 +60,8 @@ def _key(a, b, c, epilog, epilog_inputs, scales, options, preferences, execution
         epilog = epilog_spec(epilog).epilog
     if options is not None or preferences is not None or execution is not None:
         options, preferences, execution = _normalized(options, preferences, execution, device_id)
-    # _alignment(a_ptr) and _alignment(b_ptr), inline: this is every call's path
-    key = (sig_a, a_ptr & 255 and a_ptr & -a_ptr or 256, sig_b, b_ptr & 255 and b_ptr & -b_ptr or 256, sig_c, epilog,
-           extra, options, preferences, execution)
+    key = (sig_a, ALIGNMENT_OF_LOW_BYTE[a_ptr & 255], sig_b, ALIGNMENT_OF_LOW_BYTE[b_ptr & 255], sig_c, epilog, extra,
+           options, preferences, execution)
     return key, device_id, a_ptr, b_ptr, c_ptr, input_pointers
 
 
@@ -85,7 +74,7 @@ def _extra_key(epilog_inputs, scales) -> tuple:
         # one input (a bias, an aux): the layers' every call; the same key as the loop below makes
         ((name, value),) = epilog_inputs.items()
         signature, ptr, _ = (operand_keys.get(type(value)) or key_function(value, input_argument(name)))(value)
-        inputs_key: tuple = ((name, signature, ptr & 255 and ptr & -ptr or 256),)
+        inputs_key: tuple = ((name, signature, ALIGNMENT_OF_LOW_BYTE[ptr & 255]),)
         pointers = {name: ptr}
         if scales is None:
             return (inputs_key, _NO_SCALES), pointers
@@ -94,7 +83,7 @@ def _extra_key(epilog_inputs, scales) -> tuple:
         pointers = {}
         for name, value in sorted(epilog_inputs.items()) if isinstance(epilog_inputs, dict) else ():
             signature, ptr, _ = (operand_keys.get(type(value)) or key_function(value, input_argument(name)))(value)
-            inputs.append((name, signature, _alignment(ptr)))
+            inputs.append((name, signature, ALIGNMENT_OF_LOW_BYTE[ptr & 255]))
             pointers[name] = ptr
         inputs_key = tuple(inputs)
     return (inputs_key, _scales_key(scales, pointers)), pointers
@@ -160,76 +149,19 @@ def _normalized(options, preferences, execution, device_id):
 # -- cached plans --------------------------------------------------------------------------------
 
 
-class _CachedMatmul:
-    """A plan of :func:`matmul` kept in the cache: a Matmul's runner, the stream choice of its
-    operands' library, and the alpha and beta it last wrote (checked then)."""
-
-    __slots__ = ("runner", "streams", "alpha", "beta", "complex", "has_c", "rebind", "by_pointer")
-
-    def __init__(self, runner, streams, *, alpha, beta, has_c, rebind, by_pointer=False):
-        self.runner = runner
-        self.streams = streams  # follows the library's current stream
-        self.alpha, self.beta = alpha, beta
-        self.complex = runner.problem.a_dtype.startswith("complex")
-        self.has_c = has_c
-        # Float8 scales and lazy views (materialised into copies) are bound per call; epilog inputs
-        # that are arrays as they are (by_pointer) are set by address, as a, b and c are.
-        self.rebind = rebind
-        self.by_pointer = by_pointer
-
-    @property
-    def workspace_bytes(self) -> int:
-        return self.runner.workspace_bytes
-
-    def set_scalars(self, alpha, beta) -> None:
-        # The checked values are kept: numbers, which the next call's may be identical to; a 0-d
-        # array becomes its value, so an array changed in place is read again on every call.
-        self.alpha, self.beta = check_scalars(alpha, beta, complex_ok=self.complex, has_c=self.has_c)
-        self.runner.set_scalars(self.alpha, self.beta)
-
-    def run_bound(self, a, b, c, epilog_inputs, scales, stream):
-        """Bind this call's operands (materialising lazy views), epilog inputs and scales, and run."""
-        runner = self.runner
-        a_op, b_op, c_op, inputs = wrap_all(a, b, c, epilog_inputs)
-        runner.bind(a_op, b_op, c_op, inputs)
-        if runner.scale_keys:  # every call states its scales: those it omits are 1.0
-            runner.set_scales(check_quantization_scales(scales, runner.problem), complete=True)
-        holder = self.streams(stream)
-        given = (epilog_inputs or {}).items()
-        views_copied = copied((a_op, a), (b_op, b), (c_op, c), *((inputs[name], value) for name, value in given))
-        if views_copied:
-            order_after(holder, self.streams())  # the copies were made on the library's current stream
-        result = runner.run(holder)
-        if not views_copied:
-            # The caller's arrays are the caller's to keep: a cached plan holding the last call's
-            # inputs would keep them (an MLP's activations, say) allocated until the next call.
-            # Copies of lazy views stay until then: they may be read on another stream than the
-            # one their library would reuse their memory on.
-            runner.unbind()
-        return result
-
-    def free(self) -> None:
-        self.runner.free()
-
-
 def _plan(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, preferences, execution,
-          stream) -> _CachedMatmul:
+          stream) -> CachedMatmul:
     """A cache entry, planned as ``Matmul(...).plan(...)`` does (keeping only the best candidate)."""
-    mm = Matmul(a, b, c, alpha=alpha, beta=beta, quantization_scales=scales, options=options, execution=execution,
-                stream=stream)
-    try:
-        mm._plan(epilog, epilog_inputs, preferences, None, keep=1)
-        inputs_copied = mm._inputs_copied(epilog_inputs)
-        alpha, beta = mm._alpha, mm._beta  # checked: a 0-d array is its value (see set_scalars)
-        runner, streams, views_copied = mm._detach()
-    finally:
-        mm.free()
+    planned = plan_detached(a, b, c, alpha=alpha, beta=beta, epilog=epilog, epilog_inputs=epilog_inputs,
+                            scales=scales, options=options, preferences=preferences, execution=execution,
+                            stream=stream, keep=1)
     # Epilog inputs and float8 scales that are device arrays as they are are set by address per call.
     scales_by_pointer = not scales or all(_device_scale(k, v) is not None for k, v in scales.items())
-    by_pointer = bool(epilog_inputs or scales) and scales_by_pointer and not views_copied and not inputs_copied
-    rebind = (bool(epilog_inputs or scales) or views_copied) and not by_pointer
-    return _CachedMatmul(runner, streams, alpha=alpha, beta=beta, has_c=c is not None, rebind=rebind,
-                         by_pointer=by_pointer)
+    by_pointer = (bool(epilog_inputs or scales) and scales_by_pointer and not planned.views_copied
+                  and not planned.inputs_copied)
+    rebind = (bool(epilog_inputs or scales) or planned.views_copied) and not by_pointer
+    return CachedMatmul(planned.runner, planned.streams, alpha=planned.alpha, beta=planned.beta, has_c=c is not None,
+                        rebind=rebind, by_pointer=by_pointer)
 
 
 def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
@@ -278,11 +210,12 @@ def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: com
     preferences : MatmulPlanPreferences, dict or None
         What cuBLASLt's heuristic may return, and ``{"autotune": True}`` to time its candidates
         when the plan is made and keep the fastest (see :class:`MatmulPlanPreferences`).
-    execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or None
+    execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU, dict or None
         Where to run. None: where the operands live (numpy arrays run on the CPU);
-        ``"cuda"`` with host operands copies them to the GPU and the result back.
+        ``"cuda"`` with host operands copies them to the GPU and the result back (not cached).
     stream : cuda.core Stream, object with ``__cuda_stream__``, int or None
-        The stream to run on (default: the operand library's current stream).
+        The stream to run on (default: the operand library's current stream, else the device's
+        default stream). CPU execution takes none.
 
     Returns
     -------
@@ -301,7 +234,8 @@ def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: com
     UnsupportedLayoutError
         A layout cuBLASLt cannot read without a copy.
     OptionsError
-        An unknown epilog, option or preference, or ``beta`` without ``c``.
+        An unknown epilog, option or preference, ``beta`` without ``c``, or a bad ``execution`` or
+        ``stream``.
     DeviceUnavailableError
         ``execution="cuda"`` where no GPU or driver is present.
 

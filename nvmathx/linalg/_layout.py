@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .._core.alignment import pointer_alignment
 from .._core.errors import OperandError, UnsupportedLayoutError
 
 __all__ = [
@@ -69,13 +70,6 @@ class LtMatrix(NamedTuple):
 
 def round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
-
-
-def pointer_alignment(ptr: int, limit: int = 256) -> int:
-    """The largest power of two (at most ``limit``) that divides ``ptr``."""
-    if ptr == 0:
-        return limit
-    return min(limit, ptr & -ptr)
 
 
 def promote(shape, strides, argument, position):

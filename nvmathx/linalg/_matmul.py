@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
@@ -36,7 +36,7 @@ from ._planning import Runner, build_runner
 from ._problem import MatmulProblem, OperandInfo, check_quantization_scales, describe_problem
 from ._runner import GpuRunner
 
-__all__ = ["Matmul"]
+__all__ = ["Matmul", "DetachedPlan", "plan_detached"]
 
 _CONSTRUCTED, _PLANNED, _FREED = "constructed", "planned", "freed"
 
@@ -140,10 +140,11 @@ class Matmul:
            [6., 6.]], dtype=float32)
     """
 
+    _state = _FREED  # until construction succeeds: free() (and __del__) have nothing to release
+
     def __init__(self, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
                  beta: complex | ArrayLike = 0, quantization_scales: dict[str, ArrayLike] | None = None,
                  options: OptionsLike = None, execution: ExecutionLike = None, stream: StreamLike = None) -> None:
-        self._state = _FREED  # until construction succeeds
         self._ready = False  # planned for the GPU: execute() goes straight to the runner
         self._options = check_or_create_options(MatmulOptions, options, "options")
         self._logger = get_logger(self._options.logger)
@@ -273,7 +274,7 @@ class Matmul:
             What the heuristic may return, and whether to autotune its candidates now.
         algorithms : list of MatmulAlgorithm, optional
             Algorithms from an earlier ``plan()`` of the same problem (e.g. unpickled); the
-            heuristic is skipped.
+            heuristic is skipped. GPU execution only: the CPU space refuses them (OptionsError).
 
         Returns
         -------
@@ -299,6 +300,9 @@ class Matmul:
         self._logger.info("matmul plan: %s", problem)
         self._input_infos = {name: info(op) for name, op in inputs.items()}
         if self._cpu:
+            if algorithms is not None:
+                raise OptionsError("algorithms", "the CPU execution space runs numpy's matmul and has no cuBLASLt "
+                                                 "algorithms to choose from; pass algorithms=None")
             self._problem, self._inputs, self._state, self._epilog = problem, inputs, _PLANNED, spec
             return []
         stream = self._streams()
@@ -456,10 +460,16 @@ class Matmul:
         Raises
         ------
         OperandError
-            When a new operand differs from the one it replaces (the message names it and says how).
+            When a new operand differs from the one it replaces (the message names it and says how),
+            or, naming ``a``, when nothing at all is given (every argument None).
         """
-        if alpha is None and beta is None and quantization_scales is None and self._reset_held(a, b, c, epilog_inputs):
-            return
+        if alpha is None and beta is None and quantization_scales is None:
+            if a is None and b is None and c is None and epilog_inputs is None:
+                self._check_state(_CONSTRUCTED, _PLANNED)
+                raise OperandError("a", "reset_operands() was given nothing to swap in: pass the new arrays or "
+                                        "scalars (None keeps the current one)")
+            if self._reset_held(a, b, c, epilog_inputs):
+                return
         self._check_state(_CONSTRUCTED, _PLANNED)
         a, b, c = array_likes(a, b, c)
         epilog_inputs = inputs_as_arrays(epilog_inputs)
@@ -608,3 +618,31 @@ def _input_dict(epilog_inputs) -> dict:
     if not isinstance(epilog_inputs, dict):
         raise OptionsError("epilog_inputs", f"expected a dict of arrays or None (got {type(epilog_inputs).__name__})")
     return epilog_inputs
+
+
+class DetachedPlan(NamedTuple):
+    """A GPU plan taken out of a :class:`Matmul` for the function form's cache (:func:`plan_detached`)."""
+
+    runner: Runner  # planned, bound to no operand
+    streams: CallStreams  # the operand library's stream choice
+    alpha: Any  # the checked scalars (a 0-d array is its value)
+    beta: Any
+    views_copied: bool  # a, b or c was a copy of a lazy view (torch's conjugate or negative bit)
+    inputs_copied: bool  # an epilog input was
+
+
+def plan_detached(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, preferences, execution, stream,
+                  keep: int | None = None) -> DetachedPlan:
+    """``Matmul(a, b, c, ...).plan(epilog=, epilog_inputs=, preferences=)`` on the GPU, keeping the
+    best ``keep`` candidates, with its runner taken out and the Matmul freed: the function form's
+    cache binds each call's operands to the runner itself. Raises as the constructor and ``plan()`` do."""
+    mm = Matmul(a, b, c, alpha=alpha, beta=beta, quantization_scales=scales, options=options, execution=execution,
+                stream=stream)
+    try:
+        mm._plan(epilog, epilog_inputs, preferences, None, keep=keep)
+        inputs_copied = mm._inputs_copied(epilog_inputs)
+        alpha, beta = mm._alpha, mm._beta
+        runner, streams, views_copied = mm._detach()
+    finally:
+        mm.free()
+    return DetachedPlan(runner, streams, alpha, beta, views_copied, inputs_copied)

@@ -18,6 +18,7 @@ from .._core.streams import StreamHolder
 from .._core.tensor import Operand, copy_to_host, wrap_operand
 from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME
 from . import _kernels
+from ._batching import LAUNCH_OPERANDS
 from ._cublaslt_plan import LtPlan, MatmulAlgorithm, workspace_bytes_for
 from ._options import FP8_DTYPES
 
@@ -36,8 +37,6 @@ _SCALE_SLOT_BYTES = 16  # each scale on its own 16-byte boundary
 def _slot_index(key: str) -> int:
     """Where scale ``key`` sits in the float32 scale values (and buffer)."""
     return _SCALE_SLOT_BYTES // 4 * _SCALE_SLOTS[key]
-# What a launch offset moves, in order: the user's a, b, c, d (argument slots), then descriptor pointers.
-LAUNCH_OPERANDS = ("a", "b", "c", "d", "bias", "aux", "bgrad")
 _OFFSET_ATTRIBUTES = (_D.BIAS_POINTER, _D.EPILOGUE_AUX_POINTER, _D.BIAS_POINTER)  # bias, aux, bgrad
 
 

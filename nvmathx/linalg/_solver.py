@@ -37,7 +37,7 @@ def fused_available() -> bool:
             _fused.append(False)
     return _fused[0]
 
-__all__ = ["DirectSolver"]
+__all__ = ["DirectSolver", "plan_detached"]
 
 _CONSTRUCTED, _PLANNED, _FACTORIZED, _FREED = "constructed", "planned", "factorized", "freed"
 
@@ -307,3 +307,14 @@ class DirectSolver:
         for name in names:
             self._operands[name] = stage(self._operands[name], self._execution.device_id, holder,
                                          self._options.memory_resource)
+
+
+def plan_detached(a, b, options, execution, stream) -> tuple:
+    """``DirectSolver(a, b, ...).plan()`` with its GPU engine taken out and the solver freed:
+    (engine, the operand library's stream choice), for the function form's cache."""
+    solver = DirectSolver(a, b, options=options, execution=execution, stream=stream)
+    try:
+        solver.plan()
+        return solver._detach()
+    finally:
+        solver.free()

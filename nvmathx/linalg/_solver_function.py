@@ -11,7 +11,7 @@ from .._core.options import check_or_create_options
 from .._core.tensor import key_function, operand_keys, wrap_operand
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._function import plan_cache
-from ._solver import DirectSolver
+from ._solver import DirectSolver, plan_detached
 from ._solver_options import DirectSolverOptions
 
 __all__ = ["solve", "direct_solver", "solve_plan_key"]
@@ -62,12 +62,7 @@ class _CachedSolve:
 
 
 def _cached_entry(a, b, options, execution, stream) -> _CachedSolve:
-    solver = DirectSolver(a, b, options=options, execution=execution, stream=stream)
-    try:
-        solver.plan()
-        engine, streams = solver._detach()
-    finally:
-        solver.free()
+    engine, streams = plan_detached(a, b, options, execution, stream)
     return _CachedSolve(engine, streams)
 
 
@@ -83,13 +78,34 @@ def direct_solver(a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, ex
 
     Parameters
     ----------
-    a, b, options, execution, stream
-        As for :class:`DirectSolver`.
+    a, b : array or array-like
+        ``a`` is ``(..., n, n)``; ``b`` is ``(n,)`` (one right-hand side for every matrix) or
+        ``(..., n, k)``, its batch dimensions broadcasting with ``a``'s; one library and dtype
+        (float32, float64, complex64 or complex128).
+    options : DirectSolverOptions, dict or None
+        The structure (``assume_a``, ``lower``), ``transposed``, ``check_finite``, ``check``,
+        ``engine``, ``memory_resource``, ``blocking`` and ``logger`` (see
+        :class:`DirectSolverOptions`).
+    execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU, dict or None
+        Where to run. None: where the operands live (numpy arrays run on the CPU with scipy);
+        ``"cuda"`` with host operands copies them to the GPU and the result back (not cached).
+    stream : cuda.core Stream, object with ``__cuda_stream__``, int or None
+        The stream to run on (default: the operand library's current stream). CPU execution takes
+        none.
 
     Returns
     -------
     array
         ``x``, of ``b``'s shape broadcast over the batch (see :class:`DirectSolver`).
+
+    Raises
+    ------
+    SingularMatrixError
+        When a matrix is exactly singular (or not positive definite where that is assumed),
+        naming the first failing matrix and pivot; also a :class:`numpy.linalg.LinAlgError`.
+    OperandError, UnsupportedOperandError, OptionsError
+        For bad operands, NaN or Inf with ``check_finite``, or bad options; the message names the
+        argument.
 
     Examples
     --------
@@ -148,8 +164,12 @@ def solve(a: ArrayLike, b: ArrayLike, *, assume_a: str | None = None, lower: boo
     options : DirectSolverOptions, dict or None
         The rest: ``check``, ``engine``, ``memory_resource``, ``blocking``, ``logger``; the keywords
         above replace the fields of the same names.
-    execution, stream
-        As for :class:`DirectSolver`.
+    execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU, dict or None
+        Where to run. None: where the operands live (numpy arrays run on the CPU with scipy);
+        ``"cuda"`` with host operands copies them to the GPU and the result back (not cached).
+    stream : cuda.core Stream, object with ``__cuda_stream__``, int or None
+        The stream to run on (default: the operand library's current stream). CPU execution takes
+        none.
 
     Returns
     -------

@@ -7,7 +7,7 @@ from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
 from .._core.tensor import as_array, key_function, operand_keys, wrap_sparse_operand
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
-from ._matmul import Matmul, wrap_dense
+from ._matmul import Matmul, rebind_call, release_call, wrap_dense
 from ._options import MatmulOptions
 from ._problem import check_transpose
 
@@ -109,8 +109,8 @@ def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: com
     else:
         b_op = wrap_dense(b, "b", a_op)
         c_op = None if c is None else wrap_dense(c, "c", a_op)
-        plan._reset_wrapped(a_op, b_op, c_op, alpha, beta, checked=True)
+        rebind_call(plan, a_op, b_op, c_op, alpha, beta)
     try:
         return plan.execute(stream=stream)
     finally:
-        plan._unbind()
+        release_call(plan)

@@ -28,7 +28,7 @@ from ._cusparse_plan import CusparsePlan, result_strides
 from ._options import MatmulOptions
 from ._problem import SparseMatmulProblem, check_transpose, dense_layout, describe_problem
 
-__all__ = ["Matmul"]
+__all__ = ["Matmul", "rebind_call", "release_call"]
 
 _CONSTRUCTED, _PLANNED, _FREED = "constructed", "planned", "freed"
 
@@ -367,3 +367,15 @@ def _check_same_dense(held: Operand, new: Operand, name: str) -> None:
     if was != now:
         raise OperandError(name, f"expected shape {was[0]}, strides {was[1]}, dtype {was[2]} on device {was[3]} "
                                  f"(got shape {now[0]}, strides {now[1]}, dtype {now[2]} on device {now[3]})")
+
+
+# The function form's interface to a cached plan (it rebinds each call's operands itself).
+
+def rebind_call(plan: Matmul, a, b, c, alpha, beta) -> None:
+    """Give a cached plan one call's operands; the function form's key vouches that they match."""
+    plan._reset_wrapped(a, b, c, alpha, beta, checked=True)
+
+
+def release_call(plan: Matmul) -> None:
+    """Drop a call's operands from a cached plan, so that the cache keeps no array alive."""
+    plan._unbind()

@@ -11,7 +11,7 @@ from ._solver_options import DirectSolverOptions, check_dtype_for_type
 from ._solver_pattern import pattern_checksum
 from ._solver_spaces import CpuSpace, CudaSpace
 
-__all__ = ["DirectSolver", "FactorizationInfo", "SOLVER_DTYPES"]
+__all__ = ["DirectSolver", "FactorizationInfo", "SOLVER_DTYPES", "rebind_cached", "solver_of_checked"]
 
 SOLVER_DTYPES = ("float32", "float64", "complex64", "complex128")
 
@@ -259,3 +259,18 @@ def _check_matrix(a):
                                            f"(expected {', '.join(SOLVER_DTYPES)})")
     return a
 
+
+# spsolve's interface to the solvers it makes and caches.
+
+def solver_of_checked(a, b, options, execution, stream, checksum: bytes) -> DirectSolver:
+    """A DirectSolver of a matrix spsolve has checked (and whose pattern checksum it computed), with
+    scipy's 1-D result for a one-column ``b``."""
+    solver = DirectSolver.__new__(DirectSolver)
+    solver._setup(a, b, options, execution, stream, checksum, vector_result=True)
+    return solver
+
+
+def rebind_cached(solver: DirectSolver, a, stream) -> None:
+    """Point a cached solver at a checked matrix of its pattern (matched by spsolve's key), on ``stream``."""
+    solver._set_stream(stream)
+    solver._set_matrix(a)

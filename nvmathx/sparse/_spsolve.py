@@ -7,7 +7,7 @@ from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
 from .._core.tensor import wrap_sparse_operand
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
-from ._solver import DirectSolver, _check_matrix
+from ._solver import _check_matrix, rebind_cached, solver_of_checked
 from ._solver_options import DirectSolverOptions
 from ._solver_pattern import pattern_checksum
 
@@ -106,9 +106,7 @@ def spsolve(a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, executio
     operand = _check_matrix(wrap_sparse_operand(a, "a"))
     execution = normalize_execution(execution, operand.device_id, "execution")
     if not isinstance(execution, ExecutionCUDA):  # SuperLU analyses within each factorization: nothing to keep
-        solver = DirectSolver.__new__(DirectSolver)
-        solver._setup(operand, b, options, execution, stream, checksum=b"", vector_result=True)
-        with solver:
+        with solver_of_checked(operand, b, options, execution, stream, b"") as solver:
             solver.plan()
             solver.factorize()
             return solver.solve()
@@ -117,8 +115,7 @@ def spsolve(a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, executio
     device_id = execution.device_id
     solver = spsolve_plan_cache.get(device_id, key)
     if solver is None:
-        solver = DirectSolver.__new__(DirectSolver)
-        solver._setup(operand, b, options, execution, stream, checksum, vector_result=True)
+        solver = solver_of_checked(operand, b, options, execution, stream, checksum)
         try:
             solver.plan()
             solver.factorize()
@@ -127,8 +124,7 @@ def spsolve(a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, executio
             raise
         spsolve_plan_cache.put(device_id, key, solver)
     else:
-        solver._set_stream(stream)
-        solver._set_matrix(operand)
+        rebind_cached(solver, operand, stream)
         solver.reset_operands(b=b)
         solver.factorize()
     return solver.solve()

@@ -1,5 +1,8 @@
 """Which path runs each GEMM: cuBLASLt (:mod:`._fused`) or the torch composition (:mod:`._reference`).
 
+All three modules implement :class:`._layer_gemms.LayerGemms`; this one picks the other two's
+function per call.
+
 The decision costs next to nothing per call: non-empty problems on CUDA tensors of a dtype
 cuBLASLt fuses go to cuBLASLt; anything else (CPU or meta tensors, float64, a problem with an
 empty operand: no tokens, no input or no output features) to the reference, so cuBLASLt never
@@ -17,6 +20,7 @@ import torch
 
 from .._core.errors import CudaLibraryError, LibraryNotFoundError, NvmathxError, OperandError, UnsupportedOperandError
 from . import _fused, _reference
+from ._layer_gemms import LayerGemms
 
 __all__ = ["FUSED_DTYPES", "forward", "fusable", "grad_activation", "grad_input", "grad_weight", "refused"]
 
@@ -25,6 +29,9 @@ FUSED_DTYPES = frozenset({torch.float16, torch.bfloat16, torch.float32})
 _logger = logging.getLogger("nvmathx")
 _logged: set = set()
 refused: set = set()  # signatures of the problems cuBLASLt refused
+
+# Both paths implement the interface this module implements (checked by the type checker).
+_PATHS: tuple[LayerGemms, LayerGemms] = (_fused, _reference)
 
 
 def fusable(t: torch.Tensor) -> bool:

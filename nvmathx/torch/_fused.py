@@ -1,6 +1,7 @@
 """The GEMMs of the layers on cuBLASLt, through :func:`nvmathx.linalg.matmul` with fused epilogs.
 
-Each function computes what its namesake in :mod:`._reference` computes, in one ``matmul`` call
+``forward`` and the three gradients implement :class:`._layer_gemms.LayerGemms`: each computes
+what its namesake in :mod:`._reference` computes, in one ``matmul`` call
 (its plan cached by shape, strides, dtype and alignment; on CUDA tensors found and run by address,
 :mod:`._gemm_calls`), in the user's row-major frame with
 ``nn.Linear``'s weight layout ``(out_features, in_features)``:

@@ -7,7 +7,8 @@ flags, alignment; the epilog inputs' and float8 scales' too) and then looks it u
 *layouts* (the same facts of a and b and the epilog inputs, read straight off the torch tensors)
 map to the plan key made on their first call (:func:`~nvmathx.linalg.plan_key`), the plan is looked
 up in :data:`~nvmathx.linalg.plan_cache` and run by address, exactly as ``matmul()`` runs a cache
-hit (through the cache entry's ``runner``, as ``matmul()`` does). A first call, and a call whose
+hit, through linalg's declared interface for its cache entries (``nvmathx.linalg._cached``:
+``by_address`` and ``CachedMatmul.run_by_address``, nothing else). A first call, and a call whose
 plan the cache has dropped, is a ``matmul()`` call, which plans and caches it. Float8 scales are given as addresses (the
 layers' scales are elements of their state's vectors), made into tensors only for planning.
 CPU tensors (the CPU execution space) and any plan ``matmul()`` would not run by address go
@@ -18,17 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._core.alignment import ALIGNMENT_OF_LOW_BYTE
 from .._core.plan_cache import HashedKey
 from .._core.streams import StreamHolder, resolve_stream
-from ..linalg import matmul, plan_cache, plan_key
+from ..linalg import matmul, plan_key
+from ..linalg._cached import by_address as cached_entry
 from ._column_sums import current_stream_handle
 
-__all__ = ["alignment", "cached_entry", "current_stream", "gemm", "key_of", "run_entry"]
+__all__ = ["cached_entry", "current_stream", "gemm", "key_of"]
 
 # layouts -> plan_key (hashed once); forgotten wholesale past the limit (token counts may vary from call to call)
 _PLAN_KEYS: dict = {}
 _PLAN_KEYS_LIMIT = 1024
-_ONE, _ZERO = 1, 0  # alpha and beta as matmul() defaults them (a cached plan keeps the last ones set)
 
 
 def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers: dict | None = None,
@@ -44,16 +46,15 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
     if device_id < 0:
         return matmul(a, b, **_arguments(epilog, epilog_inputs, scales, options, preferences))
     a_ptr, b_ptr = a.data_ptr(), b.data_ptr()
-    # (alignment() written out: this is every GEMM's path)
-    layouts: tuple = (a.shape, a.stride(), a.dtype, a.is_neg(), a_ptr & 255 and a_ptr & -a_ptr or 256,
-                      b.shape, b.stride(), b.dtype, b.is_neg(), b_ptr & 255 and b_ptr & -b_ptr or 256,
+    layouts: tuple = (a.shape, a.stride(), a.dtype, a.is_neg(), ALIGNMENT_OF_LOW_BYTE[a_ptr & 255],
+                      b.shape, b.stride(), b.dtype, b.is_neg(), ALIGNMENT_OF_LOW_BYTE[b_ptr & 255],
                       epilog, id(options), id(preferences), scales is not None, device_id)
     pointers = dict(scale_pointers) if scale_pointers else {}
     if epilog_inputs:
         for name, tensor in epilog_inputs.items():
             ptr = pointers[name] = tensor.data_ptr()
             layouts += (name, tensor.shape, tensor.stride(), tensor.dtype, tensor.is_neg(),
-                        ptr & 255 and ptr & -ptr or 256)
+                        ALIGNMENT_OF_LOW_BYTE[ptr & 255])
     key = _PLAN_KEYS.get(layouts)
     entry = cached_entry(device_id, key) if key is not None else None
     if entry is None:
@@ -65,35 +66,12 @@ def gemm(a, b, *, epilog=None, epilog_inputs: dict | None = None, scale_pointers
                 _PLAN_KEYS.clear()
             _PLAN_KEYS[layouts] = HashedKey(plan_key(a, b, **arguments))
         return matmul(a, b, **arguments, stream=stream.handle if stream is not None else None)
-    return run_entry(entry, stream if stream is not None else current_stream(device_id), a_ptr, b_ptr, pointers)
-
-
-def alignment(ptr: int) -> int:
-    """The largest power of two up to 256 dividing ``ptr``, as the layouts of a call count it."""
-    return ptr & 255 and ptr & -ptr or 256
+    return entry.run_by_address(stream if stream is not None else current_stream(device_id), a_ptr, b_ptr, pointers)
 
 
 def current_stream(device_id: int) -> StreamHolder:
     """torch's current stream on device ``device_id``."""
     return resolve_stream(current_stream_handle(device_id), device_id)
-
-
-def cached_entry(device_id: int, key):
-    """The plan cache's entry for ``key`` when it runs by address as ``matmul()``'s defaults call it
-    (alpha 1, beta 0, no operand bound per call), else None."""
-    entry = plan_cache.get(device_id, key)
-    if entry is None or entry.alpha is not _ONE or entry.beta is not _ZERO or entry.rebind:
-        return None
-    return entry
-
-
-def run_entry(entry, stream: StreamHolder, a_ptr: int, b_ptr: int, pointers: dict):
-    """Run a :func:`cached_entry` on operands at ``a_ptr`` and ``b_ptr`` with the epilog inputs (and
-    float8 scales) at ``pointers``, as a ``matmul()`` cache hit runs it."""
-    runner = entry.runner
-    if entry.by_pointer:
-        runner.set_input_pointers(pointers)
-    return runner.run(stream, a_ptr, b_ptr, None)
 
 
 def key_of(a, b, *, epilog=None, epilog_inputs: dict | None = None, preferences=None):

@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import torch
 
+from .._core.alignment import pointer_alignment as _alignment
 from . import _column_sums, _dispatch
 from ._fused import (
     _AUX_NAMES,
@@ -34,8 +35,7 @@ from ._fused import (
     bias_from_column_sums,
     preferences_for,
 )
-from ._gemm_calls import alignment as _alignment
-from ._gemm_calls import cached_entry, current_stream, key_of, run_entry
+from ._gemm_calls import cached_entry, current_stream, key_of
 
 __all__ = ["backward", "forward", "record_backward", "record_forward"]
 
@@ -105,12 +105,12 @@ def forward(x, w1, b1, w2, b2, activation: str, autotune):
     if first is None or second is None:
         return None
     stream = current_stream(device_id)
-    h, outputs = run_entry(first, stream, x.data_ptr(), w1.data_ptr(), _bias_pointer(b1))
+    h, outputs = first.run_by_address(stream, x.data_ptr(), w1.data_ptr(), _bias_pointer(b1))
     aux = _whole_buffer(outputs[_AUX_NAMES[activation]])
     h_ptr = h.data_ptr()
     if h_ptr % plans.hidden_alignment:
         return _dispatch.forward(h, w2, b2, "none", False, autotune)[0], h, aux
-    out = run_entry(second, stream, h_ptr, w2.data_ptr(), _bias_pointer(b2))
+    out = second.run_by_address(stream, h_ptr, w2.data_ptr(), _bias_pointer(b2))
     return out, h, aux
 
 
@@ -138,7 +138,7 @@ def _backward_key(grad, x, w1, w2, h, aux, activation, autotune, needs, device_i
 
 def _weight_grad(entry, stream, grad, x, column_sums: bool, need_bias: bool):
     """``(grad.T @ x, its bias gradient or None)`` as :func:`._fused.grad_weight` makes them."""
-    result = run_entry(entry, stream, grad.data_ptr(), x.data_ptr(), {})
+    result = entry.run_by_address(stream, grad.data_ptr(), x.data_ptr(), {})
     if need_bias and not column_sums:
         return result[0], result[1]["bgrada"]
     return result, _column_sums.column_sums(grad) if need_bias else None
@@ -162,14 +162,14 @@ def backward(grad, x, w1, w2, h, aux, activation: str, autotune, needs: tuple):
     stream = current_stream(device_id)
     dx = dw1 = db1 = dw2 = db2 = None
     if dz_entry is not None:
-        dz = run_entry(dz_entry, stream, grad.data_ptr(), w2.data_ptr(), {_AUX_NAMES[activation]: aux.data_ptr()})
+        dz = dz_entry.run_by_address(stream, grad.data_ptr(), w2.data_ptr(), {_AUX_NAMES[activation]: aux.data_ptr()})
         if dz.data_ptr() % plans.dz_alignment:
             dx = _dispatch.grad_input(dz, w1, autotune) if need_x else None
             if need_w1 or need_b1:
                 dw1, db1 = _dispatch.grad_weight(dz, x, need_b1, autotune)
         else:
             if dx_entry is not None:
-                dx = run_entry(dx_entry, stream, dz.data_ptr(), w1.data_ptr(), {})
+                dx = dx_entry.run_by_address(stream, dz.data_ptr(), w1.data_ptr(), {})
             if dw1_entry is not None:
                 dw1, db1 = _weight_grad(dw1_entry, stream, dz, x, plans.column_sums[0], need_b1)
     if dw2_entry is not None:

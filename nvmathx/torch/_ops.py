@@ -48,6 +48,7 @@ from torch import Tensor
 from .._core.errors import OptionsError
 from . import _dispatch, _mlp_plans, _reference
 from ._autograd import differentiable
+from ._layer_gemms import LayerGemms
 from ._reference import activation_backward, aux_width
 
 __all__ = [
@@ -64,6 +65,8 @@ __all__ = [
     "linear_aux",
     "mlp",
 ]
+
+_GEMMS: LayerGemms = _dispatch  # the ops call the per-call choice, itself a LayerGemms (the type checker checks)
 
 _ACTIVATED = ("relu", "gelu")
 

@@ -1,9 +1,10 @@
 """The reference composition of torch ops: what every fused GEMM of :mod:`nvmathx.torch` computes.
 
 These functions run where cuBLASLt does not (CPU tensors, float64, anything it refuses) and define
-the semantics the fused path is tested against. Each mirrors one fused GEMM of :mod:`._fused` and
-returns fresh, contiguous tensors in the same formats, so that a forward pass on one path and a
-backward pass on the other compose.
+the semantics the fused path is tested against. ``forward`` and the three gradients implement
+:class:`._layer_gemms.LayerGemms` (their ``autotune`` is ignored: nothing here is tuned). Each
+mirrors one fused GEMM of :mod:`._fused` and returns fresh, contiguous tensors in the same
+formats, so that a forward pass on one path and a backward pass on the other compose.
 
 Auxiliary formats (cuBLASLt's, see :mod:`nvmathx.linalg`), for a pre-activation ``z`` of shape
 ``(M, N)``:
@@ -93,7 +94,7 @@ def _pre_activation(x, weight, bias):
     return torch.addmm(bias, x, weight.T)
 
 
-def forward(x, weight, bias, activation: str, keep_aux: bool):
+def forward(x, weight, bias, activation: str, keep_aux: bool, autotune: bool | None = None):
     """``(act(x @ weight.T + bias), aux or None)``; ``aux`` in the format above when ``keep_aux``."""
     z = _pre_activation(x, weight, bias)
     if activation == "none":
@@ -112,17 +113,17 @@ def forward(x, weight, bias, activation: str, keep_aux: bool):
     return y, aux
 
 
-def grad_input(grad, weight):
+def grad_input(grad, weight, autotune: bool | None = None):
     """``grad @ weight``: the input gradient of ``x @ weight.T``."""
     return grad @ weight
 
 
-def grad_weight(grad, x, bias_grad: bool):
+def grad_weight(grad, x, bias_grad: bool, autotune: bool | None = None):
     """``(grad.T @ x, grad.sum(0) or None)``: the weight (and bias) gradient of ``x @ weight.T + b``."""
     return grad.T @ x, grad.sum(0) if bias_grad else None
 
 
-def grad_activation(grad, weight, aux, activation: str, bias_grad: bool):
+def grad_activation(grad, weight, aux, activation: str, bias_grad: bool, autotune: bool | None = None):
     """``(dz, dz.sum(0) or None)`` with ``dz = (grad @ weight) * act'(z)`` (``z`` from ``aux``)."""
     dz = activation_backward(grad @ weight, aux, activation).contiguous()
     return dz, dz.sum(0) if bias_grad else None

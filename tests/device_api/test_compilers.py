@@ -88,3 +88,68 @@ def test_host_value_types_are_numpy_scalar_types():
     r2c = FFT(64, np.float64, fft_type="r2c", sm=(9, 0))
     assert (r2c.value_type, r2c.input_type, r2c.output_type) == (np.complex128, np.float64, np.complex128)
     assert Matmul((16, 16, 16), np.float32, data_type="complex", sm=(9, 0)).value_type is np.complex64
+
+
+# Types a descriptor through each compiler's own typeof, in one process, and prints the compiler of each type.
+_TYPED_BY = """
+import sys, numpy as np
+from nvmathx.device_api import FFT
+def typed_by(module):
+    numba_type = sys.modules[module].typeof_impl(fft, None)
+    kinds = [name for name in ("nvmathx.device_api._numba_cuda", "nvmathx.device_api._numba_cuda_mlir")
+             if name in sys.modules and isinstance(numba_type, sys.modules[name].FFTType)]
+    return ",".join(kinds) or repr(numba_type)
+{before}
+fft = FFT(64, np.float32, direction="forward", sm=(9, 0))
+{after}
+by_numba_cuda = typed_by("numba.cuda.typing.typeof")
+{later}
+print(by_numba_cuda, typed_by("numba_cuda_mlir.numba_cuda.typing.typeof"))
+"""
+
+
+@needs_mathdx
+@pytest.mark.parametrize("before, after, later", [
+    ("import numba.cuda, numba_cuda_mlir.cuda", "", ""),  # both imported first: both registries know FFT
+    ("import numba.cuda", "import numba_cuda_mlir.cuda", ""),  # one registered at construction, one by the fallback
+    ("", "import numba.cuda", "import numba_cuda_mlir.cuda"),  # each imported after the descriptor was built
+    ("", "import numba_cuda_mlir.cuda, numba.cuda", ""),  # the documented limit: neither typed yet, the default
+])
+def test_each_compiler_types_descriptors_through_its_own_registry(before, after, later):
+    pytest.importorskip("numba.cuda")
+    pytest.importorskip("numba_cuda_mlir")
+    code = _TYPED_BY.format(before=before, after=after, later=later)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    by_numba_cuda, by_mlir = result.stdout.split()
+    assert by_mlir == "nvmathx.device_api._numba_cuda_mlir"
+    if before or later:
+        assert by_numba_cuda == "nvmathx.device_api._numba_cuda"
+    else:  # numba-cuda asked first while both were imported and unregistered: the default compiler's type
+        assert by_numba_cuda == f"nvmathx.device_api._{_compilers.default_compiler().replace('-', '_')}"
+
+
+def test_no_frame_is_inspected_to_choose_a_compiler():
+    import inspect
+
+    from nvmathx.device_api import _compilers as device_compilers
+    from nvmathx.device_api import _fft, _matmul, _random, _solver
+
+    for module in (device_compilers, _fft, _matmul, _random, _solver):
+        source = inspect.getsource(module)
+        assert "_getframe" not in source and "currentframe" not in source
+
+
+def test_the_entry_points_name_the_registration():
+    """Both compilers' extension groups name register_imported, which an installed nvmathx runs
+    before each compiler's first kernel."""
+    import pathlib
+
+    from nvmathx.device_api import _compilers as device_compilers
+
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((pathlib.Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
+    for group in ("numba_cuda_extensions", "numba_cuda_mlir_extensions"):
+        module, _, name = project["entry-points"][group]["init"].partition(":")
+        assert module == device_compilers.__name__
+        assert getattr(device_compilers, name) is device_compilers.register_imported

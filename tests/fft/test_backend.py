@@ -72,8 +72,13 @@ def test_signatures_match_scipy(name):
     ours = [(p.name, p.kind, p.default) for p in inspect.signature(getattr(nfft, name)).parameters.values()]
     theirs = [(p.name, p.kind, p.default) for p in inspect.signature(getattr(scipy.fft, name)).parameters.values()]
     assert ours[:len(theirs)] == theirs
-    # Beyond scipy's: only the keyword-only callbacks of the cuFFT transforms (hfft* take none).
+    # Beyond scipy's: the keyword-only callbacks of the cuFFT transforms (hfft* take none), then the
+    # execution space and stream of every transform.
     extra = ours[len(theirs):]
     callbacks = [("prolog", inspect.Parameter.KEYWORD_ONLY, None), ("epilog", inspect.Parameter.KEYWORD_ONLY, None)]
-    assert extra == ([] if "h" in name or name not in SERVED else callbacks)
+    space = [("execution", inspect.Parameter.KEYWORD_ONLY, None), ("stream", inspect.Parameter.KEYWORD_ONLY, None)]
+    if name not in SERVED:
+        assert extra == []
+    else:
+        assert extra == ([] if "h" in name else callbacks) + space
     assert getattr(nfft, name).__name__ == name

@@ -339,3 +339,24 @@ def test_results_come_back_in_each_callers_library(rng, fake, monkeypatch):
     first, second = nfft.fft(ours), nfft.fft(other)
     assert type(first) is DeviceArray and type(second) is OtherArray
     _close(to_host(second), scipy.fft.fft(x), np.complex128)
+
+
+@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "irfft2", "ihfftn", "hfftn"])
+def test_functions_with_cuda_execution_of_a_host_operand(rng, fake, name):
+    """``execution="cuda"``: a numpy operand is transformed on the (fake) GPU and comes back as numpy,
+    equal to scipy.fft's result, with scipy's ``n``/``s`` and ``norm`` applied."""
+    dtype = np.float64 if name in ("rfft", "ihfft", "ihfftn") else np.complex128
+    x = _operand(name, (4, 6), dtype, rng)
+    sizes = {"n": 10} if name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft") else {"s": (5, 8)}
+    result = getattr(nfft, name)(x, **sizes, norm="ortho", execution="cuda")
+    assert isinstance(result, np.ndarray)
+    _close(result, getattr(scipy.fft, name)(x, **sizes, norm="ortho"), np.float64)
+
+
+def test_functions_take_a_stream_for_device_operands(rng, fake):
+    x = _operand("fft", (4, 8), np.complex128, rng)
+    device_x = to_device(x)
+    _close(to_host(nfft.fftn(device_x, stream=0)), np.fft.fftn(x), np.float64)
+    _close(to_host(nfft.fftn(device_x, execution={"name": "cuda"}, stream=0)), np.fft.fftn(x), np.float64)
+    with pytest.raises(OperandError, match="^execution"):  # the CPU space takes host operands only
+        nfft.fft(device_x, execution="cpu")

@@ -292,3 +292,22 @@ def test_running_out_of_memory_is_typed(rng, monkeypatch):
     monkeypatch.setattr(scipy.fft, "rfftn", out_of_memory)
     with pytest.raises(OptionsError, match=r"^s: asks for more memory than is free: the result alone needs 1040 "):
         nfft.rfftn(rng.standard_normal((4, 6)), s=(5, 24))
+
+
+def test_functions_take_execution_and_stream_as_matmul_does(rng):
+    """``execution="cpu"`` (or an ExecutionCPU, whose ``num_threads`` become ``workers``) runs as the
+    default does; a stream with CPU execution is refused, naming ``stream``."""
+    from nvmathx import ExecutionCPU
+
+    x = rng.standard_normal((4, 6)) + 1j * rng.standard_normal((4, 6))
+    expected = np.fft.fftn(x, norm="forward")
+    np.testing.assert_allclose(nfft.fftn(x, norm="forward", execution="cpu"), expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(nfft.fftn(x, norm="forward", execution=ExecutionCPU(num_threads=2)), expected,
+                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(nfft.ihfft(x.real.tolist(), execution="cpu"), np.fft.ihfft(x.real),
+                               rtol=1e-12, atol=1e-14)
+    for call in (lambda: nfft.fft(x, stream=0), lambda: nfft.fft(x, execution="cpu", stream=0)):
+        with pytest.raises(OptionsError, match="^stream"):
+            call()
+    with pytest.raises(OptionsError, match="^execution"):
+        nfft.fft(x, execution="tpu")

@@ -152,6 +152,27 @@ def test_host_operand_with_cuda_execution(rng):
     assert _relative_error(result, np.fft.rfftn(x)) < 1e-12
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_functions_with_cuda_execution_of_a_host_operand(rng, name):
+    """Every function form moves a numpy operand to the GPU with ``execution="cuda"`` and returns numpy."""
+    import scipy.fft
+
+    x = _host(name, (6, 16), "double", rng)
+    result = getattr(nfft, name)(x, norm="ortho", execution="cuda")
+    assert isinstance(result, np.ndarray)
+    assert _relative_error(result, getattr(scipy.fft, name)(x, norm="ortho")) < 1e-12
+
+
+def test_functions_run_on_the_stream_given(rng):
+    torch = _torch()
+    x = torch.from_numpy(rng.standard_normal((8, 64)) + 1j * rng.standard_normal((8, 64))).cuda()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())  # x was made on the current stream
+    result = nfft.fft(x, stream=stream)
+    stream.synchronize()
+    assert _relative_error(result.cpu().numpy(), np.fft.fft(x.cpu().numpy())) < 1e-12
+
+
 def test_graph_capture_and_replay(rng):
     torch = _torch()
     shape = (64, 256)

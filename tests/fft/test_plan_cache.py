@@ -33,3 +33,14 @@ def test_cache_interface():
         assert cache.info(0).max_size == 3 and cache.info(0).max_memory_bytes == 1 << 30
     finally:
         cache.set_limits(max_size=old, max_memory_bytes=None)
+
+
+def test_plan_keys_are_read_by_named_place():
+    """KEY_FIELDS names every place of a plan key: KEY_DEVICE is where its device is."""
+    from nvmathx.fft._gpu import KEY_DEVICE, KEY_FIELDS, plan_key
+
+    key = plan_key("C2C", (4, 8), (8, 1), "complex64", (1,), (8,), 3, "torch", False, True)
+    assert len(key) == len(KEY_FIELDS) - 1 and key[KEY_DEVICE] == 3 and KEY_FIELDS[KEY_DEVICE] == "device"
+    with_callbacks = plan_key("C2C", (4, 8), (8, 1), "complex64", (1,), (8,), 3, "torch", False, True,
+                              (("prolog", "key", 0),))
+    assert len(with_callbacks) == len(KEY_FIELDS) and KEY_FIELDS[-1] == "callbacks"

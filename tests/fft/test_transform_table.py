@@ -34,34 +34,54 @@ def test_nothing_outside_the_table():
     assert not [name for name in TABLE if hasattr(_functions, name)]  # no second definition
 
 
-def test_a_new_row_makes_a_function_that_runs_the_transform(monkeypatch):
-    """define() turns a signature into a public function: the stub's signature, defaults and name,
-    a body that calls the shared routine with the row's kind, and the stub's own body never run."""
+def test_every_function_is_an_ordinary_def():
+    """IDEs, inspect and debuggers see each function's source: a def of this module, whose body is
+    one call of the shared routine with the row's kind."""
+    for name, function in _transforms.TRANSFORMS.items():
+        assert function.__module__ == "nvmathx.fft._transforms" and function.__qualname__ == name
+        assert function.__code__.co_filename == _transforms.__file__
+        source = inspect.getsource(function)
+        assert f"\ndef {name}(" in source and "return _transform(" in source
+
+
+def test_each_function_calls_the_routine_with_its_kind(monkeypatch):
+    """Every argument reaches the shared routine in its place, under the function's own kind
+    (callbacks as None for the Hermitian transforms, which take none)."""
     seen = []
-
-    def stub(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None,
-             epilog=None):
-        raise AssertionError("the stub's body is never the function's")
-
-    stub.__name__ = stub.__qualname__ = "fft2_like"
-    monkeypatch.setattr(_functions, "_transform", lambda *args: seen.append(args) or "done")
-    function, kind = _functions.define(stub, C2C, -1)
-    assert kind == ("fft2_like", C2C, 2, -1, False)
-    assert inspect.signature(function) == inspect.signature(stub) and function.__name__ == "fft2_like"
-    assert function is not stub and function(1, axes=(0, 1), epilog=7) == "done"
-    # _transform was bound when the function was made: the patch above is what it holds.
-    assert seen == [(kind, 1, None, (0, 1), None, False, None, None, None, 7)]
+    monkeypatch.setattr(_transforms, "_transform", lambda *args: seen.append(args) or "done")
+    for name, function in _transforms.TRANSFORMS.items():
+        seen.clear()
+        hermitian = name.startswith(("hfft", "ihfft"))
+        callbacks = {} if hermitian else {"prolog": "p", "epilog": "e"}
+        assert function(1, 2, 3, "ortho", True, 4, plan="plan", execution="cpu", stream=5, **callbacks) == "done"
+        (kind, *arguments), = seen
+        assert kind.name == name and kind.conj == hermitian
+        assert arguments == [1, 2, 3, "ortho", True, 4, "plan", None if hermitian else "p",
+                             None if hermitian else "e", "cpu", 5]
 
 
-def test_define_reads_form_and_callbacks_from_the_signature():
-    def one(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None): ...
+def test_the_row_decorator_checks_the_signature():
+    kind = _functions.Kind("like_fft2", C2C, 2, -1)
 
-    def many(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None): ...
+    def like_fft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None, prolog=None,
+                  epilog=None, execution=None, stream=None): ...
 
-    assert _functions.define(one, C2C, 1)[1].form == 1
-    assert _functions.define(many, C2C, 1, True)[1][2:] == (3, 1, True)
+    declared = _transforms._row(kind, summary="Compute it.", returns="It.", see_also="fft", example="")(like_fft2)
+    try:
+        assert declared is like_fft2 and declared.__doc__.startswith("Compute it.")
+        assert "execution :" in declared.__doc__ and "stream :" in declared.__doc__
+    finally:
+        del _transforms.TRANSFORMS["like_fft2"]
+
+    def like_fft2_without_stream(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *,
+                                 plan=None, prolog=None, epilog=None, execution=None): ...
+
+    like_fft2_without_stream.__name__ = "like_fft2"
     with pytest.raises(TypeError, match="scipy.fft's parameters"):
-        _functions.define(lambda x, y: None, C2C, 1)
+        _transforms._row(kind, summary="", returns="", see_also="", example="")(like_fft2_without_stream)
+    with pytest.raises(TypeError, match="scipy.fft's parameters"):  # the kind says 2-D; the signature n-D
+        _transforms._row(_functions.Kind("like_fft2", C2C, 3, -1), summary="", returns="", see_also="",
+                         example="")(like_fft2)
 
 
 def test_generated_functions_run_on_the_cpu():
@@ -70,8 +90,8 @@ def test_generated_functions_run_on_the_cpu():
     np.testing.assert_allclose(nfft.hfft(x[:5] + 0j), scipy.fft.hfft(x[:5] + 0j))
 
 
-def test_the_body_holds_no_lookup_per_call():
-    """The generated body reads the routine and its kind from a closure, not from the module."""
-    code = nfft.fft.__code__
-    assert set(code.co_freevars) == {"_kind", "_transform"}
-    assert not code.co_names  # no global or attribute lookup
+def test_the_body_holds_two_lookups_per_call():
+    """The body reads the routine and its kind, two module globals, and nothing else."""
+    for function in _transforms.TRANSFORMS.values():
+        assert not function.__code__.co_freevars
+        assert set(function.__code__.co_names) == {"_transform", f"_{function.__name__.upper()}"}

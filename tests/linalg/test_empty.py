@@ -8,7 +8,7 @@ import gc
 import numpy as np
 import pytest
 
-from nvmathx import OperandError
+from nvmathx import OperandError, OptionsError
 from nvmathx._core.dtypes import numpy_dtype
 from nvmathx._matmulcore.epilogs import gelu_aux_ld, relu_aux_width
 from nvmathx.linalg import Matmul, MatmulAlgorithm, matmul, plan_cache
@@ -262,10 +262,14 @@ def test_stateful_plan_execute_reset_autotune(rng, space):
         with pytest.raises(Exception) as info:
             mm.execute(algorithm=MatmulAlgorithm(bytes(64), 0, 0.0))
         assert info.value.argument == "algorithm"
-        assert mm.plan(algorithms=[]) == []  # re-planned: nothing to choose
-        if space.name != "cpu":  # (the CPU space takes no algorithms at all)
+        if space.name != "cpu":
+            assert mm.plan(algorithms=[]) == []  # re-planned: nothing to choose
             with pytest.raises(OperandError) as info:
                 mm.plan(algorithms=["fastest"])
+            assert info.value.argument == "algorithms"
+        else:  # the CPU space takes no algorithms at all, rather than ignoring them
+            with pytest.raises(OptionsError) as info:
+                mm.plan(algorithms=[])
             assert info.value.argument == "algorithms"
     with Matmul(space(np.zeros((0, 5), np.float32)), space(np.ones((5, 2), np.float32))) as mm:
         mm.plan()
