@@ -56,13 +56,19 @@ def version_text(name: str, version: tuple | None) -> str:
     return text
 
 
+NO_DRIVER = ("No NVIDIA GPU driver found: running the CPU demo. For the GPU: install the driver, then "
+             "`pip install nvmathx[cu13]`.")
+
+
 def gpu_report() -> list[str]:
     """Lines describing the GPUs and driver, or why there are none. Never raises."""
     try:
         count = cuda_driver.device_count()
         version = cuda_driver.driver_version()
     except Exception as error:
-        return [f"no GPU: {type(error).__name__}: {str(error)[:160]}"]
+        if "driver" in str(error).lower() or isinstance(error, (ImportError, OSError)):
+            return ["no GPU: no NVIDIA driver (libcuda) on this machine"]
+        return [f"no GPU: {_short(error)}"]
     if count == 0:
         return ["no GPU: the driver reports no device"]
     lines = [f"CUDA driver {version // 1000}.{version % 1000 // 10}, {count} device(s)"]
@@ -112,8 +118,16 @@ def cudss_report() -> str:
 
 
 def _short(error) -> str:
-    text = f"{type(error).__name__}: {error}"
-    return text if len(text) < 160 else text[:157] + "..."
+    """An error in words for the report: what to install where a library is missing (never a message
+    cut off mid-instruction), else the error itself."""
+    from ._core.errors import LibraryNotFoundError
+
+    cause = error
+    while cause is not None and not isinstance(cause, LibraryNotFoundError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is not None:
+        return f"{cause.library} not installed: pip install {cause.pip_package}"
+    return f"{type(error).__name__}: {error}"
 
 
 def package_report() -> list[tuple[str, str]]:
@@ -176,9 +190,11 @@ def main(argv=None) -> int:
                         help="where the demo runs (auto: the GPU when there is one)")
     args = parser.parse_args(argv)
 
+    gpu_lines = gpu_report()
+    if gpu_lines[0].startswith("no GPU: no NVIDIA driver"):
+        print(NO_DRIVER)
     print(f"nvmathx {__version__} on Python {platform.python_version()} ({platform.machine()})")
     print("\nGPU")
-    gpu_lines = gpu_report()
     for line in gpu_lines:
         print(f"  {line}")
     has_gpu = not gpu_lines[0].startswith("no GPU")
@@ -205,9 +221,9 @@ def main(argv=None) -> int:
         return 2
     print(f"\nDemo ({execution} execution space), each result checked against numpy")
     rows = run_demos(execution)
-    print(f"  {'demo':<34} {'status':<10} {'rel. error':>11} {'tolerance':>10} {'ms':>9}")
+    print(f"  {'demo':<34} {'status':<10} {'rel. error':>11} {'tolerance':>10} {'first call, ms':>15}")
     for name, status, error, tolerance, elapsed in rows:
-        print(f"  {name:<34} {status:<10} {error:>11.2e} {tolerance:>10.0e} {elapsed:>9.1f}")
+        print(f"  {name:<34} {status:<10} {error:>11.2e} {tolerance:>10.0e} {elapsed:>15.1f}")
     failed = [row for row in rows if row[1] not in ("ok",) and not row[1].startswith("skipped")]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} demos passed")
     return 1 if failed else 0

@@ -26,6 +26,37 @@ def test_main_job_reports_and_runs_the_demo():
     assert "demos passed" in run.stdout
 
 
+def test_without_a_driver_the_first_line_says_so_in_words():
+    run = subprocess.run([sys.executable, "-m", "nvmathx"], capture_output=True, text=True, timeout=600)
+    if "\nGPU\n  no GPU: no NVIDIA driver" not in run.stdout:
+        pytest.skip("a GPU driver is present")
+    first = run.stdout.splitlines()[0]
+    assert first.startswith("No NVIDIA GPU driver found: running the CPU demo.")
+    assert "pip install nvmathx[cu13]" in first
+    assert "Error" not in run.stdout.split("\nGPU\n", 1)[1].split("\n\n", 1)[0]  # no loader exception
+    assert "..." not in run.stdout  # no line cut off mid-instruction
+    assert "first call, ms" in run.stdout
+
+
+def test_every_missing_piece_names_its_pip_package(monkeypatch):
+    from nvmathx import LibraryNotFoundError
+    from nvmathx._codegen import compilers
+    from nvmathx._main import _short
+
+    missing = LibraryNotFoundError("nccl", "nvidia-nccl-cu13 (or nvmathx[distributed])", "NVMATHX_NCCL_PATH")
+    try:
+        try:
+            raise missing
+        except LibraryNotFoundError as error:
+            raise RuntimeError("cuBLASMp needs NCCL") from error
+    except RuntimeError as wrapped:
+        assert _short(wrapped) == "nccl not installed: pip install nvidia-nccl-cu13 (or nvmathx[distributed])"
+    assert _short(ValueError("x")) == "ValueError: x"
+    monkeypatch.setattr(compilers, "installed", lambda: [])
+    assert compilers.report() == ["numba-cuda-mlir  not installed: pip install numba-cuda-mlir",
+                                  "numba-cuda       not installed: pip install numba-cuda"]
+
+
 def test_main_job_rejects_cuda_without_gpu():
     run = subprocess.run([sys.executable, "-m", "nvmathx", "--execution", "cuda"], capture_output=True, text=True)
     if "\nGPU\n  no GPU" not in run.stdout:

@@ -41,7 +41,7 @@ def report() -> list[str]:
             note = "  (recommended)" if compiler == NUMBA_CUDA_MLIR else "  (maintenance mode)"
             lines.append(f"{compiler:<16} {version(compiler)}{note}")
         else:
-            lines.append(f"{compiler:<16} not installed")
+            lines.append(f"{compiler:<16} not installed: pip install {compiler}")
     return lines
 
 
