@@ -205,3 +205,10 @@ def _rebuild(cls, args, attributes):
     builtin.__init__(error, *args)
     error.__dict__.update(attributes)
     return error
+
+
+# Tracebacks and reprs name the classes where users import them from (``nvmathx.OperandError``);
+# pickles find them there too.
+for _name in __all__:
+    globals()[_name].__module__ = "nvmathx"
+del _name

@@ -808,7 +808,7 @@ def _spd(n=4):
                                   + np.diag(np.ones(n - 1), -1))
 
 
-def _solver_reset(**kwargs):
+def _sparse_solver_reset(**kwargs):
     from nvmathx.sparse import DirectSolver
 
     solver = DirectSolver(_spd(), np.ones(4))
@@ -841,10 +841,10 @@ SPARSE_SOLVER = [
         "options.refinement_steps", device=False),
     Row("spsolve unknown execution", lambda o: _sparse_solve(execution="tpu"), OptionsError, "execution",
         device=False),
-    Row("DirectSolver reset with a new pattern", lambda o: _solver_reset(a=_spd() + _spd() @ _spd()), OperandError,
-        "a", device=False),
-    Row("DirectSolver reset with b of another shape", lambda o: _solver_reset(b=np.ones((4, 2))), OperandError, "b",
-        device=False),
+    Row("sparse DirectSolver reset with a new pattern",
+        lambda o: _sparse_solver_reset(a=_spd() + _spd() @ _spd()), OperandError, "a", device=False),
+    Row("sparse DirectSolver reset with b of another shape",
+        lambda o: _sparse_solver_reset(b=np.ones((4, 2))), OperandError, "b", device=False),
 ]
 
 

@@ -104,6 +104,8 @@ class DirectSolver:
     (True, True)
     """
 
+    _state = _FREED  # until construction succeeds: a half-built solver has nothing to free
+
     def __init__(self, a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, execution: ExecutionLike = None,
                  stream: StreamLike = None) -> None:
         self._state = _FREED  # until construction succeeds
