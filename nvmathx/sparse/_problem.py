@@ -115,6 +115,8 @@ def dense_layout(shape: tuple, strides: tuple, argument: str) -> tuple[str, int]
             raise UnsupportedLayoutError(argument, f"a vector with stride {strides[0]} is not supported", remedy)
         return "vector", 1
     rows, cols = shape
+    if rows == 0 or cols == 0:  # nothing to address: libraries give such arrays any strides (cupy: 0)
+        return "row", max(cols, 1)
     if (cols <= 1 or strides[1] == 1) and (rows <= 1 or strides[0] >= max(cols, 1)):
         return "row", strides[0] if rows > 1 else max(cols, 1)
     if (rows <= 1 or strides[0] == 1) and (cols <= 1 or strides[1] >= max(rows, 1)):

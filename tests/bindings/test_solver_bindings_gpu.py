@@ -77,7 +77,7 @@ def test_batched_lu_and_trsm(rng):
                              x_ptrs.data_ptr(), n, batch)
         torch.cuda.synchronize()
         assert info.tolist() == [0] * batch
-        np.testing.assert_allclose(x_d.cpu().numpy()[..., None], np.linalg.solve(a, b), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(np.swapaxes(x_d.cpu().numpy(), -1, -2), np.linalg.solve(a, b), rtol=1e-4, atol=1e-5)
         lower = np.tril(a[0]) + n * np.eye(n, dtype=np.float32)
         l_d = torch.from_numpy(lower.T.copy()).cuda()
         y_d = torch.from_numpy(b[0].T.copy()).cuda()

@@ -249,6 +249,8 @@ def test_gpu_layout_rules_are_checked_without_a_gpu():
     assert dense_layout((4, 1), (7, 1), "b") == ("row", 7)
     assert dense_layout((1, 3), (3, 5), "b") == ("col", 5)
     assert dense_layout((5,), (1,), "b") == ("vector", 1)
+    assert dense_layout((0, 3), (0, 0), "b") == ("row", 3)  # cupy's strides of an empty matrix
+    assert dense_layout((4, 0), (0, 0), "b") == ("row", 1)
     with pytest.raises(UnsupportedLayoutError, match="^b: a vector with stride 2"):
         dense_layout((5,), (2,), "b")
     with pytest.raises(UnsupportedLayoutError, match="^c: strides"):
