@@ -68,10 +68,6 @@ class GpuMatmulState:
         stream = self.streams()
         self._after_copies(stream, *((inputs[name], value) for name, value in given.items()))
         inputs = {name: stage(op, self.device_id, stream, self.memory_resource) for name, op in inputs.items()}
-        for name in [name for name in self.signatures if name not in _FACTORS]:
-            del self.signatures[name]  # the epilog inputs of an earlier plan
-        for name, value in given.items():
-            self._hold(input_argument(name), inputs[name], value)
         runner = build_runner(problem, self.operands, inputs, options=self.options, preferences=preferences,
                               stream=stream, alpha=alpha, beta=beta, scales=scales, algorithms=algorithms,
                               host_like=self.host_like, keep=keep)
@@ -79,6 +75,10 @@ class GpuMatmulState:
             old, self.runner = self.runner, None
             old.free()
         self.runner, self.inputs = runner, inputs
+        for name in [name for name in self.signatures if name not in _FACTORS]:
+            del self.signatures[name]  # the epilog inputs of the earlier plan
+        for name, value in given.items():
+            self._hold(input_argument(name), inputs[name], value)
         # what reset_operands holds new operands to: the heuristic chose for these pointers
         self.alignments = {name: pointer_alignment(op.ptr) for name, op in self.operands.items() if op is not None}
         self.alignments.update({input_argument(name): pointer_alignment(op.ptr) for name, op in inputs.items()})

@@ -264,15 +264,15 @@ class Matmul:
         given = _input_dict(inputs_as_arrays(epilog_inputs))
         inputs = {name: wrap_operand(value, input_argument(name)) for name, value in given.items()}
         check_together(self._host, [(input_argument(name), op) for name, op in inputs.items()])
+        input_infos = {name: info(op) for name, op in inputs.items()}
         # the info and operand dicts hold an Optional c; a and b are never None
         problem = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=self._beta, epilog=spec,  # type: ignore[arg-type]
-                                   epilog_inputs={name: info(op) for name, op in inputs.items()}, options=self._options)
+                                   epilog_inputs=input_infos, options=self._options)
         self._logger.info("matmul plan: %s", problem)
-        self._input_infos = {name: info(op) for name, op in inputs.items()}
         found = self._space.plan(problem, inputs, given, preferences=preferences, algorithms=algorithms,
                                  alpha=self._alpha, beta=self._beta, scales=self._scales,
                                  keep=None if preferences.autotune else keep)
-        self._state, self._epilog = _PLANNED, spec
+        self._state, self._epilog, self._input_infos = _PLANNED, spec, input_infos
         self._ready = self._space.direct()
         if not preferences.autotune:
             return found
