@@ -1,4 +1,5 @@
-"""The CPU execution space: numpy implements the documented semantics (the reference for GPU tests).
+"""The CPU execution space: numpy implements the documented semantics (the reference for GPU tests),
+and :class:`CpuMatmulState` holds a Matmul's operands and values there.
 
 Products are computed in float32 (complex64) for float16, bfloat16, float32 and float8 operands
 and in float64 (complex128) for 64-bit ones, whatever the compute type; the epilog runs in that
@@ -11,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.dtypes import numpy_dtype
+from .._core.errors import InvalidStateError, OptionsError
+from .._core.tensor import host_array
 from .._matmulcore.epilogs import GELU_AUX_NAME, RELU_AUX_NAME, reference_epilog
 from ._problem import MatmulProblem, cpu_compute_dtype
 
-__all__ = ["cpu_matmul", "to_dtype", "FLOAT8_MAX"]
+__all__ = ["cpu_matmul", "to_dtype", "FLOAT8_MAX", "CpuMatmulState"]
 
 
 # Largest finite float8 values. Not np.finfo: numpy 2.3 rejects ml_dtypes types there ("not inexact").
@@ -104,3 +107,70 @@ def _drop_promoted(d, problem: MatmulProblem):
     if problem.a_ndim == 1:
         d = d[..., 0, :] if problem.b_ndim > 1 else d[..., 0]
     return d
+
+
+class CpuMatmulState:
+    """A Matmul's state in the CPU space (a :class:`~._space.MatmulSpace`): the host operands and
+    epilog inputs, the planned problem and the values it runs with; ``execute()`` is
+    :func:`cpu_matmul`. There are no algorithms to choose, time or keep, and no stream."""
+
+    def __init__(self, operands: dict, given: dict, *, execution, options, stream):
+        if stream is not None:
+            raise OptionsError("stream", "CPU execution takes no stream")
+        self.host = operands["a"]  # results are made in its library
+        self.operands = dict(operands)
+        self.inputs: dict = {}
+        self.problem: MatmulProblem | None = None
+        self.alpha: object = 1
+        self.beta: object = 0
+        self.scales: dict = {}
+
+    def plan(self, problem, inputs, given, *, preferences, algorithms, alpha, beta, scales, keep) -> list:
+        if algorithms is not None:
+            raise OptionsError("algorithms", "the CPU execution space runs numpy's matmul and has no cuBLASLt "
+                                             "algorithms to choose from; pass algorithms=None")
+        self.problem, self.inputs = problem, inputs
+        self.alpha, self.beta, self.scales = alpha, beta, dict(scales)
+        return []
+
+    def direct(self) -> None:
+        return None  # every call checks that it was given no stream and no algorithm
+
+    @property
+    def algorithms(self) -> list:
+        return []
+
+    def autotune(self, iterations: int, keep: int | None = None) -> list:
+        return []
+
+    def execute(self, algorithm, stream, release_workspace: bool):
+        if stream is not None or algorithm is not None:
+            raise OptionsError("stream" if stream is not None else "algorithm", "CPU execution takes none")
+        problem = self.problem
+        if problem is None:  # Matmul's state checks make this unreachable
+            raise InvalidStateError("call plan() before execute()")
+        views = {name: host_array(op) if op is not None else None for name, op in self.operands.items()}
+        inputs = {name: host_array(op) for name, op in self.inputs.items()}
+        out = cpu_matmul(problem, views["a"], views["b"], views["c"], self.alpha, self.beta, inputs,
+                         dict(self.scales))
+        from_host = self.host.adapter.from_host
+        if isinstance(out, tuple):
+            result, aux = out
+            return from_host(result), {name: from_host(value) for name, value in aux.items()}
+        return from_host(out)
+
+    def check_alignment(self, operand, name: str) -> None:
+        """Host operands have no alignment to keep."""
+
+    def reset_held(self, a, b, c, epilog_inputs) -> bool:
+        return False  # every new host array is checked in full
+
+    def reset(self, operands: dict, inputs: dict, *, scalars, scales: dict) -> None:
+        self.operands.update({name: operand for name, (operand, _) in operands.items()})
+        self.inputs.update({name: operand for name, (operand, _) in inputs.items()})
+        if scalars is not None:
+            self.alpha, self.beta = scalars
+        self.scales.update(scales)
+
+    def free(self) -> None:
+        self.operands, self.inputs = {}, {}

@@ -11,35 +11,24 @@ from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
 from .._core.logs import get_logger
 from .._core.options import check_or_create_options, check_positive_int
-from .._core.streams import CallStreams, order_after, resolve_stream
-from .._core.tensor import Operand, host_array, key_function, operand_keys, wrap_operand
+from .._core.streams import CallStreams
+from .._core.tensor import wrap_operand
 from .._matmulcore.epilogs import EpilogLike, EpilogSpec, MatmulEpilog, epilog_spec
 from .._matmulcore.scalars import check_scalars
 from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
-from ._autotune import autotune_algorithms
-from ._cpu import cpu_matmul
+from ._cpu import CpuMatmulState
 from ._cublaslt_plan import MatmulAlgorithm
-from ._layout import pointer_alignment
-from ._operands import (
-    array_likes,
-    check_together,
-    copied,
-    info,
-    input_argument,
-    inputs_as_arrays,
-    stage,
-    wrap_all,
-    wrap_factor,
-)
+from ._gpu import GpuMatmulState
+from ._operands import array_likes, check_together, info, input_argument, inputs_as_arrays, wrap_all, wrap_factor
 from ._options import MatmulOptions, MatmulPlanPreferences, as_int
-from ._planning import Runner, build_runner
-from ._problem import MatmulProblem, OperandInfo, check_quantization_scales, describe_problem
-from ._runner import GpuRunner
+from ._planning import Runner
+from ._problem import OperandInfo, check_quantization_scales, describe_problem
+from ._space import DirectRun, MatmulSpace
 
 __all__ = ["Matmul", "DetachedPlan", "plan_detached"]
 
 _CONSTRUCTED, _PLANNED, _FREED = "constructed", "planned", "freed"
-
+_AUTOTUNE_ITERATIONS = 10  # plan(preferences={"autotune": True}) times as autotune() does by default
 
 
 class Matmul:
@@ -145,46 +134,25 @@ class Matmul:
     def __init__(self, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
                  beta: complex | ArrayLike = 0, quantization_scales: dict[str, ArrayLike] | None = None,
                  options: OptionsLike = None, execution: ExecutionLike = None, stream: StreamLike = None) -> None:
-        self._ready = False  # planned for the GPU: execute() goes straight to the runner
+        self._ready: DirectRun | None = None  # planned: what execute() calls when given no arguments
         self._options = check_or_create_options(MatmulOptions, options, "options")
         self._logger = get_logger(self._options.logger)
         a, b, c = array_likes(a, b, c)
         a_op, b_op, c_op, _ = wrap_all(a, b, c, None)
         self._infos = {"a": info(a_op), "b": info(b_op), "c": info(c_op)}
+        self._input_infos: dict[str, OperandInfo] = {}  # the planned epilog inputs'
         # the info and operand dicts hold an Optional c; a and b are never None
         self._base = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=beta, epilog=None,  # type: ignore[arg-type]
                                       epilog_inputs={}, options=self._options)
         self._alpha, self._beta = check_scalars(alpha, beta, complex_ok=self._base.a_dtype.startswith("complex"),
                                                 has_c=c is not None)
         self._scales = check_quantization_scales(quantization_scales, self._base)
-        self._execution = normalize_execution(execution, a_op.device_id)
-        self._cpu = isinstance(self._execution, ExecutionCPU)
         self._host = a_op
-        self._operands = {"a": a_op, "b": b_op, "c": c_op}
-        self._inputs: dict[str, Any] = {}
-        self._alignments: dict[str, int] = {}  # per operand, set by plan() on the GPU
-        # per operand held as given on the GPU: (its signature, its Operand), for reset_operands' cheap check
-        self._signatures: dict[str, tuple] = {}
-        self._runner: Runner | None = None
-        self._problem: MatmulProblem | None = None
         self._epilog: EpilogSpec | None = None
-        if not self._cpu:
-            device_id = self._execution.device_id
-            # Without stream=, execute() follows the operand library's current stream (torch, cupy),
-            # so that work lands where the caller's framework would put it (a graph capture too).
-            current = a_op.adapter.current_stream if a_op.device_id >= 0 else None
-            fixed = resolve_stream(stream, device_id) if stream is not None else None
-            self._streams = CallStreams(device_id, current, fixed)
-            self._library_streams = CallStreams(device_id, current)  # where lazy views are materialised
-            holder = self._streams()
-            self._copies = self._after_copies(holder, (a_op, a), (b_op, b), (c_op, c))
-            self._staged = a_op.device_id < 0
-            self._operands = {name: stage(op, device_id, holder, self._options.memory_resource)
-                              for name, op in self._operands.items()}
-            for name, value in (("a", a), ("b", b), ("c", c)):
-                self._hold(name, self._operands[name], value)
-        elif stream is not None:
-            raise OptionsError("stream", "CPU execution takes no stream")
+        execution_space = normalize_execution(execution, a_op.device_id)
+        space = CpuMatmulState if isinstance(execution_space, ExecutionCPU) else GpuMatmulState
+        self._space: MatmulSpace = space({"a": a_op, "b": b_op, "c": c_op}, {"a": a, "b": b, "c": c},
+                                         execution=execution_space, options=self._options, stream=stream)
         self._state = _CONSTRUCTED
 
     # -- what was planned (read-only: the plans are made for them) -------------------------------
@@ -232,12 +200,8 @@ class Matmul:
         method raises InvalidStateError."""
         if self._state == _FREED:
             return
-        self._state, self._ready = _FREED, False
-        runner, self._runner = self._runner, None
-        self._operands = self._inputs = {}
-        self._signatures = {}
-        if runner is not None:
-            runner.free()
+        self._state, self._ready = _FREED, None
+        self._space.free()
 
     def __enter__(self) -> Matmul:
         self._check_state(_CONSTRUCTED, _PLANNED)
@@ -251,6 +215,13 @@ class Matmul:
             self.free()
         except Exception as error:  # never raise from a destructor
             warnings.warn(f"Matmul.free() failed during garbage collection: {error}", RuntimeWarning, stacklevel=1)
+
+    @property
+    def _runner(self) -> Runner | None:
+        """The GPU space's planned runner (None on the CPU and before plan()), which tests and
+        ``scripts/matmul-survey`` inspect."""
+        space = self.__dict__.get("_space")
+        return space.runner if isinstance(space, GpuMatmulState) else None
 
     # -- planning ------------------------------------------------------------------------------
 
@@ -290,67 +261,29 @@ class Matmul:
         self._check_state(_CONSTRUCTED, _PLANNED)
         preferences = check_or_create_options(MatmulPlanPreferences, preferences, "preferences")
         spec = epilog_spec(epilog)
-        epilog_inputs = inputs_as_arrays(epilog_inputs)
-        inputs = {name: wrap_operand(value, input_argument(name))
-                  for name, value in _input_dict(epilog_inputs).items()}
+        given = _input_dict(inputs_as_arrays(epilog_inputs))
+        inputs = {name: wrap_operand(value, input_argument(name)) for name, value in given.items()}
         check_together(self._host, [(input_argument(name), op) for name, op in inputs.items()])
+        input_infos = {name: info(op) for name, op in inputs.items()}
         # the info and operand dicts hold an Optional c; a and b are never None
         problem = describe_problem(self._infos["a"], self._infos["b"], self._infos["c"], beta=self._beta, epilog=spec,  # type: ignore[arg-type]
-                                   epilog_inputs={name: info(op) for name, op in inputs.items()}, options=self._options)
+                                   epilog_inputs=input_infos, options=self._options)
         self._logger.info("matmul plan: %s", problem)
-        self._input_infos = {name: info(op) for name, op in inputs.items()}
-        if self._cpu:
-            if algorithms is not None:
-                raise OptionsError("algorithms", "the CPU execution space runs numpy's matmul and has no cuBLASLt "
-                                                 "algorithms to choose from; pass algorithms=None")
-            self._problem, self._inputs, self._state, self._epilog = problem, inputs, _PLANNED, spec
-            return []
-        stream = self._streams()
-        self._after_copies(stream, *((inputs[name], value) for name, value in _input_dict(epilog_inputs).items()))
-        inputs = {name: stage(op, self._execution.device_id, stream, self._options.memory_resource)
-                  for name, op in inputs.items()}
-        for name in [name for name in self._signatures if name not in ("a", "b", "c")]:
-            del self._signatures[name]  # the epilog inputs of an earlier plan
-        for name, value in _input_dict(epilog_inputs).items():
-            self._hold(input_argument(name), inputs[name], value)
-        runner = build_runner(problem, self._operands, inputs, options=self._options, preferences=preferences,
-                              stream=stream, alpha=self._alpha, beta=self._beta, scales=self._scales,
-                              algorithms=algorithms, host_like=self._host if self._staged else None,
-                              keep=None if preferences.autotune else keep)
-        if self._runner is not None:
-            old, self._runner = self._runner, None
-            old.free()
-        self._runner, self._problem, self._inputs, self._state = runner, problem, inputs, _PLANNED
-        self._epilog, self._ready = spec, True
-        # what reset_operands holds new operands to: the heuristic chose for these pointers
-        self._alignments = {name: pointer_alignment(op.ptr) for name, op in self._operands.items() if op is not None}
-        self._alignments.update({input_argument(name): pointer_alignment(op.ptr) for name, op in inputs.items()})
-        if preferences.autotune:
-            self.autotune()
-            # The fastest only, with no more workspace than they need (an extent of 0 has no algorithms).
-            if keep is not None and isinstance(runner, GpuRunner) and runner.algorithms:
-                runner.prepare(runner.algorithms[:keep])
-        return list(runner.algorithms)
-
-    def _inputs_copied(self, epilog_inputs) -> bool:
-        """Whether any planned epilog input views a copy of the array given (a lazy view)."""
-        given = epilog_inputs if isinstance(epilog_inputs, dict) else {}
-        return copied(*((self._inputs[name], value) for name, value in given.items() if name in self._inputs))
-
-    def _detach(self) -> tuple:
-        """(runner, the operand library's stream choice, whether a, b or c is a copy of a lazy view),
-        handed to the function form's cache, which binds each call's operands itself; this Matmul
-        is freed without the runner."""
-        runner, self._runner = self._planned_runner(), None
-        runner.unbind()  # a cached plan must not keep this call's arrays alive
-        self.free()
-        return runner, self._library_streams, self._copies
+        found = self._space.plan(problem, inputs, given, preferences=preferences, algorithms=algorithms,
+                                 alpha=self._alpha, beta=self._beta, scales=self._scales,
+                                 keep=None if preferences.autotune else keep)
+        self._state, self._epilog, self._input_infos = _PLANNED, spec, input_infos
+        self._ready = self._space.direct()
+        if not preferences.autotune:
+            return found
+        self._space.autotune(_AUTOTUNE_ITERATIONS, keep=keep)
+        return self._space.algorithms
 
     @property
     def algorithms(self) -> list:
         """The planned candidate algorithms, in the order ``execute()`` prefers them."""
         self._check_state(_PLANNED)
-        return [] if self._cpu else list(self._planned_runner().algorithms)
+        return self._space.algorithms
 
     def autotune(self, iterations: int = 10) -> list:
         """Time every candidate on the actual operands and reorder them, fastest first.
@@ -368,16 +301,7 @@ class Matmul:
         """
         self._check_state(_PLANNED)
         iterations = check_positive_int(as_int(iterations), "iterations")
-        runner = None if self._cpu else self._planned_runner()
-        if not isinstance(runner, GpuRunner) or not runner.algorithms:  # an extent of 0 runs no algorithm
-            return []
-        stream = self._streams()
-        runner.use_stream(stream)
-        timings = autotune_algorithms(runner, stream, iterations)
-        runner.algorithms = [algorithm for _, algorithm in timings]
-        runner.select(runner.algorithms[0])
-        self._logger.info("matmul autotune: %s", [(round(ms, 4), repr(a)) for ms, a in timings])
-        return timings
+        return self._space.autotune(iterations)
 
     # -- execution -----------------------------------------------------------------------------
 
@@ -403,50 +327,14 @@ class Matmul:
             The result, plus a dict of auxiliary outputs when the epilog (or ``result_amax``)
             produces some.
         """
-        runner = self._runner
-        if self._ready and runner is not None and algorithm is None and release_workspace is False:
-            return runner.run(self._streams(stream))
-        return self._execute_general(algorithm, stream, release_workspace)
-
-    def _execute_general(self, algorithm, stream, release_workspace):
+        ready = self._ready
+        if ready is not None and algorithm is None and release_workspace is False:
+            run, streams = ready
+            return run(streams(stream))
         self._check_state(_PLANNED)
         if not isinstance(release_workspace, bool):
             raise OptionsError("release_workspace", f"expected True or False (got {release_workspace!r})")
-        if self._cpu:
-            if stream is not None or algorithm is not None:
-                raise OptionsError("stream" if stream is not None else "algorithm", "CPU execution takes none")
-            return self._execute_cpu()
-        runner = self._planned_runner()
-        holder = self._streams(stream)
-        runner.use_stream(holder)  # (a released workspace is allocated again before an algorithm is selected)
-        previous = runner.algorithm
-        if algorithm is not None:
-            if algorithm not in runner.algorithms:
-                raise OperandError("algorithm", "is not one of this plan's algorithms (see plan() or .algorithms)")
-            runner.select(runner.algorithms[runner.algorithms.index(algorithm)])  # the plan's own workspace size
-        try:
-            return runner.run(holder)
-        finally:
-            runner.select(previous)
-            if release_workspace:
-                runner.release_workspace()
-
-    def _planned_runner(self) -> Runner:
-        runner = self._runner
-        if runner is None:  # the state checks make this unreachable
-            raise InvalidStateError("call plan() before execute() or autotune()")
-        return runner
-
-    def _execute_cpu(self):
-        views = {name: host_array(op) if op is not None else None for name, op in self._operands.items()}
-        inputs = {name: host_array(op) for name, op in self._inputs.items()}
-        scales = {key: value for key, value in self._scales.items()}
-        out = cpu_matmul(self._problem, views["a"], views["b"], views["c"], self._alpha, self._beta, inputs, scales)
-        if isinstance(out, tuple):
-            result, aux = out
-            from_host = self._host.adapter.from_host
-            return from_host(result), {name: from_host(value) for name, value in aux.items()}
-        return self._host.adapter.from_host(out)
+        return self._space.execute(algorithm, stream, release_workspace)
 
     # -- new operands --------------------------------------------------------------------------
 
@@ -468,12 +356,12 @@ class Matmul:
                 self._check_state(_CONSTRUCTED, _PLANNED)
                 raise OperandError("a", "reset_operands() was given nothing to swap in: pass the new arrays or "
                                         "scalars (None keeps the current one)")
-            if self._reset_held(a, b, c, epilog_inputs):
+            if self._state != _FREED and self._space.reset_held(a, b, c, epilog_inputs):
                 return
         self._check_state(_CONSTRUCTED, _PLANNED)
         a, b, c = array_likes(a, b, c)
         epilog_inputs = inputs_as_arrays(epilog_inputs)
-        new, pairs = {}, []  # the operands viewed, and (Operand, array given) pairs
+        operands = {}  # by name: (the operand viewed, the array given)
         for name, value in (("a", a), ("b", b), ("c", c)):
             if value is None:
                 continue
@@ -481,15 +369,13 @@ class Matmul:
             if expected is None:
                 raise OperandError(name, "was not given at construction, so it cannot be reset")
             operand = wrap_factor(value, name) if name != "c" else wrap_operand(value, name)
-            new[name] = self._checked(operand, name, expected)
-            pairs.append((operand, value))
-        new_inputs = {}
+            operands[name] = (self._checked(operand, name, expected), value)
+        inputs = {}
         for name, value in _input_dict(epilog_inputs).items():
-            if name not in self._inputs:
+            if name not in self._input_infos:
                 raise OperandError("epilog_inputs", f"{name!r} is not an input of the planned epilog")
             argument = input_argument(name)
-            new_inputs[name] = self._checked(wrap_operand(value, argument), argument, self._input_infos[name])
-            pairs.append((new_inputs[name], value))
+            inputs[name] = (self._checked(wrap_operand(value, argument), argument, self._input_infos[name]), value)
         if alpha is None and beta is None:  # the values held were checked when they were given
             alpha, beta = self._alpha, self._beta
         else:
@@ -497,113 +383,29 @@ class Matmul:
                                         complex_ok=self._base.a_dtype.startswith("complex"),
                                         has_c=self._infos["c"] is not None)
         scales = check_quantization_scales(quantization_scales, self._base) if quantization_scales is not None else {}
-        stream = None
-        if not self._cpu and (scales or copied(*pairs) or any(op.device_id < 0 for op, _ in pairs)):
-            # lazy views materialised, host arrays to stage, scales to upload: the stream is needed
-            device_id, mr, stream = self._execution.device_id, self._options.memory_resource, self._streams()
-            self._after_copies(stream, *pairs)
-            new = {name: stage(op, device_id, stream, mr) for name, op in new.items()}
-            new_inputs = {name: stage(op, device_id, stream, mr) for name, op in new_inputs.items()}
-        self._operands.update(new)
-        self._inputs.update(new_inputs)
-        if not self._cpu:
-            for name, value in (("a", a), ("b", b), ("c", c)):
-                if name in new:
-                    self._hold(name, new[name], value)
-            for name, operand in new_inputs.items():
-                self._hold(input_argument(name), operand, epilog_inputs[name])
-        scalars_changed = alpha is not self._alpha or beta is not self._beta
+        scalars = (alpha, beta) if alpha is not self._alpha or beta is not self._beta else None
         self._alpha, self._beta = alpha, beta
         self._scales.update(scales)
-        self._bind()
-        if self._runner is not None:
-            if scalars_changed:
-                self._runner.set_scalars(alpha, beta)
-            if scales:
-                self._runner.set_scales(scales, stream=stream)
-
-    def _after_copies(self, stream, *pairs) -> bool:
-        """Order ``stream`` after the copies made of lazy views (torch's conjugate or negative bits),
-        which the library made on its current stream; ``pairs`` are (Operand, array given). Returns
-        whether there were any."""
-        if not copied(*pairs):
-            return False
-        order_after(stream, self._library_streams())
-        return True
-
-    def _hold(self, name: str, operand, value) -> None:
-        """Remember the signature of ``value``, held as operand ``name``, where reset_operands may
-        compare a new array's against it instead of checking it in full: a GPU array used as it is
-        (not a staged or materialised copy) of a library that has a key."""
-        if operand is None or operand.device_id < 0 or operand.obj is not value:
-            self._signatures.pop(name, None)
-            return
-        key = operand_keys.get(type(value)) or key_function(value, name)  # (wrapped already: it has one)
-        self._signatures[name] = (key(value)[0], operand)
-
-    def _held_like(self, name: str, value):
-        """An Operand for ``value`` when it has the signature of the operand held as ``name`` (so it
-        passes every check that operand passed) and at least the planned alignment; else None."""
-        held = self._signatures.get(name)
-        key = operand_keys.get(type(value))
-        if held is None or key is None:
-            return None
-        signature, ptr, _ = key(value)
-        held_signature, operand = held
-        if signature != held_signature:
-            return None
-        planned = self._alignments.get(name)
-        if planned is not None and pointer_alignment(ptr) < planned:
-            return None
-        # equal signatures: the held operand's layout, library and device are this array's
-        return Operand(value, ptr, operand.shape, operand.strides, operand.dtype, operand.device_id, operand.adapter,
-                       operand.conj)
-
-    def _reset_held(self, a, b, c, epilog_inputs) -> bool:
-        """reset_operands for arrays of the signatures of those held (the loop of a caller that
-        multiplies new arrays of one layout): one key each, no full check. False, changing nothing,
-        when any array needs the full path (which then accepts it or says why not)."""
-        if not self._signatures or self._state == _FREED:
-            return False
-        new = {}
-        for name, value in (("a", a), ("b", b), ("c", c)):
-            if value is not None:
-                operand = new[name] = self._held_like(name, value)
-                if operand is None:
-                    return False
-        inputs = {}
-        if epilog_inputs is not None:
-            if type(epilog_inputs) is not dict:
-                return False
-            for name, value in epilog_inputs.items():
-                operand = inputs[name] = self._held_like(input_argument(name), value)
-                if operand is None:
-                    return False
-        self._operands.update(new)
-        self._inputs.update(inputs)
-        self._bind()
-        return True
-
-    def _bind(self) -> None:
-        """Point a planned runner at the operands and epilog inputs held."""
-        if self._runner is not None:
-            # the info and operand dicts hold an Optional c; a and b are never None
-            self._runner.bind(self._operands["a"], self._operands["b"], self._operands["c"], self._inputs)  # type: ignore[arg-type]
+        self._space.reset(operands, inputs, scalars=scalars, scales=scales)
 
     def _checked(self, operand, name, expected: OperandInfo):
         """``operand``, once it is known to take the place of the operand ``name`` was planned with:
-        the same library, device and layout (:func:`info`'s fields, compared one by one), and at
-        least the pointer alignment the plan was chosen for (none before planning)."""
+        the same library, device and layout (:func:`info`'s fields, compared one by one), and what
+        the execution space holds it to (on the GPU, the planned pointer alignment)."""
         if operand.package != self._host.package or operand.device_id != self._host.device_id:
             raise OperandError(name, f"must be a {self._host.package} array on the same device as before")
         if (tuple(operand.shape) != expected.shape or tuple(operand.strides) != expected.strides
                 or operand.dtype.name != expected.dtype or operand.conj != expected.conj):
             raise OperandError(name, f"must match the planned operand: {_layout(expected)} (got {_layout(operand)})")
-        planned = self._alignments.get(name)
-        if planned is not None and operand.device_id >= 0 and pointer_alignment(operand.ptr) < planned:
-            raise OperandError(name, f"is aligned to {pointer_alignment(operand.ptr)} bytes, less than the "
-                               f"{planned} the plan was made for; plan again")
+        self._space.check_alignment(operand, name)
         return operand
+
+    def _gpu_space(self) -> GpuMatmulState:
+        """The GPU space, for :func:`plan_detached` (the function form caches GPU plans only)."""
+        space = self._space
+        if not isinstance(space, GpuMatmulState):
+            raise InvalidStateError("only a GPU plan can be detached")
+        return space
 
 
 def _layout(operand) -> str:
@@ -640,9 +442,9 @@ def plan_detached(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, option
                 stream=stream)
     try:
         mm._plan(epilog, epilog_inputs, preferences, None, keep=keep)
-        inputs_copied = mm._inputs_copied(epilog_inputs)
-        alpha, beta = mm._alpha, mm._beta
-        runner, streams, views_copied = mm._detach()
+        space = mm._gpu_space()
+        inputs_copied = space.inputs_copied(epilog_inputs if isinstance(epilog_inputs, dict) else {})
+        runner = space.detach()
+        return DetachedPlan(runner, space.library_streams, mm._alpha, mm._beta, space.views_copied, inputs_copied)
     finally:
         mm.free()
-    return DetachedPlan(runner, streams, alpha, beta, views_copied, inputs_copied)
