@@ -15,7 +15,7 @@ from .._core.streams import CallStreams, order_after, resolve_stream
 from .._core.tensor import Operand, host_array, key_function, operand_keys, wrap_operand
 from .._matmulcore.epilogs import EpilogLike, EpilogSpec, MatmulEpilog, epilog_spec
 from .._matmulcore.scalars import check_scalars
-from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
+from ..typing import AnyArray, ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._autotune import autotune_algorithms
 from ._cpu import cpu_matmul
 from ._cublaslt_plan import MatmulAlgorithm
@@ -382,7 +382,7 @@ class Matmul:
     # -- execution -----------------------------------------------------------------------------
 
     def execute(self, *, algorithm: MatmulAlgorithm | None = None, stream: StreamLike = None,
-                release_workspace: bool = False) -> ArrayLike:
+                release_workspace: bool = False) -> AnyArray:
         """Run the planned product.
 
         Parameters

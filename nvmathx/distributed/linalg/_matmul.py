@@ -11,7 +11,7 @@ from ..._core.streams import CallStreams, resolve_stream
 from ..._core.tensor import wrap_operand
 from ..._matmulcore.epilogs import EpilogLike
 from ..._matmulcore.scalars import check_scalars
-from ...typing import ArrayLike, OptionsLike, StreamLike
+from ...typing import AnyArray, ArrayLike, OptionsLike, StreamLike
 from .._agree import agree, check_same
 from .._context import current, warn_leaked
 from .._distributions import MatrixDistribution
@@ -251,7 +251,7 @@ class Matmul:
 
     # -- execution ------------------------------------------------------------------------------------
 
-    def execute(self, *, stream: StreamLike = None) -> ArrayLike:
+    def execute(self, *, stream: StreamLike = None) -> AnyArray:
         """This rank's piece of the result (collective), the operands' kind of array.
 
         Parameters
