@@ -4,7 +4,22 @@ Operands are typed as what nvmathx takes (:data:`ArrayLike`): arrays that export
 DLPack, the CUDA Array Interface or the array interface, and what ``numpy.asarray`` turns into a host
 array (:data:`HostArrayLike`). The function forms' results follow the "same kind out" rule in their
 overloads: numpy arrays and host array-likes give ``numpy.ndarray``, any other array type
-(:data:`ArrayT`) gives that type, and a matmul epilog with auxiliary outputs gives ``(array, dict)``.
+(:data:`ArrayT`) gives that type, and a :func:`nvmathx.linalg.matmul` epilog with auxiliary outputs,
+named literally (``epilog="RELU_AUX"`` or ``MatmulEpilog.RELU_AUX``), gives ``(array, dict)``; an
+epilog known only at run time gives either. The stateful objects' ``execute()`` results are
+:data:`AnyArray`: the operands given at construction decide their type.
+
+A function that forwards its operands to nvmathx keeps their type with :data:`ArrayT`:
+
+>>> from nvmathx.typing import ArrayT
+>>> import nvmathx.fft
+>>> def spectrum(x: ArrayT) -> ArrayT:
+...     return nvmathx.fft.fft(x)
+
+Operands of the ``ArrayLike`` union itself are more than a type checker splits over the overloads of
+a function of two operands; an operand of type ``Any`` (a library without types) gives ``Any``. Mixing
+a numpy array with a list in one call runs, but no overload takes it: convert the list with
+``numpy.asarray``.
 """
 
 from __future__ import annotations

@@ -111,5 +111,5 @@ def test_the_epilog_literals_are_the_table():
         values = members_and_names(alias)
         names = {e.name for e in expected}
         assert {v for v in values if not isinstance(v, str) and v is not type(None)} == expected
-        assert {v for v in values if isinstance(v, str)} == names | {n.lower() for n in names}
+        assert {v for v in values if isinstance(v, str)} == names
     assert type(None) in members_and_names(EpilogWithoutOutputs)

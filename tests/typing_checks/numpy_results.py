@@ -30,15 +30,15 @@ assert_type(matmul(a64, a64, a64, beta=1.0), np.ndarray)
 assert_type(matmul(rows, rows), np.ndarray)
 assert_type(matmul((1.0, 2.0), [1.0, 2.0]), np.ndarray)
 assert_type(matmul(a, a, alpha=np.float32(2.0), execution="cpu"), np.ndarray)
-# Epilogs without auxiliary outputs, by name (any case), member or None: the array alone.
+# Epilogs without auxiliary outputs, by name, member or None: the array alone.
 assert_type(matmul(a, a, epilog="RELU"), np.ndarray)
-assert_type(matmul(a, a, epilog="gelu_bias", epilog_inputs={"bias": a[0]}), np.ndarray)
+assert_type(matmul(a, a, epilog="GELU_BIAS", epilog_inputs={"bias": a[0]}), np.ndarray)
 assert_type(matmul(a, a, epilog=MatmulEpilog.BIAS, epilog_inputs={"bias": a[0]}), np.ndarray)
 assert_type(matmul(a, a, epilog=None), np.ndarray)
 # Epilogs with auxiliary outputs: (array, dict).
 assert_type(matmul(a, a, epilog="RELU_AUX"), Aux)
 assert_type(matmul(a64, a64, epilog="RELU_AUX_BIAS", epilog_inputs={"bias": v64}), Aux)
-assert_type(matmul(a, a, epilog="gelu_aux"), Aux)
+assert_type(matmul(a, a, epilog="GELU_AUX"), Aux)
 assert_type(matmul(a, a, epilog=MatmulEpilog.GELU_AUX_BIAS, epilog_inputs={"bias": a[0]}), Aux)
 assert_type(matmul(rows, rows, epilog="DRELU_BGRAD", epilog_inputs={"relu_aux": a}), Aux)
 assert_type(matmul(a, a, epilog=MatmulEpilog.DGELU_BGRAD, epilog_inputs={"gelu_aux": a}), Aux)
@@ -46,7 +46,12 @@ assert_type(matmul(a, a, epilog="BGRADA"), Aux)
 assert_type(matmul(a, a, epilog=MatmulEpilog.BGRADB), Aux)
 y, aux = matmul(a, a, epilog="RELU_AUX")
 assert_type(aux["relu_aux"], np.ndarray)
-# An epilog known only at run time: either form.
+# Arrays whose type holds Any (np.ndarray, NDArray[...]) select one overload all the same.
+assert_type(matmul(v64[None, :], a64, epilog="RELU"), np.ndarray)
+assert_type(matmul(a64, a64, epilog="BGRADA"), Aux)
+assert_type(matmul(np.asarray(rows), a64), np.ndarray)
+# An epilog known only at run time, or named in another case: either form.
+assert_type(matmul(a, a, epilog="Relu_Aux"), np.ndarray | Aux)
 assert_type(matmul(a, a, epilog=name), np.ndarray | Aux)
 assert_type(matmul(a, a, epilog=MatmulEpilog(130)), np.ndarray | Aux)
 # An operand whose type is unknown (an untyped library's array): unknown result.
@@ -73,6 +78,9 @@ assert_type(nvmathx.fft.ihfft2(x), np.ndarray)
 assert_type(nvmathx.fft.hfftn(x), np.ndarray)
 assert_type(nvmathx.fft.ihfftn(x), np.ndarray)
 assert_type(nvmathx.fft.fft([1.0, 2.0, 3.0, 4.0]), np.ndarray)
+scalar: np.float64 = np.float64(1.0)
+assert_type(nvmathx.fft.fft(scalar), np.ndarray)  # numpy scalars are host array-likes, not arrays
+assert_type(nvmathx.fft.rfft(v64), np.ndarray)  # numpy.ndarray, not NDArray[float64]: the result is complex
 assert_type(nvmathx.fft.rfftn(rows, axes=(0, 1), execution="cpu"), np.ndarray)
 assert_type(nvmathx.fft.ifft2(a64, s=(4, 4), norm="ortho"), np.ndarray)
 

@@ -11,6 +11,7 @@ import nvmathx.fft
 import nvmathx.linalg
 import nvmathx.sparse
 from nvmathx.linalg import MatmulEpilog, matmul
+from nvmathx.typing import ArrayT
 
 t = torch.ones(4, 4)
 name: str = "RELU_AUX"
@@ -22,7 +23,7 @@ assert_type(matmul(t, t), torch.Tensor)
 assert_type(matmul(t, t, t, beta=1.0, epilog="RELU"), torch.Tensor)
 assert_type(matmul(t, t, epilog=MatmulEpilog.BIAS, epilog_inputs={"bias": t[0]}), torch.Tensor)
 assert_type(matmul(t, t, epilog="RELU_AUX"), Aux)
-assert_type(matmul(t, t, epilog="gelu_aux_bias", epilog_inputs={"bias": t[0]}), Aux)
+assert_type(matmul(t, t, epilog="GELU_AUX_BIAS", epilog_inputs={"bias": t[0]}), Aux)
 assert_type(matmul(t, t, epilog=MatmulEpilog.DGELU_BGRAD, epilog_inputs={"gelu_aux": t}), Aux)
 assert_type(matmul(t, t, epilog=name), torch.Tensor | Aux)
 
@@ -52,3 +53,11 @@ assert_type(nvmathx.linalg.direct_solver(t, t), torch.Tensor)
 s = t.to_sparse_csr()
 assert_type(nvmathx.sparse.matmul(s, t), torch.Tensor)
 assert_type(nvmathx.sparse.spsolve(s, t[0]), torch.Tensor)
+
+
+def spectrum(x: ArrayT) -> ArrayT:
+    """A caller's wrapper keeps its operand's type with ArrayT."""
+    return nvmathx.fft.rfft(x)
+
+
+assert_type(spectrum(t), torch.Tensor)
