@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -12,7 +12,7 @@ from .._codegen.elementwise import can_copy, copy_nd
 from .._core.errors import UnsupportedOperandError
 from .._core.streams import resolve_stream
 from .._core.tensor import allocate_like, host_array, wrap_operand
-from ..typing import AnyArray, ArrayLike
+from ..typing import AnyArray, ArrayLike, ArrayT, HostArrayLike, NumpyArrayT
 from ._arguments import normalize_axes
 
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -125,6 +125,12 @@ def _shift(x, axes, inverse: bool):
     return result.obj
 
 
+@overload
+def fftshift(x: NumpyArrayT, axes: int | Sequence[int] | None = None) -> np.ndarray: ...
+@overload
+def fftshift(x: HostArrayLike, axes: int | Sequence[int] | None = None) -> np.ndarray: ...
+@overload
+def fftshift(x: ArrayT, axes: int | Sequence[int] | None = None) -> ArrayT: ...
 def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> AnyArray:
     """Shift the zero-frequency term to the centre of the spectrum.
 
@@ -159,6 +165,12 @@ def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> AnyArray:
     return _shift(x, axes, inverse=False)
 
 
+@overload
+def ifftshift(x: NumpyArrayT, axes: int | Sequence[int] | None = None) -> np.ndarray: ...
+@overload
+def ifftshift(x: HostArrayLike, axes: int | Sequence[int] | None = None) -> np.ndarray: ...
+@overload
+def ifftshift(x: ArrayT, axes: int | Sequence[int] | None = None) -> ArrayT: ...
 def ifftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> AnyArray:
     """The inverse of :func:`fftshift` (they differ for odd lengths).
 

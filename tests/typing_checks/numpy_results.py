@@ -83,6 +83,8 @@ assert_type(nvmathx.fft.fft(scalar), np.ndarray)  # numpy scalars are host array
 assert_type(nvmathx.fft.rfft(v64), np.ndarray)  # numpy.ndarray, not NDArray[float64]: the result is complex
 assert_type(nvmathx.fft.rfftn(rows, axes=(0, 1), execution="cpu"), np.ndarray)
 assert_type(nvmathx.fft.ifft2(a64, s=(4, 4), norm="ortho"), np.ndarray)
+assert_type(nvmathx.fft.fftshift(v64), np.ndarray)
+assert_type(nvmathx.fft.ifftshift([0.0, 1.0, 2.0], axes=0), np.ndarray)
 
 # The dense solvers.
 assert_type(nvmathx.linalg.solve(a64, v64), np.ndarray)

@@ -46,6 +46,8 @@ assert_type(nvmathx.fft.ihfft2(t), torch.Tensor)
 assert_type(nvmathx.fft.hfftn(t), torch.Tensor)
 assert_type(nvmathx.fft.ihfftn(t), torch.Tensor)
 assert_type(nvmathx.fft.fftn(t, axes=(0, 1), execution="cpu"), torch.Tensor)
+assert_type(nvmathx.fft.fftshift(t), torch.Tensor)
+assert_type(nvmathx.fft.ifftshift(t, axes=(0,)), torch.Tensor)
 
 assert_type(nvmathx.linalg.solve(t, t[0]), torch.Tensor)
 assert_type(nvmathx.linalg.direct_solver(t, t), torch.Tensor)
