@@ -46,6 +46,8 @@ assert_type(matmul(a, a, epilog="BGRADA"), Aux)
 assert_type(matmul(a, a, epilog=MatmulEpilog.BGRADB), Aux)
 y, aux = matmul(a, a, epilog="RELU_AUX")
 assert_type(aux["relu_aux"], np.ndarray)
+# The backward pass takes the forward pass's outputs as they are (a dict[str, numpy.ndarray]).
+assert_type(matmul(y, a, epilog="DRELU", epilog_inputs=aux), np.ndarray)
 # Arrays whose type holds Any (np.ndarray, NDArray[...]) select one overload all the same.
 assert_type(matmul(v64[None, :], a64, epilog="RELU"), np.ndarray)
 assert_type(matmul(a64, a64, epilog="BGRADA"), Aux)

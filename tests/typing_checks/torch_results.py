@@ -26,6 +26,8 @@ assert_type(matmul(t, t, epilog="RELU_AUX"), Aux)
 assert_type(matmul(t, t, epilog="GELU_AUX_BIAS", epilog_inputs={"bias": t[0]}), Aux)
 assert_type(matmul(t, t, epilog=MatmulEpilog.DGELU_BGRAD, epilog_inputs={"gelu_aux": t}), Aux)
 assert_type(matmul(t, t, epilog=name), torch.Tensor | Aux)
+z, outputs = matmul(t, t, epilog="GELU_AUX")
+assert_type(matmul(z, t, epilog="DGELU_BGRAD", epilog_inputs=outputs), Aux)
 
 assert_type(nvmathx.fft.fft(t), torch.Tensor)
 assert_type(nvmathx.fft.ifft(t), torch.Tensor)

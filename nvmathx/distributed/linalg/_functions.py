@@ -22,7 +22,7 @@ PLAN_CACHE_SIZE = 16  # cuBLASMp plans kept per process (least recently used dro
 
 def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
            distributions: tuple[MatrixDistribution, MatrixDistribution, MatrixDistribution] | None = None,
-           epilog: EpilogLike = None, epilog_inputs: dict[str, ArrayLike] | None = None, options: OptionsLike = None,
+           epilog: EpilogLike = None, epilog_inputs: dict[str, Any] | None = None, options: OptionsLike = None,
            stream: StreamLike = None) -> AnyArray:
     """The distributed product ``alpha * a @ b + beta * c``, then an epilog (collective).
 

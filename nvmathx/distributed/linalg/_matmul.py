@@ -172,7 +172,7 @@ class Matmul:
 
     # -- planning -------------------------------------------------------------------------------------
 
-    def plan(self, *, epilog: EpilogLike = None, epilog_inputs: dict[str, ArrayLike] | None = None) -> None:
+    def plan(self, *, epilog: EpilogLike = None, epilog_inputs: dict[str, Any] | None = None) -> None:
         """Prepare the product with an epilog (collective; a second call plans again).
 
         Parameters
@@ -297,7 +297,7 @@ class Matmul:
 
     def reset_operands(self, a: ArrayLike | None = None, b: ArrayLike | None = None, c: ArrayLike | None = None, *,
                        alpha: complex | None = None, beta: complex | None = None,
-                       epilog_inputs: dict[str, ArrayLike] | None = None) -> None:
+                       epilog_inputs: dict[str, Any] | None = None) -> None:
         """Use new pieces of the same local shape, dtype, device and library (and a new bias, alpha or
         beta) from now on (collective).
 
