@@ -38,6 +38,12 @@ autosummary_imported_members = True
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
+# Signatures name nvmathx.typing's aliases (and the epilog literals) rather than spelling out their unions.
+autodoc_type_aliases = {
+    **{name: f"nvmathx.typing.{name}" for name in ("ArrayLike", "HostArrayLike", "SparseArrayLike", "AnyArray",
+                                                   "StreamLike", "ExecutionLike", "OptionsLike")},
+    **{name: name for name in ("EpilogLike", "EpilogWithOutputs", "EpilogWithoutOutputs")},
+}
 autodoc_mock_imports: list[str] = []  # everything the API pages import is installed with the docs extra
 
 # No intersphinx: CI reaches only the package registries. References to numpy, scipy, torch or cupy

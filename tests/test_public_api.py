@@ -61,7 +61,9 @@ def test_every_listed_name_resolves(module_name):
 def test_typing_names():
     from nvmathx import typing
 
-    assert set(typing.__all__) == {"CudaStreamProtocol", "StreamLike", "ArrayLike", "ExecutionLike", "OptionsLike"}
+    assert set(typing.__all__) == {"CudaStreamProtocol", "StreamLike", "SupportsDLPack", "SupportsCudaArrayInterface",
+                                   "SupportsArrayInterface", "HostArrayLike", "ArrayLike", "ArrayT", "NumpyArrayT",
+                                   "SparseArrayLike", "AnyArray", "ExecutionLike", "OptionsLike"}
 
 
 def test_sparse_names():

@@ -49,7 +49,7 @@ from __future__ import annotations
 import enum
 import numbers
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 
@@ -62,6 +62,8 @@ from ..typing import ArrayLike
 __all__ = [
     "MatmulEpilog",
     "EpilogLike",
+    "EpilogWithOutputs",
+    "EpilogWithoutOutputs",
     "EpilogSpec",
     "EPILOGS",
     "GELU_AUX_NAME",
@@ -125,6 +127,24 @@ class MatmulEpilog(enum.IntEnum):
 
 EpilogLike = Union[MatmulEpilog, str, int, None]
 """An ``epilog=`` argument: a member, its name in any case, or its cuBLASLt code."""
+
+# The epilogs by whether they return auxiliary outputs (a result ``(array, dict)``), as literal
+# types for the function forms' overloads: each member and its name as documented (upper case; a
+# name in another case types as EpilogLike). A test holds them equal to EPILOGS.
+EpilogWithOutputs = Union[
+    Literal[MatmulEpilog.RELU_AUX, MatmulEpilog.RELU_AUX_BIAS, MatmulEpilog.GELU_AUX, MatmulEpilog.GELU_AUX_BIAS,
+            MatmulEpilog.DRELU_BGRAD, MatmulEpilog.DGELU_BGRAD, MatmulEpilog.BGRADA, MatmulEpilog.BGRADB],
+    Literal["RELU_AUX", "RELU_AUX_BIAS", "GELU_AUX", "GELU_AUX_BIAS", "DRELU_BGRAD", "DGELU_BGRAD", "BGRADA", "BGRADB"],
+]
+"""An ``epilog=`` whose result is ``(array, dict of auxiliary outputs)``."""
+
+EpilogWithoutOutputs = Union[
+    Literal[MatmulEpilog.RELU, MatmulEpilog.BIAS, MatmulEpilog.RELU_BIAS, MatmulEpilog.DRELU, MatmulEpilog.GELU,
+            MatmulEpilog.GELU_BIAS, MatmulEpilog.DGELU],
+    Literal["RELU", "BIAS", "RELU_BIAS", "DRELU", "GELU", "GELU_BIAS", "DGELU"],
+    None,
+]
+"""An ``epilog=`` (or none) whose result is the array alone."""
 
 
 @dataclass(frozen=True)

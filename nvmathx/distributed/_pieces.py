@@ -10,7 +10,7 @@ import numpy as np
 from .._core.dtypes import numpy_dtype
 from .._core.errors import OptionsError, UnsupportedOperandError
 from .._core.options import as_index
-from ..typing import ArrayLike
+from ..typing import AnyArray
 from ._context import current
 from ._distributions import Box, Slab, slab_boxes, split_axis
 
@@ -89,7 +89,7 @@ def local_offset(global_shape: Sequence[int], distribution: Slab = Slab.X, *, ax
 
 
 def allocate(global_shape: Sequence[int], dtype: DTypeLike, distribution: Slab | Box = Slab.X, *,
-             axes: Sequence[int] | None = None, package: str = "numpy") -> ArrayLike:
+             axes: Sequence[int] | None = None, package: str = "numpy") -> AnyArray:
     """An uninitialised local piece of the distributed array, of this rank's shape.
 
     Parameters

@@ -13,7 +13,7 @@ from .._core.errors import InvalidStateError, OperandError, OptionsError, Unsupp
 from .._core.memory import check_memory_resource
 from .._core.options import check_choice, check_or_create_options
 from .._core.tensor import host_array, wrap_operand
-from ..typing import ArrayLike, OptionsLike, StreamLike
+from ..typing import AnyArray, ArrayLike, OptionsLike, StreamLike
 from ._agree import check_same
 from ._context import current, warn_leaked
 from ._distributions import Box, BoxLike
@@ -163,7 +163,7 @@ class Reshape:
 
         self._context.agree(make)
 
-    def execute(self, stream: StreamLike = None) -> ArrayLike:
+    def execute(self, stream: StreamLike = None) -> AnyArray:
         """This rank's piece in the output decomposition (collective), the operand's kind of array.
 
         Raises
@@ -247,7 +247,7 @@ class Reshape:
 
 
 def reshape(x: ArrayLike, input_box: BoxLike, output_box: BoxLike, *, options: OptionsLike = None,
-            stream: StreamLike = None) -> ArrayLike:
+            stream: StreamLike = None) -> AnyArray:
     """This rank's piece ``x`` (of ``input_box``) moved to ``output_box`` (collective).
 
     The function form of :class:`Reshape`, with its plans cached by the distributed context.

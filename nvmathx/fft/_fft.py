@@ -17,7 +17,7 @@ from .._core.tensor import adapter_for, copy_to_host, host_array, in_place_probl
 from .._fftcore.callbacks import CompiledCallback, attachment, attachments_key
 from .._fftcore.layout import C2C, C2R, R2C, plan_layout, real_input_aligned
 from .._fftcore.normalize import normalize_direction
-from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
+from ..typing import AnyArray, ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._arguments import normalize_axes
 from ._cpu import compute_array, cpu_plan_key
 from ._gpu import GpuTransform, check_dtype, plan_key
@@ -233,7 +233,7 @@ class FFT:
 
     # -- execution --------------------------------------------------------------------------------------
 
-    def execute(self, direction: str | int | None = None, stream: StreamLike = None) -> ArrayLike:
+    def execute(self, direction: str | int | None = None, stream: StreamLike = None) -> AnyArray:
         """Run the transform and return the result (the operand's kind of array).
 
         Parameters

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -12,7 +12,7 @@ from .._codegen.elementwise import can_copy, copy_nd
 from .._core.errors import UnsupportedOperandError
 from .._core.streams import resolve_stream
 from .._core.tensor import allocate_like, host_array, wrap_operand
-from ..typing import ArrayLike
+from ..typing import AnyArray, ArrayLike, ArrayT, HostArrayLike, NumpyArrayT
 from ._arguments import normalize_axes
 
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -24,7 +24,7 @@ def _in_namespace(values: np.ndarray, xp, device):
     return xp.asarray(values) if device is None else xp.asarray(values, device=device)
 
 
-def fftfreq(n: int, d: float = 1.0, *, xp: ModuleType | None = None, device: Any = None) -> ArrayLike:
+def fftfreq(n: int, d: float = 1.0, *, xp: ModuleType | None = None, device: Any = None) -> AnyArray:
     """Return the sample frequencies of an ``n``-point DFT with sample spacing ``d``.
 
     Parameters
@@ -61,7 +61,7 @@ def fftfreq(n: int, d: float = 1.0, *, xp: ModuleType | None = None, device: Any
     return _in_namespace(np.fft.fftfreq(n, d), xp, device)
 
 
-def rfftfreq(n: int, d: float = 1.0, *, xp: ModuleType | None = None, device: Any = None) -> ArrayLike:
+def rfftfreq(n: int, d: float = 1.0, *, xp: ModuleType | None = None, device: Any = None) -> AnyArray:
     """Return the sample frequencies of :func:`rfft` for an ``n``-point signal.
 
     Parameters
@@ -125,7 +125,13 @@ def _shift(x, axes, inverse: bool):
     return result.obj
 
 
-def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> ArrayLike:
+@overload
+def fftshift(x: NumpyArrayT, axes: int | Sequence[int] | None = None) -> np.ndarray: ...
+@overload
+def fftshift(x: HostArrayLike, axes: int | Sequence[int] | None = None) -> np.ndarray: ...
+@overload
+def fftshift(x: ArrayT, axes: int | Sequence[int] | None = None) -> ArrayT: ...
+def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> AnyArray:
     """Shift the zero-frequency term to the centre of the spectrum.
 
     Parameters
@@ -159,7 +165,13 @@ def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> ArrayLike
     return _shift(x, axes, inverse=False)
 
 
-def ifftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> ArrayLike:
+@overload
+def ifftshift(x: NumpyArrayT, axes: int | Sequence[int] | None = None) -> np.ndarray: ...
+@overload
+def ifftshift(x: HostArrayLike, axes: int | Sequence[int] | None = None) -> np.ndarray: ...
+@overload
+def ifftshift(x: ArrayT, axes: int | Sequence[int] | None = None) -> ArrayT: ...
+def ifftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> AnyArray:
     """The inverse of :func:`fftshift` (they differ for odd lengths).
 
     Parameters

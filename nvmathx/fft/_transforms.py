@@ -3,7 +3,8 @@
 Each is an ordinary function of scipy.fft's signature (plus ``prolog``/``epilog`` where cuFFT
 callbacks apply, and ``execution``/``stream`` as :func:`nvmathx.linalg.matmul` takes them) whose
 body is one call of :func:`_functions.transform` with its :class:`~nvmathx.fft._functions.Kind`,
-a row of the table below. The :func:`_row` decorator checks the signature against the kind, gives
+a row of the table below, after two typing overloads (numpy in, numpy.ndarray out; any other
+array type in, that type out). The :func:`_row` decorator checks the signature against the kind, gives
 the function its docstring (:func:`_docs.render`, one template for all) and lists it in
 :data:`TRANSFORMS`, from which the scipy backend dispatches; adding a transform is adding a kind,
 a function, and its name to ``__all__``.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar, overload
 
 from .._fftcore.layout import C2C as _C2C
 from .._fftcore.layout import C2R as _C2R
@@ -24,7 +25,9 @@ from ._functions import Kind
 from ._functions import transform as _transform
 
 if TYPE_CHECKING:
-    from ..typing import ArrayLike, ExecutionLike, StreamLike
+    import numpy as np
+
+    from ..typing import AnyArray, ArrayLike, ArrayT, ExecutionLike, HostArrayLike, NumpyArrayT, StreamLike
     from ._fft import FFT, Callback
 
 # Written out, not built from TRANSFORMS, so that type checkers and IDEs see the names through
@@ -95,6 +98,18 @@ def _row(kind: Kind, *, summary: str, returns: str, see_also: str, example: str)
     return declare
 
 
+@overload
+def fft(x: NumpyArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+        workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+        execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def fft(x: HostArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+        workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+        execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def fft(x: ArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+        workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+        execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_FFT, summary="Compute the 1-D discrete Fourier transform.",
       returns="The complex transform along ``axis``.", see_also="ifft, fftn, rfft",
       example=">>> x = np.exp(2j * np.pi * np.arange(8) / 8)\n"
@@ -104,10 +119,22 @@ def fft(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_FFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def ifft(x: NumpyArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+         workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+         execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ifft(x: HostArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+         workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+         execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ifft(x: ArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+         workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+         execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_IFFT, summary="Compute the 1-D inverse discrete Fourier transform.",
       returns="The complex inverse transform along ``axis``.", see_also="fft, ifftn, irfft",
       example=">>> x = np.arange(8.0) + 1j\n"
@@ -117,10 +144,22 @@ def ifft(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_IFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def fft2(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+         overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+         epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def fft2(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+         overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+         epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def fft2(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+         overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+         epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_FFT2, summary="Compute the 2-D discrete Fourier transform.",
       returns="The complex transform over ``axes``.", see_also="ifft2, fftn",
       example=">>> x = np.arange(12.0).reshape(3, 4)\n"
@@ -130,10 +169,22 @@ def fft2(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_FFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def ifft2(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ifft2(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ifft2(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_IFFT2, summary="Compute the 2-D inverse discrete Fourier transform.",
       returns="The complex inverse transform over ``axes``.", see_also="fft2, ifftn",
       example=">>> x = np.arange(12.0).reshape(3, 4)\n"
@@ -143,10 +194,22 @@ def ifft2(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_IFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def fftn(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+         overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+         epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def fftn(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+         overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+         epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def fftn(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+         overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+         epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_FFTN, summary="Compute the N-D discrete Fourier transform.",
       returns="The complex transform over ``axes``.", see_also="ifftn, fft2, rfftn",
       example=">>> x = np.arange(24.0).reshape(2, 3, 4)\n"
@@ -156,10 +219,22 @@ def fftn(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_FFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def ifftn(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ifftn(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ifftn(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_IFFTN, summary="Compute the N-D inverse discrete Fourier transform.",
       returns="The complex inverse transform over ``axes``.", see_also="fftn, ifft2, irfftn",
       example=">>> x = np.arange(24.0).reshape(2, 3, 4)\n"
@@ -169,10 +244,22 @@ def ifftn(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_IFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def rfft(x: NumpyArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+         workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+         execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def rfft(x: HostArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+         workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+         execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def rfft(x: ArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+         workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+         execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_RFFT, summary="Compute the 1-D discrete Fourier transform of a real operand.",
       returns="The ``n // 2 + 1`` non-negative frequency terms along ``axis``.", see_also="irfft, fft, rfftn",
       example=">>> x = np.arange(8.0)\n"
@@ -182,10 +269,22 @@ def rfft(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_RFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def irfft(x: NumpyArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+          workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+          execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def irfft(x: HostArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+          workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+          execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def irfft(x: ArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+          workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
+          execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_IRFFT, summary="Compute the inverse of :func:`rfft`: a real result from non-negative frequency terms.",
       returns="The real inverse transform along ``axis``.", see_also="rfft, ifft, irfftn",
       example=">>> x = np.arange(8.0)\n"
@@ -195,10 +294,22 @@ def irfft(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_IRFFT, x, n, axis, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def rfft2(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def rfft2(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def rfft2(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_RFFT2, summary="Compute the 2-D discrete Fourier transform of a real operand.",
       returns="The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", see_also="irfft2, rfftn",
       example=">>> x = np.arange(12.0).reshape(3, 4)\n"
@@ -208,10 +319,22 @@ def rfft2(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_RFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def irfft2(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+           epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def irfft2(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+           epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def irfft2(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+           epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_IRFFT2, summary="Compute the inverse of :func:`rfft2`.",
       returns="The real inverse transform over ``axes``.", see_also="rfft2, irfftn",
       example=">>> x = np.arange(12.0).reshape(3, 4)\n"
@@ -221,10 +344,22 @@ def irfft2(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_IRFFT2, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def rfftn(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def rfftn(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def rfftn(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+          epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_RFFTN, summary="Compute the N-D discrete Fourier transform of a real operand.",
       returns="The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", see_also="irfftn, fftn, rfft",
       example=">>> x = np.arange(24.0).reshape(2, 3, 4)\n"
@@ -234,10 +369,22 @@ def rfftn(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_RFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def irfftn(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+           epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def irfftn(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+           epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def irfftn(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None, prolog: Callback = None,
+           epilog: Callback = None, execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_IRFFTN, summary="Compute the inverse of :func:`rfftn`.",
       returns="The real inverse transform over ``axes``.", see_also="rfftn, ifftn, irfft",
       example=">>> x = np.arange(24.0).reshape(2, 3, 4)\n"
@@ -247,10 +394,22 @@ def irfftn(
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, prolog: Callback = None, epilog: Callback = None,
     execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_IRFFTN, x, s, axes, norm, overwrite_x, workers, plan, prolog, epilog, execution, stream)
 
 
+@overload
+def hfft(x: NumpyArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+         workers: int | None = None, *, plan: FFT | None = None, execution: ExecutionLike = None,
+         stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def hfft(x: HostArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+         workers: int | None = None, *, plan: FFT | None = None, execution: ExecutionLike = None,
+         stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def hfft(x: ArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+         workers: int | None = None, *, plan: FFT | None = None, execution: ExecutionLike = None,
+         stream: StreamLike = None) -> ArrayT: ...
 @_row(_HFFT, summary="Compute the FFT of a signal with Hermitian symmetry: a real spectrum.",
       returns="The real transform along ``axis``.", see_also="ihfft, irfft",
       example=">>> x = np.array([1.0, 2 - 1j, 3 + 0j])\n"
@@ -259,10 +418,22 @@ def hfft(
     x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_HFFT, x, n, axis, norm, overwrite_x, workers, plan, None, None, execution, stream)
 
 
+@overload
+def ihfft(x: NumpyArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+          workers: int | None = None, *, plan: FFT | None = None, execution: ExecutionLike = None,
+          stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ihfft(x: HostArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+          workers: int | None = None, *, plan: FFT | None = None, execution: ExecutionLike = None,
+          stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ihfft(x: ArrayT, n: int | None = None, axis: int = -1, norm: Norm = None, overwrite_x: bool = False,
+          workers: int | None = None, *, plan: FFT | None = None, execution: ExecutionLike = None,
+          stream: StreamLike = None) -> ArrayT: ...
 @_row(_IHFFT, summary="Compute the inverse FFT of a real signal with a Hermitian spectrum.",
       returns="The ``n // 2 + 1`` non-negative frequency terms along ``axis``.", see_also="hfft, rfft",
       example=">>> x = np.arange(6.0)\n"
@@ -271,10 +442,22 @@ def ihfft(
     x: ArrayLike, n: int | None = None, axis: int = -1, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_IHFFT, x, n, axis, norm, overwrite_x, workers, plan, None, None, execution, stream)
 
 
+@overload
+def hfft2(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+          execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def hfft2(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+          execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def hfft2(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+          execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_HFFT2, summary="Compute the 2-D FFT of a Hermitian-symmetric signal: a real spectrum.",
       returns="The real transform over ``axes``.", see_also="ihfft2, hfftn, irfft2",
       example=">>> import scipy.fft\n>>> x = np.arange(12.0).reshape(3, 4) + 1j\n"
@@ -283,10 +466,22 @@ def hfft2(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_HFFT2, x, s, axes, norm, overwrite_x, workers, plan, None, None, execution, stream)
 
 
+@overload
+def ihfft2(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+           execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ihfft2(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+           execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ihfft2(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+           execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_IHFFT2, summary="Compute the 2-D inverse FFT of a real signal with a Hermitian spectrum.",
       returns="The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", see_also="hfft2, ihfftn, rfft2",
       example=">>> import scipy.fft\n>>> x = np.arange(12.0).reshape(3, 4)\n"
@@ -295,10 +490,22 @@ def ihfft2(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_IHFFT2, x, s, axes, norm, overwrite_x, workers, plan, None, None, execution, stream)
 
 
+@overload
+def hfftn(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+          execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def hfftn(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+          execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def hfftn(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+          overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+          execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_HFFTN, summary="Compute the N-D FFT of a Hermitian-symmetric signal: a real spectrum.",
       returns="The real transform over ``axes``.", see_also="ihfftn, hfft2, irfftn",
       example=">>> import scipy.fft\n>>> x = np.arange(24.0).reshape(2, 3, 4) + 1j\n"
@@ -307,10 +514,22 @@ def hfftn(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_HFFTN, x, s, axes, norm, overwrite_x, workers, plan, None, None, execution, stream)
 
 
+@overload
+def ihfftn(x: NumpyArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+           execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ihfftn(x: HostArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+           execution: ExecutionLike = None, stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def ihfftn(x: ArrayT, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
+           overwrite_x: bool = False, workers: int | None = None, *, plan: FFT | None = None,
+           execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayT: ...
 @_row(_IHFFTN, summary="Compute the N-D inverse FFT of a real signal with a Hermitian spectrum.",
       returns="The transform over ``axes``; the last holds ``s[-1] // 2 + 1`` terms.", see_also="hfftn, ihfft2, rfftn",
       example=">>> import scipy.fft\n>>> x = np.arange(24.0).reshape(2, 3, 4)\n"
@@ -319,5 +538,5 @@ def ihfftn(
     x: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
     overwrite_x: bool = False, workers: int | None = None,
     *, plan: FFT | None = None, execution: ExecutionLike = None, stream: StreamLike = None,
-) -> ArrayLike:
+) -> AnyArray:
     return _transform(_IHFFTN, x, s, axes, norm, overwrite_x, workers, plan, None, None, execution, stream)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, overload
 
 import numpy as np
 
@@ -11,8 +12,8 @@ from .._core.errors import UnsupportedOperandError
 from .._core.execution import ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
 from .._core.tensor import key_function, operand_keys
-from .._matmulcore.epilogs import EpilogLike, MatmulEpilog, epilog_spec
-from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
+from .._matmulcore.epilogs import EpilogLike, EpilogWithoutOutputs, EpilogWithOutputs, MatmulEpilog, epilog_spec
+from ..typing import AnyArray, ArrayLike, ArrayT, ExecutionLike, HostArrayLike, NumpyArrayT, OptionsLike, StreamLike
 from ._cached import CachedMatmul, plan_cache
 from ._matmul import Matmul, plan_detached
 from ._operands import has_array_likes, input_argument
@@ -29,8 +30,8 @@ _EPILOG_KEY_TYPES = (str, int, MatmulEpilog)
 
 
 def plan_key(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, epilog: EpilogLike = None,
-             epilog_inputs: dict[str, ArrayLike] | None = None,
-             quantization_scales: dict[str, ArrayLike] | None = None, options: OptionsLike = None,
+             epilog_inputs: dict[str, Any] | None = None,
+             quantization_scales: dict[str, Any] | None = None, options: OptionsLike = None,
              preferences: OptionsLike = None, execution: ExecutionLike = None) -> tuple:
     """The plan-cache key of a :func:`matmul` call: everything that changes the plan.
 
@@ -164,10 +165,73 @@ def _plan(a, b, c, *, alpha, beta, epilog, epilog_inputs, scales, options, prefe
                         rebind=rebind, by_pointer=by_pointer)
 
 
+# The result is the operands' kind (numpy.ndarray for numpy arrays and host array-likes), with the
+# auxiliary outputs' dict where the epilog has them; an epilog known only at run time gives either
+# (see nvmathx.typing). A numpy array also matches ArrayT, giving what the numpy overload before it
+# gives; mypy's overlap check cannot see that through the TypeVar, hence its two ignores. numpy arrays
+# are typed by a TypeVar of their own so that an array whose type holds Any (np.ndarray, NDArray[...])
+# still selects one overload rather than making the result Any. The dicts of arrays are dict[str, Any]:
+# dict is invariant, and a dict[str, numpy.ndarray] (a forward call's auxiliary outputs) must pass.
+@overload
+def matmul(a: NumpyArrayT, b: NumpyArrayT, c: NumpyArrayT | None = None, *, alpha: complex | ArrayLike = 1,
+           beta: complex | ArrayLike = 0, epilog: EpilogWithOutputs, epilog_inputs: dict[str, Any] | None = None,
+           quantization_scales: dict[str, Any] | None = None, options: OptionsLike = None,
+           preferences: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> tuple[np.ndarray, dict[str, np.ndarray]]: ...
+@overload
+def matmul(a: HostArrayLike, b: HostArrayLike, c: HostArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
+           beta: complex | ArrayLike = 0, epilog: EpilogWithOutputs, epilog_inputs: dict[str, Any] | None = None,
+           quantization_scales: dict[str, Any] | None = None, options: OptionsLike = None,
+           preferences: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> tuple[np.ndarray, dict[str, np.ndarray]]: ...
+@overload
+def matmul(  # type: ignore[overload-overlap]
+           a: ArrayT, b: ArrayT, c: ArrayT | None = None, *, alpha: complex | ArrayLike = 1,
+           beta: complex | ArrayLike = 0, epilog: EpilogWithOutputs, epilog_inputs: dict[str, Any] | None = None,
+           quantization_scales: dict[str, Any] | None = None, options: OptionsLike = None,
+           preferences: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> tuple[ArrayT, dict[str, ArrayT]]: ...
+@overload
+def matmul(a: NumpyArrayT, b: NumpyArrayT, c: NumpyArrayT | None = None, *, alpha: complex | ArrayLike = 1,
+           beta: complex | ArrayLike = 0, epilog: EpilogWithoutOutputs = None,
+           epilog_inputs: dict[str, Any] | None = None, quantization_scales: dict[str, Any] | None = None,
+           options: OptionsLike = None, preferences: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def matmul(a: HostArrayLike, b: HostArrayLike, c: HostArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
+           beta: complex | ArrayLike = 0, epilog: EpilogWithoutOutputs = None,
+           epilog_inputs: dict[str, Any] | None = None, quantization_scales: dict[str, Any] | None = None,
+           options: OptionsLike = None, preferences: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def matmul(  # type: ignore[overload-overlap]
+           a: ArrayT, b: ArrayT, c: ArrayT | None = None, *, alpha: complex | ArrayLike = 1,
+           beta: complex | ArrayLike = 0, epilog: EpilogWithoutOutputs = None,
+           epilog_inputs: dict[str, Any] | None = None, quantization_scales: dict[str, Any] | None = None,
+           options: OptionsLike = None, preferences: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> ArrayT: ...
+@overload
+def matmul(a: NumpyArrayT, b: NumpyArrayT, c: NumpyArrayT | None = None, *, alpha: complex | ArrayLike = 1,
+           beta: complex | ArrayLike = 0, epilog: EpilogLike, epilog_inputs: dict[str, Any] | None = None,
+           quantization_scales: dict[str, Any] | None = None, options: OptionsLike = None,
+           preferences: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]: ...
+@overload
+def matmul(a: HostArrayLike, b: HostArrayLike, c: HostArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
+           beta: complex | ArrayLike = 0, epilog: EpilogLike, epilog_inputs: dict[str, Any] | None = None,
+           quantization_scales: dict[str, Any] | None = None, options: OptionsLike = None,
+           preferences: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]: ...
+@overload
+def matmul(a: ArrayT, b: ArrayT, c: ArrayT | None = None, *, alpha: complex | ArrayLike = 1,
+           beta: complex | ArrayLike = 0, epilog: EpilogLike, epilog_inputs: dict[str, Any] | None = None,
+           quantization_scales: dict[str, Any] | None = None, options: OptionsLike = None,
+           preferences: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> ArrayT | tuple[ArrayT, dict[str, ArrayT]]: ...
 def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
-           beta: complex | ArrayLike = 0, epilog: EpilogLike = None, epilog_inputs: dict[str, ArrayLike] | None = None,
-           quantization_scales: dict[str, ArrayLike] | None = None, options: OptionsLike = None,
-           preferences: OptionsLike = None, execution: ExecutionLike = None, stream: StreamLike = None) -> ArrayLike:
+           beta: complex | ArrayLike = 0, epilog: EpilogLike = None, epilog_inputs: dict[str, Any] | None = None,
+           quantization_scales: dict[str, Any] | None = None, options: OptionsLike = None,
+           preferences: OptionsLike = None, execution: ExecutionLike = None, stream: StreamLike = None) -> AnyArray:
     """Matrix product ``alpha * a @ b + beta * c`` followed by an epilog, with numpy.matmul semantics.
 
     The semantics, arguments and errors are those of :class:`Matmul` (construction, ``plan()``

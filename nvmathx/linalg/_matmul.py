@@ -15,7 +15,7 @@ from .._core.streams import CallStreams
 from .._core.tensor import wrap_operand
 from .._matmulcore.epilogs import EpilogLike, EpilogSpec, MatmulEpilog, epilog_spec
 from .._matmulcore.scalars import check_scalars
-from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
+from ..typing import AnyArray, ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._cpu import CpuMatmulState
 from ._cublaslt_plan import MatmulAlgorithm
 from ._gpu import GpuMatmulState
@@ -132,7 +132,7 @@ class Matmul:
     _state = _FREED  # until construction succeeds: free() (and __del__) have nothing to release
 
     def __init__(self, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex | ArrayLike = 1,
-                 beta: complex | ArrayLike = 0, quantization_scales: dict[str, ArrayLike] | None = None,
+                 beta: complex | ArrayLike = 0, quantization_scales: dict[str, Any] | None = None,
                  options: OptionsLike = None, execution: ExecutionLike = None, stream: StreamLike = None) -> None:
         self._ready: DirectRun | None = None  # planned: what execute() calls when given no arguments
         self._options = check_or_create_options(MatmulOptions, options, "options")
@@ -225,7 +225,7 @@ class Matmul:
 
     # -- planning ------------------------------------------------------------------------------
 
-    def plan(self, *, epilog: EpilogLike = None, epilog_inputs: dict[str, ArrayLike] | None = None,
+    def plan(self, *, epilog: EpilogLike = None, epilog_inputs: dict[str, Any] | None = None,
              preferences: OptionsLike = None,
              algorithms: Sequence[MatmulAlgorithm] | None = None) -> list[MatmulAlgorithm]:
         """Choose how to run: check the epilog and its inputs, and find candidate algorithms.
@@ -306,7 +306,7 @@ class Matmul:
     # -- execution -----------------------------------------------------------------------------
 
     def execute(self, *, algorithm: MatmulAlgorithm | None = None, stream: StreamLike = None,
-                release_workspace: bool = False) -> ArrayLike:
+                release_workspace: bool = False) -> AnyArray:
         """Run the planned product.
 
         Parameters
@@ -340,8 +340,8 @@ class Matmul:
 
     def reset_operands(self, a: ArrayLike | None = None, b: ArrayLike | None = None, c: ArrayLike | None = None, *,
                        alpha: complex | ArrayLike | None = None, beta: complex | ArrayLike | None = None,
-                       epilog_inputs: dict[str, ArrayLike] | None = None,
-                       quantization_scales: dict[str, ArrayLike] | None = None) -> None:
+                       epilog_inputs: dict[str, Any] | None = None,
+                       quantization_scales: dict[str, Any] | None = None) -> None:
         """Swap in new operands of the same shape, strides, dtype, library and device (and at
         least the planned pointer alignment); alpha, beta, epilog inputs and scales likewise.
 

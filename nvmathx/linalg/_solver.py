@@ -13,7 +13,7 @@ from .._core.logs import get_logger
 from .._core.options import check_or_create_options
 from .._core.streams import CallStreams, resolve_stream
 from .._core.tensor import Operand, copy_to_host, host_array, wrap_operand
-from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
+from ..typing import AnyArray, ArrayLike, ExecutionLike, OptionsLike, StreamLike
 from ._operands import check_together, stage
 from ._solver_cpu import CpuSolverState
 from ._solver_options import DirectSolverOptions
@@ -248,7 +248,7 @@ class DirectSolver:
             self._engine.factorize(self._operands["a"], self._streams(stream))
         self._state = _FACTORIZED
 
-    def solve(self, *, stream: StreamLike = None) -> ArrayLike:
+    def solve(self, *, stream: StreamLike = None) -> AnyArray:
         """The solution ``x`` of ``op(a) x = b`` (a new array of the operands' library).
 
         Raises

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from .._core.execution import normalize_execution
 from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
 from .._core.tensor import as_array, key_function, operand_keys, wrap_sparse_operand
-from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
+from ..typing import (
+    AnyArray,
+    ArrayLike,
+    ArrayT,
+    ExecutionLike,
+    HostArrayLike,
+    NumpyArrayT,
+    OptionsLike,
+    SparseArrayLike,
+    StreamLike,
+)
 from ._matmul import Matmul, rebind_call, release_call, wrap_dense
 from ._options import MatmulOptions
 from ._problem import check_transpose
@@ -18,7 +32,7 @@ plan_cache = PlanCache("nvmathx.sparse", max_size=64, max_memory_bytes=1 << 30)
 ``set_limits(max_size=, max_memory_bytes=)``), keyed by :func:`plan_key`."""
 
 
-def plan_key(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, transpose_a: bool = False,
+def plan_key(a: SparseArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, transpose_a: bool = False,
              options: OptionsLike = None, execution: ExecutionLike = None) -> tuple:
     """The plan-cache key of a :func:`matmul` call: everything that changes the plan.
 
@@ -41,9 +55,21 @@ def _key(a_op, b, c, transpose_a, options, execution) -> tuple:
     return (a_op.key(), sig_b, sig_c, check_transpose(transpose_a), options, execution)
 
 
-def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
+@overload
+def matmul(a: SparseArrayLike, b: NumpyArrayT, c: NumpyArrayT | None = None, *, alpha: complex = 1,
+           beta: complex = 0, transpose_a: bool = False, options: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def matmul(a: SparseArrayLike, b: HostArrayLike, c: HostArrayLike | None = None, *, alpha: complex = 1,
+           beta: complex = 0, transpose_a: bool = False, options: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def matmul(a: SparseArrayLike, b: ArrayT, c: ArrayT | None = None, *, alpha: complex = 1, beta: complex = 0,
            transpose_a: bool = False, options: OptionsLike = None, execution: ExecutionLike = None,
-           stream: StreamLike = None) -> ArrayLike:
+           stream: StreamLike = None) -> ArrayT: ...
+def matmul(a: SparseArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
+           transpose_a: bool = False, options: OptionsLike = None, execution: ExecutionLike = None,
+           stream: StreamLike = None) -> AnyArray:
     """``alpha * op(a) @ b + beta * c`` for a sparse ``a`` and a dense vector or matrix ``b``.
 
     The arguments and result are those of :class:`Matmul` (``op(a)`` is ``a``, or ``a.T`` with

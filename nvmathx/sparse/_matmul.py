@@ -22,7 +22,7 @@ from .._core.tensor import (
     wrap_sparse_operand,
 )
 from .._matmulcore.scalars import check_scalars
-from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
+from ..typing import AnyArray, ArrayLike, ExecutionLike, OptionsLike, SparseArrayLike, StreamLike
 from ._cpu import cpu_matmul
 from ._cusparse_plan import CusparsePlan, result_strides
 from ._options import MatmulOptions
@@ -109,9 +109,9 @@ class Matmul:
     array([6., 6.])
     """
 
-    def __init__(self, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
-                 transpose_a: bool = False, options: OptionsLike = None, execution: ExecutionLike = None,
-                 stream: StreamLike = None) -> None:
+    def __init__(self, a: SparseArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1,
+                 beta: complex = 0, transpose_a: bool = False, options: OptionsLike = None,
+                 execution: ExecutionLike = None, stream: StreamLike = None) -> None:
         self._state = _FREED  # until construction succeeds
         self._ready = False
         self._options = check_or_create_options(MatmulOptions, options, "options")
@@ -254,7 +254,7 @@ class Matmul:
         return adapter.result_allocator(problem.result_shape, problem.dtype, device_id, strides=strides,
                                         memory_resource=self._options.memory_resource)
 
-    def execute(self, *, stream: StreamLike = None) -> ArrayLike:
+    def execute(self, *, stream: StreamLike = None) -> AnyArray:
         """Run the planned product and return the result (a new array of ``a``'s dense library).
 
         Parameters
@@ -288,8 +288,9 @@ class Matmul:
 
     # -- new operands --------------------------------------------------------------------------
 
-    def reset_operands(self, a: ArrayLike | None = None, b: ArrayLike | None = None, c: ArrayLike | None = None, *,
-                       alpha: complex | None = None, beta: complex | None = None) -> None:
+    def reset_operands(self, a: SparseArrayLike | None = None, b: ArrayLike | None = None,
+                       c: ArrayLike | None = None, *, alpha: complex | None = None,
+                       beta: complex | None = None) -> None:
         """Swap in new operands of the planned shapes, dtypes, layouts, library and device (and, for
         ``a``, sparsity pattern), and new scalars.
 

@@ -6,7 +6,7 @@ from .._core.errors import InvalidStateError, OperandError, UnsupportedOperandEr
 from .._core.execution import ExecutionCPU, ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
 from .._core.tensor import check_dense_companion, wrap_operand, wrap_sparse_operand
-from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
+from ..typing import AnyArray, ArrayLike, ExecutionLike, OptionsLike, SparseArrayLike, StreamLike
 from ._solver_options import DirectSolverOptions, check_dtype_for_type
 from ._solver_pattern import pattern_checksum
 from ._solver_spaces import CpuSpace, CudaSpace
@@ -93,8 +93,8 @@ class DirectSolver:
     True
     """
 
-    def __init__(self, a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, execution: ExecutionLike = None,
-                 stream: StreamLike = None) -> None:
+    def __init__(self, a: SparseArrayLike, b: ArrayLike, *, options: OptionsLike = None,
+                 execution: ExecutionLike = None, stream: StreamLike = None) -> None:
         options = check_or_create_options(DirectSolverOptions, options, "options")
         a_operand = _check_matrix(wrap_sparse_operand(a, "a"))
         self._setup(a_operand, b, options, normalize_execution(execution, a_operand.device_id, "execution"), stream)
@@ -160,12 +160,12 @@ class DirectSolver:
         self._state = "factorized"
         return self._info
 
-    def solve(self) -> ArrayLike:
+    def solve(self) -> AnyArray:
         """``x`` with ``op(a) x = b`` for the current ``b``: a new array of ``b``'s kind and shape."""
         self._check_state("factorized")
         return self._space.solve()
 
-    def reset_operands(self, a: ArrayLike | None = None, b: ArrayLike | None = None) -> None:
+    def reset_operands(self, a: SparseArrayLike | None = None, b: ArrayLike | None = None) -> None:
         """New values: ``a`` of the same shape, dtypes and pattern (call :meth:`factorize` next;
         :meth:`plan` need not run again), and/or ``b`` of the same shape and dtype.
 

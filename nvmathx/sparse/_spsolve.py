@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+
 from .._core.execution import ExecutionCUDA, normalize_execution
 from .._core.options import check_or_create_options
 from .._core.plan_cache import PlanCache
 from .._core.tensor import wrap_sparse_operand
-from ..typing import ArrayLike, ExecutionLike, OptionsLike, StreamLike
+from ..typing import (
+    AnyArray,
+    ArrayLike,
+    ArrayT,
+    ExecutionLike,
+    HostArrayLike,
+    NumpyArrayT,
+    OptionsLike,
+    SparseArrayLike,
+    StreamLike,
+)
 from ._solver import _check_matrix, rebind_cached, solver_of_checked
 from ._solver_options import DirectSolverOptions
 from ._solver_pattern import pattern_checksum
@@ -23,8 +37,8 @@ def _key(a, b_shape, options, execution, checksum) -> tuple:
             tuple(b_shape), options, checksum)
 
 
-def spsolve_plan_key(a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, execution: ExecutionLike = None,
-                     stream: StreamLike = None) -> tuple:
+def spsolve_plan_key(a: SparseArrayLike, b: ArrayLike, *, options: OptionsLike = None,
+                     execution: ExecutionLike = None, stream: StreamLike = None) -> tuple:
     """The key of :func:`spsolve`'s plan for these operands: execution space, library, device,
     shape, number of entries, dtypes, ``b``'s shape, options and the checksum of ``a``'s pattern
     (computed where the pattern lives; never its addresses)."""
@@ -47,8 +61,17 @@ def _checksum_stream(a, stream):
     return resolve_stream(stream, a.device_id, a.dense_adapter.current_stream)
 
 
-def spsolve(a: ArrayLike, b: ArrayLike, *, options: OptionsLike = None, execution: ExecutionLike = None,
-            stream: StreamLike = None) -> ArrayLike:
+@overload
+def spsolve(a: SparseArrayLike, b: NumpyArrayT, *, options: OptionsLike = None, execution: ExecutionLike = None,
+            stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def spsolve(a: SparseArrayLike, b: HostArrayLike, *, options: OptionsLike = None, execution: ExecutionLike = None,
+            stream: StreamLike = None) -> np.ndarray: ...
+@overload
+def spsolve(a: SparseArrayLike, b: ArrayT, *, options: OptionsLike = None, execution: ExecutionLike = None,
+            stream: StreamLike = None) -> ArrayT: ...
+def spsolve(a: SparseArrayLike, b: ArrayLike, *, options: OptionsLike = None, execution: ExecutionLike = None,
+            stream: StreamLike = None) -> AnyArray:
     """Solve ``A x = b`` for a sparse square ``A``, with ``scipy.sparse.linalg.spsolve``'s semantics.
 
     Parameters

@@ -9,7 +9,7 @@ from ..._core.errors import InvalidStateError, OperandError, OptionsError
 from ..._core.options import check_or_create_options
 from ..._core.tensor import host_array, wrap_operand
 from ..._fftcore.normalize import normalize_direction, scale_factor
-from ...typing import ArrayLike, OptionsLike, StreamLike
+from ...typing import AnyArray, ArrayLike, OptionsLike, StreamLike
 from .._agree import check_same
 from .._context import current, warn_leaked
 from .._distributions import Box, BoxLike, Slab
@@ -187,7 +187,7 @@ class FFT:
 
     # -- execution ------------------------------------------------------------------------------------
 
-    def execute(self, direction: str | int | None = None, stream: StreamLike = None) -> ArrayLike:
+    def execute(self, direction: str | int | None = None, stream: StreamLike = None) -> AnyArray:
         """Transform this rank's piece and return this rank's piece of the result (collective).
 
         The ranks agree before anything collective runs: a rank whose plan is freed or unplanned,

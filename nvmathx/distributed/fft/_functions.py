@@ -11,7 +11,7 @@ from ..._core.errors import OptionsError
 from ..._core.options import check_or_create_options
 from ..._core.tensor import wrap_operand
 from ..._fftcore.normalize import Norm, check_norm
-from ...typing import ArrayLike, OptionsLike, StreamLike
+from ...typing import AnyArray, ArrayLike, OptionsLike, StreamLike
 from .._agree import check_same
 from .._context import current
 from .._distributions import Slab
@@ -74,7 +74,7 @@ def _single_process(name, operand, problem, norm, stream):
 
 
 def fft(x: ArrayLike, distribution: Distribution = Slab.X, *, axes: Sequence[int] | None = None,
-        norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> ArrayLike:
+        norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> AnyArray:
     """The forward C2C transform of a distributed complex array (collective).
 
     Parameters
@@ -110,14 +110,14 @@ def fft(x: ArrayLike, distribution: Distribution = Slab.X, *, axes: Sequence[int
 
 
 def ifft(x: ArrayLike, distribution: Distribution = Slab.X, *, axes: Sequence[int] | None = None,
-         norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> ArrayLike:
+         norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> AnyArray:
     """The inverse C2C transform of a distributed complex array (collective); arguments as
     :func:`fft` (``norm="backward"`` scales by 1/N)."""
     return _transform("ifft", "C2C", +1, x, distribution, axes, norm, reshape, options, stream)
 
 
 def rfft(x: ArrayLike, distribution: Distribution = Slab.X, *, axes: Sequence[int] | None = None,
-         norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> ArrayLike:
+         norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> AnyArray:
     """The R2C transform of a distributed real array (collective): the last transformed axis of the
     result holds ``n // 2 + 1`` points; arguments as :func:`fft`."""
     return _transform("rfft", "R2C", -1, x, distribution, axes, norm, reshape, options, stream)
@@ -125,7 +125,7 @@ def rfft(x: ArrayLike, distribution: Distribution = Slab.X, *, axes: Sequence[in
 
 def irfft(x: ArrayLike, distribution: Distribution = Slab.X, *, s: Sequence[int] | None = None,
           axes: Sequence[int] | None = None,
-          norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> ArrayLike:
+          norm: Norm = None, reshape: bool = True, options: OptionsLike = None, stream: StreamLike = None) -> AnyArray:
     """The C2R transform of a distributed complex array (collective); arguments as :func:`fft`.
 
     Parameters

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..._matmulcore.epilogs import EpilogLike
-from ...typing import ArrayLike, OptionsLike, StreamLike
+from ...typing import AnyArray, ArrayLike, OptionsLike, StreamLike
 from .._context import current
 from .._distributions import MatrixDistribution
 from ._cpu import GatherRunner
@@ -22,8 +22,8 @@ PLAN_CACHE_SIZE = 16  # cuBLASMp plans kept per process (least recently used dro
 
 def matmul(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: complex = 1, beta: complex = 0,
            distributions: tuple[MatrixDistribution, MatrixDistribution, MatrixDistribution] | None = None,
-           epilog: EpilogLike = None, epilog_inputs: dict[str, ArrayLike] | None = None, options: OptionsLike = None,
-           stream: StreamLike = None) -> ArrayLike:
+           epilog: EpilogLike = None, epilog_inputs: dict[str, Any] | None = None, options: OptionsLike = None,
+           stream: StreamLike = None) -> AnyArray:
     """The distributed product ``alpha * a @ b + beta * c``, then an epilog (collective).
 
     The function form of :class:`Matmul` (construction, ``plan()`` and ``execute()`` in one call):

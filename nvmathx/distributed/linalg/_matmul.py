@@ -11,7 +11,7 @@ from ..._core.streams import CallStreams, resolve_stream
 from ..._core.tensor import wrap_operand
 from ..._matmulcore.epilogs import EpilogLike
 from ..._matmulcore.scalars import check_scalars
-from ...typing import ArrayLike, OptionsLike, StreamLike
+from ...typing import AnyArray, ArrayLike, OptionsLike, StreamLike
 from .._agree import agree, check_same
 from .._context import current, warn_leaked
 from .._distributions import MatrixDistribution
@@ -172,7 +172,7 @@ class Matmul:
 
     # -- planning -------------------------------------------------------------------------------------
 
-    def plan(self, *, epilog: EpilogLike = None, epilog_inputs: dict[str, ArrayLike] | None = None) -> None:
+    def plan(self, *, epilog: EpilogLike = None, epilog_inputs: dict[str, Any] | None = None) -> None:
         """Prepare the product with an epilog (collective; a second call plans again).
 
         Parameters
@@ -251,7 +251,7 @@ class Matmul:
 
     # -- execution ------------------------------------------------------------------------------------
 
-    def execute(self, *, stream: StreamLike = None) -> ArrayLike:
+    def execute(self, *, stream: StreamLike = None) -> AnyArray:
         """This rank's piece of the result (collective), the operands' kind of array.
 
         Parameters
@@ -297,7 +297,7 @@ class Matmul:
 
     def reset_operands(self, a: ArrayLike | None = None, b: ArrayLike | None = None, c: ArrayLike | None = None, *,
                        alpha: complex | None = None, beta: complex | None = None,
-                       epilog_inputs: dict[str, ArrayLike] | None = None) -> None:
+                       epilog_inputs: dict[str, Any] | None = None) -> None:
         """Use new pieces of the same local shape, dtype, device and library (and a new bias, alpha or
         beta) from now on (collective).
 
