@@ -116,7 +116,7 @@ def test_python_m_nvmathx_reports_cudss(fresh, monkeypatch):
 
     monkeypatch.setattr(_loader, "_loaded", {name: object() for name in ("cublasLt", "cublas", "nvrtc")})
     monkeypatch.setenv("NVMATHX_CUDSS_PATH", "/nonexistent/libcudss.so.1")
-    assert cudss_report().startswith("cuDSS not available: LibraryNotFoundError")
+    assert cudss_report().startswith("cuDSS not available: cudss not installed: pip install ")
     monkeypatch.setattr(fresh, "dialect", lambda: fresh.dialect_for((0, 8, 0)))
     assert cudss_report() == "cuDSS 0.8.0 (libcudss.so.0: no transposed solves)"
 
