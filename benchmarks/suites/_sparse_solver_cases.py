@@ -91,13 +91,16 @@ try:
     to_gpu = lambda m: cupyx.scipy.sparse.csr_matrix(m)
     dense_gpu, sync, to_host = cupy.asarray, cupy.cuda.runtime.deviceSynchronize, cupy.asnumpy
 except ImportError:  # nvmathx's operands from torch where cupy is missing
-    if column == "cupy":
-        raise
-    import torch
-    to_gpu = lambda m: torch.sparse_csr_tensor(torch.from_numpy(m.indptr), torch.from_numpy(m.indices),
-                                               torch.from_numpy(m.data), m.shape).to(f"cuda:{device}")
-    dense_gpu = lambda v: torch.as_tensor(np.asarray(v, dtype=np.float64)).to(f"cuda:{device}")
-    sync, to_host = torch.cuda.synchronize, lambda x: x.cpu().numpy()
+    if column in ("cupy", "scipy", "nvmath-python"):  # (scipy needs neither)
+        cupy = None
+    else:
+        import torch
+        to_gpu = lambda m: torch.sparse_csr_tensor(torch.from_numpy(m.indptr), torch.from_numpy(m.indices),
+                                                   torch.from_numpy(m.data), m.shape).to(f"cuda:{device}")
+        dense_gpu = lambda v: torch.as_tensor(np.asarray(v, dtype=np.float64)).to(f"cuda:{device}")
+        sync, to_host = torch.cuda.synchronize, lambda x: x.cpu().numpy()
+if column == "cupy" and cupy is None:
+    raise SystemExit("cupy is not installed")
 if column in ("nvmathx", "nvmathx.first", "cupy"):
     a, b = to_gpu(a_host), dense_gpu(b_host)
 if column in ("nvmathx", "nvmathx.first"):

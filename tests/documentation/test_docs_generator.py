@@ -95,7 +95,7 @@ def test_each_module_is_in_the_api_toctree_once():
     modules = docs.public_modules()
     entries = [line.strip() for line in docs.api_index(modules).splitlines() if line.startswith("   nvmathx")]
     assert sorted(entries) == sorted(modules)
-    for name in modules:
+    for name in filter(importable, modules):
         page = docs.api_page(name, modules)
         assert ".. toctree::" not in page
     assert "- :doc:`nvmathx.fft`" in docs.api_page("nvmathx", modules)

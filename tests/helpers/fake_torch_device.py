@@ -9,8 +9,11 @@ __all__ = ["present_torch_as_device"]
 
 
 def present_torch_as_device(monkeypatch, stream_handle=7):
-    """Patch torch (and nvmathx's torch adapter) for the duration of a test; returns torch."""
-    import torch
+    """Patch torch (and nvmathx's torch adapter) for the duration of a test; returns torch (the
+    test skips where torch is not installed)."""
+    import pytest
+
+    torch = pytest.importorskip("torch")
 
     from nvmathx._core.tensor import adapter_for
 
