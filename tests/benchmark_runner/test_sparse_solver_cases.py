@@ -49,6 +49,8 @@ def test_a_finished_column_records_its_residual():
     case = solver.solver_cases(Context(quick=True))[2]  # convection-diffusion on a 100 x 100 grid
     case.setups = {"scipy": case.setups["scipy"]}
     record = run_case(case, Context(quick=True))
+    if "scipy" in record.get("skipped", {}):  # the child could not start here: its own words say why
+        pytest.skip(f"the scipy column could not run: {record['skipped']['scipy']}")
     assert record["times"]["scipy"] > 0 and record["params"]["timed_out"] == {}
     assert record["params"]["relative_residual"]["scipy"] < 1e-12
 

@@ -169,7 +169,11 @@ def test_fused_descriptor_fits_the_blocks_shared_memory_or_is_refused():
     fits = _descriptor(FusedRows(C2C, 1000, 10, "float32", 1000, 1, 1000, 1), "forward", (9, 0))
     assert fits.size == 1000 and fits.shared_memory_size <= 48 * 1024
     large = _descriptor(FusedRows(C2C, 8192, 10, "float32", 8192, 1, 8192, 1), "forward", (9, 0))
-    assert 48 * 1024 < large.shared_memory_size <= 227 * 1024  # launched after opting in
+    assert large.shared_memory_size <= 227 * 1024
+    from nvmathx._bindings import mathdx
+
+    if mathdx.version()[:2] < (0, 4):  # libmathdx 0.4's cuFFTDx picks a layout that fits in 33 KiB
+        assert large.shared_memory_size > 48 * 1024  # launched after opting in
     # even real lengths fold two reals into each complex value: a transform of half the length
     real = _descriptor(FusedRows(R2C, 4096, 10, "float32", 4096, 1, 2049, 1), None, (9, 0))
     assert (real.fft_type, real.real_mode, real.input_length, real.output_length) == ("r2c", "folded", 2048, 2049)
