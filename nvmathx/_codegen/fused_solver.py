@@ -26,12 +26,12 @@ import numpy as np
 
 from . import cache, descriptors, link, nvrtc
 from . import solver as solver_codegen
-from .target import Target
+from .target import Target, max_shared_memory_per_block
 
 __all__ = ["FORMAT", "FusedSolverKernel", "FUSED_FUNCTIONS", "kernel_source", "fused_solver_kernel", "is_cached",
            "shared_memory_bytes"]
 
-FORMAT = 2  # bump when the generated source changes meaning
+FORMAT = 3  # bump when the generated source changes meaning
 
 # (structure, solves) -> the cuSOLVERDx function
 FUSED_FUNCTIONS = {("general", True): "gesv_partial_pivot", ("general", False): "getrf_partial_pivot",
@@ -52,18 +52,23 @@ extern "C" __global__ void __launch_bounds__({threads}) {symbol}(const {T}* a, {
     const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
     const long long first = (long long)blockIdx.x * {bpb};
     const long long count = batches - first < {bpb} ? batches - first : {bpb};
+    // global memory holds packed column-major matrices; shared memory the same at leading
+    // dimensions lda and ldb (padded where cuSOLVERDx suggests it, against bank conflicts)
     for (unsigned i = tid; i < {a_elements}u; i += threads) {{
-        const unsigned within = i % {nn}u;
-        sa[i] = i / {nn}u < count ? a[first * {nn} + i] : (within % {n1}u == 0 ? {T}{{1}} : {T}{{}});
+        const unsigned system = i / {nn}u, within = i % {nn}u, column = within / {n}u, row = within % {n}u;
+        sa[system * {a_step}u + column * {lda}u + row] =
+            system < count ? a[first * {nn} + i] : (row == column ? {T}{{1}} : {T}{{}});
     }}
     for (unsigned i = tid; i < {b_elements}u; i += threads) {{
-        sb[i] = i / {nk}u < count ? b[first * {nk} + i] : {T}{{}};
+        const unsigned system = i / {nk}u, within = i % {nk}u;
+        sb[system * {b_step}u + (within / {n}u) * {ldb}u + within % {n}u] = system < count ? b[first * {nk} + i] : {T}{{}};
     }}
     __syncthreads();
     {function}({arguments});
     __syncthreads();
     for (unsigned i = tid; i < {b_elements}u; i += threads) {{
-        if (i / {nk}u < count) b[first * {nk} + i] = sb[i];
+        const unsigned system = i / {nk}u, within = i % {nk}u;
+        if (system < count) b[first * {nk} + i] = sb[system * {b_step}u + (within / {n}u) * {ldb}u + within % {n}u];
     }}
     for (unsigned i = tid; i < {bpb}u; i += threads) {{
         if (i < count) info[first + i] = block_info[i];
@@ -99,11 +104,20 @@ def _padded(elements: int, itemsize: int) -> int:
 
 
 def _layout(spec) -> tuple[int, int, int, int]:
-    """(a's elements, b's elements, a's padded, b's padded) of one block's shared memory."""
+    """(a's elements, b's elements) of one block's systems in global memory (packed), and (a's, b's)
+    elements in shared memory at the spec's leading dimensions, each rounded up to 16 bytes."""
     itemsize = np.dtype(spec.dtype).itemsize
     k = spec.k if "b" in spec.info.arguments else 0
+    lda, ldb = _leading(spec)
     a, b = spec.batches_per_block * spec.n * spec.n, spec.batches_per_block * spec.n * k
-    return a, b, _padded(a, itemsize), _padded(b, itemsize)
+    shared_a, shared_b = spec.batches_per_block * lda * spec.n, spec.batches_per_block * ldb * k
+    return a, b, _padded(shared_a, itemsize), _padded(shared_b, itemsize)
+
+
+def _leading(spec) -> tuple[int, int]:
+    """(lda, ldb) of the spec's column-major matrices in shared memory (ldb = n for a factorization)."""
+    dims = solver_codegen.leading_dimensions(spec)
+    return dims[0], dims[1] if len(dims) > 1 else spec.n
 
 
 def kernel_source(symbol: str, function_symbol: str, spec, block_dim) -> str:
@@ -112,11 +126,13 @@ def kernel_source(symbol: str, function_symbol: str, spec, block_dim) -> str:
     n, bpb = spec.n, spec.batches_per_block
     k = spec.k if "b" in spec.info.arguments else 0
     a_elements, b_elements, a_padded, b_padded = _layout(spec)
+    lda, ldb = _leading(spec)
     parameters = ", ".join("int*" if name in ("ipiv", "info") else f"{t}*" for name in spec.info.arguments)
     return _SOURCE.format(function=function_symbol, parameters=parameters, symbol=symbol, T=t, bpb=bpb,
                           threads=block_dim[0] * block_dim[1] * block_dim[2], a_elements=a_elements,
-                          b_elements=b_elements, a_padded=a_padded, b_padded=b_padded, nn=n * n, n1=n + 1,
-                          nk=max(n * k, 1), arguments=", ".join(_ARGUMENTS[name] for name in spec.info.arguments))
+                          b_elements=b_elements, a_padded=a_padded, b_padded=b_padded, nn=n * n, n=n,
+                          nk=max(n * k, 1), lda=lda, ldb=ldb, a_step=lda * n, b_step=max(ldb * k, 1),
+                          arguments=", ".join(_ARGUMENTS[name] for name in spec.info.arguments))
 
 
 def shared_memory_bytes(spec) -> int:
@@ -134,6 +150,13 @@ def _kernel_key(structure: str, solves: bool, n: int, nrhs: int, dtype: str, tar
     first = _spec(structure, solves, n, nrhs, dtype, target, 1, fill_mode)
     batches = max(1, solver_codegen.solver_traits(first, target)["suggested_batches_per_block"])
     spec = _spec(structure, solves, n, nrhs, dtype, target, batches, fill_mode) if batches != 1 else first
+    # cuSOLVERDx's padded leading dimension where it suggests one: a packed 32 x 32 float32 matrix
+    # puts every column on the same shared-memory banks, several times slower
+    suggested = solver_codegen.suggested_leading_dimension(spec, target)
+    if suggested != solver_codegen.packed_leading_dimensions(spec):
+        padded = dataclasses.replace(spec, leading_dimension=suggested)
+        if solver_codegen.shared_memory_bytes(padded) <= max_shared_memory_per_block(target):
+            spec = padded
     block_dim = tuple(solver_codegen.solver_traits(spec, target)["block_dim"])
     function = descriptors.code_symbol(solver_codegen.descriptor(spec, target), target)
     key = {"kind": "fused-solver-kernel", "format": FORMAT, "spec": repr(spec), "function": function,

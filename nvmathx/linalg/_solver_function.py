@@ -57,8 +57,7 @@ class _CachedSolve:
     def run(self, a, b, stream):
         holder = self.streams(stream)
         a_op, b_op = wrap_operand(a, "a"), wrap_operand(b, "b")
-        self.engine.factorize(a_op, holder)
-        return self.engine.solve(b_op, a_op, holder).obj
+        return self.engine.factorize_and_solve(a_op, b_op, a_op, holder).obj
 
     def free(self) -> None:
         self.engine.free()

@@ -64,11 +64,12 @@ class GpuSolverState:
         self.matrix_bytes = n * n * self.itemsize
         self.a_work = self._allocate(self.factor_count * self.matrix_bytes)
         self.x_work = self._allocate(problem.batch_count * n * nrhs * self.itemsize)
-        # info: one int32 per factored matrix, then the non-finite flag, then the solve's own info
-        self.info = self._allocate((self.factor_count + 2) * 4)
+        # info: one int32 per factored matrix, the non-finite flags of a and b, then the solve's own info
+        self.info = self._allocate((self.factor_count + 3) * 4)
         self.flag = self.info + self.factor_count * 4
-        self.solve_info = self.flag + 4
-        self.host_info = np.zeros(self.factor_count + 1, np.int32)
+        self.b_flag = self.flag + 4
+        self.solve_info = self.b_flag + 4
+        self.host_info = np.zeros(self.factor_count + 2, np.int32)
         # x_work holds column-major n x nrhs blocks; the result is C-contiguous (what numpy makes)
         self.work_strides = batched_column_major_strides(problem.batch, n, nrhs)
 
@@ -85,6 +86,11 @@ class GpuSolverState:
 
     def _factor(self, stream) -> None:
         raise NotImplementedError
+
+    def _factor_before_solve(self, stream) -> None:
+        """The factorization :meth:`factorize_and_solve` runs before ``_solve`` (engines whose solve
+        factors as well run none)."""
+        self._factor(stream)
 
     def _solve(self, stream) -> None:
         raise NotImplementedError
@@ -135,17 +141,59 @@ class GpuSolverState:
         if problem.n == 0 or self.factor_count == 0:
             return
         self._copy_a(a, stream)
+        self._check_a(stream)
+        self._factor(stream)
+        self._check_diagonal(stream)
+        if self.raise_singular:
+            self._read_info(stream)
+
+    def factorize_and_solve(self, a: Operand, b: Operand, like: Operand, stream):
+        """:meth:`factorize` then :meth:`solve` with the statuses read once, at the end (one
+        synchronisation with ``check="raise"``, none without): the function form's call. The errors
+        are :meth:`factorize`'s, then :meth:`solve`'s, in that order."""
+        problem = self.problem
+        self._stream = stream
+        result = allocate_like(like, problem.result_shape, np.dtype(problem.dtype), self.device_id, stream,
+                               memory_resource=self.memory_resource)
+        if problem.empty:  # no solve, but a's status still counts (as in factorize())
+            self.factorize(a, stream)
+            return result
+        self._copy_a(a, stream)
+        self._check_a(stream)
+        self._copy_b(b, stream)
+        self._check_b(stream)
+        self._factor_before_solve(stream)
+        self._check_diagonal(stream)
+        self._solve(stream)
+        self._copy_x(result, stream)
+        if self.raise_singular:
+            self._read_info(stream, b_checked=True)
+        return result
+
+    def _check_a(self, stream) -> None:
+        """Queue the finiteness check of a's copy (its flag and b's cleared first)."""
         if self.check_finite:
-            cuda_driver.memset_async(self.flag, 0, 4, stream.handle)
+            problem = self.problem
+            cuda_driver.memset_async(self.flag, 0, 8, stream.handle)
             count = self._reals(self.factor_count * problem.n * problem.n)
             launch_check(stream, self.device_id, f"nonfinite<{REAL_TYPES[problem.dtype]}>", count, self.a_work, count,
                          self.flag)
-        self._factor(stream)
+
+    def _check_b(self, stream) -> None:
+        """Queue the finiteness check of b's copy (its flag cleared first)."""
+        if self.check_finite:
+            problem = self.problem
+            cuda_driver.memset_async(self.b_flag, 0, 4, stream.handle)
+            count = self._reals(problem.batch_count * problem.n * problem.nrhs)
+            launch_check(stream, self.device_id, f"nonfinite<{REAL_TYPES[problem.dtype]}>", count, self.x_work,
+                         count, self.b_flag)
+
+    def _check_diagonal(self, stream) -> None:
+        """Triangular and diagonal systems: a zero on the diagonal is the singular status."""
+        problem = self.problem
         if problem.structure in ("lower triangular", "upper triangular", "diagonal") and self.raise_singular:
             launch_check(stream, self.device_id, f"zero_diagonal<{ELEMENT_TYPES[problem.dtype]}>", self.factor_count,
                          self.a_work, self.factor_count, problem.n, self.info)
-        if self.raise_singular:
-            self._read_info(stream)
 
     def _reals(self, count: int) -> int:
         return count * (2 if self.problem.dtype.startswith("complex") else 1)
@@ -169,16 +217,18 @@ class GpuSolverState:
             and self.problem.dtype.startswith("complex")  # aᵀ = conj(a) for a Hermitian a
         return a.strides[-2], a.strides[-1], conj
 
-    def _read_info(self, stream) -> None:
+    def _read_info(self, stream, *, b_checked: bool = False) -> None:
         host = self.host_info
         cuda_driver.memcpy_async(host.ctypes.data, self.info, host.nbytes, stream.handle)
         cuda_driver.stream_synchronize(stream.handle)
-        if self.check_finite and host[-1]:
+        if self.check_finite and host[-2]:
             raise OperandError("a", "contains NaN or Inf (pass check_finite=False to skip this check)")
-        failed = np.flatnonzero(host[:-1] > 0)
+        failed = np.flatnonzero(host[:-2] > 0)
         if failed.size:
             index = self.a_index(int(failed.min()))
             raise singular_error(self.problem, index, int(host[failed.min()]) - 1)
+        if b_checked and self.check_finite and host[-1]:
+            raise OperandError("b", "contains NaN or Inf (pass check_finite=False to skip this check)")
 
     def a_index(self, factor_index: int) -> int:
         """The matrix of a's flattened batch that factored matrix ``factor_index`` is."""
@@ -194,20 +244,22 @@ class GpuSolverState:
             return result
         self._copy_b(b, stream)
         if self.check_finite:
-            cuda_driver.memset_async(self.flag, 0, 4, stream.handle)
-            count = self._reals(problem.batch_count * problem.n * problem.nrhs)
-            launch_check(stream, self.device_id, f"nonfinite<{REAL_TYPES[problem.dtype]}>", count, self.x_work,
-                         count, self.flag)
-            flag = np.zeros(1, np.int32)
-            cuda_driver.memcpy_async(flag.ctypes.data, self.flag, 4, stream.handle)
+            self._check_b(stream)
+            flag = self.host_info[-1:]
+            cuda_driver.memcpy_async(flag.ctypes.data, self.b_flag, 4, stream.handle)
             cuda_driver.stream_synchronize(stream.handle)
             if flag[0]:
                 raise OperandError("b", "contains NaN or Inf (pass check_finite=False to skip this check)")
         self._solve(stream)
+        self._copy_x(result, stream)
+        return result
+
+    def _copy_x(self, result: Operand, stream) -> None:
+        """The solutions (column-major blocks) into the C-contiguous result."""
+        problem = self.problem
         shape = problem.batch + (problem.n, problem.nrhs)
         copy_nd(self.x_work, result.ptr, shape, self.work_strides, c_strides(shape), problem.dtype, problem.dtype, 1.0,
                 False, stream, self.device_id)
-        return result
 
     def _copy_b(self, b: Operand, stream) -> None:
         problem = self.problem
@@ -476,6 +528,9 @@ class FusedEngine(GpuSolverState):
     def _factor(self, stream) -> None:
         if self.factor_kernel is not None:
             self.factor_kernel(stream, self.a_work, self.x_work, self.info, self.problem.batch_count)
+
+    def _factor_before_solve(self, stream) -> None:
+        """None: the solve kernel factors too, and writes the same status."""
 
     def _solve(self, stream) -> None:
         if self.solve_kernel is not None:

@@ -146,8 +146,11 @@ class FakeSolverLibraries:
         matrix = np.array(_matrix(a, m, m, lda, dtype))
         rhs = _matrix(b, m, n, ldb, dtype)
         with np.errstate(all="ignore"):
-            rhs[...] = sl.solve_triangular(matrix, np.array(rhs), lower=uplo == cublas.FillMode.LOWER,
-                                           trans=int(trans), check_finite=False)
+            try:
+                rhs[...] = sl.solve_triangular(matrix, np.array(rhs), lower=uplo == cublas.FillMode.LOWER,
+                                               trans=int(trans), check_finite=False)
+            except np.linalg.LinAlgError:  # a zero on the diagonal: the library divides by it
+                rhs[...] = np.nan
 
     def trsm(self, handle, side, uplo, trans, diag, m, n, dtype, a, lda, b, ldb):
         self._count("trsm")

@@ -128,6 +128,34 @@ def test_singular_and_non_finite(fake, engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_function_form_reads_the_statuses_once(rng, fake, engine, monkeypatch):
+    """solve() of the function form waits once with check="raise" (a's, the factorization's and b's
+    statuses read together) and never with check="none"; the fused engine launches only its
+    solve kernel (which factors too)."""
+    from nvmathx._bindings import cuda_driver
+    from nvmathx.linalg import _solver_gpu
+
+    waits, launches = [], []
+    synchronize, load = cuda_driver.stream_synchronize, _solver_gpu.load_fused_kernel
+    monkeypatch.setattr(cuda_driver, "stream_synchronize", lambda handle: (waits.append(handle), synchronize(handle)))
+
+    def counted_load(structure, solves, problem, device_id):
+        run, kernel = load(structure, solves, problem, device_id)
+        return (lambda *args: (launches.append(solves), run(*args))), kernel
+
+    monkeypatch.setattr(_solver_gpu, "load_fused_kernel", counted_load)
+    a, b = rng.standard_normal((3, 6, 6)) + 6 * np.eye(6), rng.standard_normal((3, 6, 2))
+    for check, expected_waits in (("raise", 1), ("none", 0)):
+        options = {"engine": engine, "check": check}
+        direct_solver(to_device(a), to_device(b), options=options)  # plan (uploads may wait)
+        waits.clear(), launches.clear()
+        x = direct_solver(to_device(a), to_device(b), options=options)
+        assert len(waits) == expected_waits, check
+        assert launches == ([True] if engine == "fused" else []), check
+        _close(x, np.linalg.solve(a, b), "float64")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_stateful_reset_operands(rng, fake, engine):
     a, b = structured(rng, (4, 6, 6), "complex128", "general"), rng.standard_normal((4, 6, 2)) + 0j
     with DirectSolver(to_device(a), to_device(b), options={"engine": engine, "transposed": True}) as solver:
