@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._bindings import cuda_driver
 from .launch import KernelSet
 from .launch import launch as launch_kernel
 
@@ -202,9 +203,16 @@ def copy_nd(source: int, target: int, shape, source_strides, target_strides, sou
                     shape[-keep:], source_strides[-keep:], target_strides[-keep:], source_dtype, target_dtype,
                     factor, conj, stream, device_id)
         return
+    source_name, target_name = _dtype_name(source_dtype), _dtype_name(target_dtype)
+    if (len(shape) == 1 and source_strides[0] == target_strides[0] == 1 and source_name == target_name
+            and factor == 1 and not (conj and source_name.startswith("complex"))):
+        # a plain copy of contiguous memory: the copy engine's call, cheaper to issue than a launch
+        cuda_driver.memcpy_async(target, source, count * np.dtype(source_name).itemsize, stream.handle)
+        return
+    # long long parameters as Python ints (see .launch.launch)
     pad = MAX_COPY_DIMS - len(shape)
-    extents = [np.int64(e) for e in shape] + [np.int64(1)] * pad
-    sources = [np.int64(s) for s in source_strides] + [np.int64(0)] * pad
-    targets = [np.int64(t) for t in target_strides] + [np.int64(0)] * pad
-    _launch(stream, device_id, _copy_name(source_dtype, target_dtype), count, source, target, np.int64(count),
-            _factor(target_dtype, factor), np.int32(conj), np.int32(len(shape)), *extents, *sources, *targets)
+    extents = [int(e) for e in shape] + [1] * pad
+    sources = [int(s) for s in source_strides] + [0] * pad
+    targets = [int(t) for t in target_strides] + [0] * pad
+    _launch(stream, device_id, _copy_name(source_name, target_name), count, source, target, count,
+            _factor(target_name, factor), np.int32(conj), np.int32(len(shape)), *extents, *sources, *targets)

@@ -4,7 +4,8 @@ Every engine works on its own copies: ``factorize()`` copies ``a`` (any strides,
 dimensions read with stride 0) into a dense batch of column-major matrices, which the library
 factors in place; ``solve()`` copies ``b`` into a dense batch of column-major ``n x nrhs``
 blocks, solves there in place and copies the solution into a new C-contiguous array of the
-operand's library. Pointers, pointer arrays and
+operand's library. With one right-hand side those blocks are the result's own layout, so engines
+that take the systems' address per call copy ``b`` into the result and solve there. Pointers, pointer arrays and
 workspaces are fixed at ``plan()``, so ``solve()`` (and ``factorize()``) queue work without
 waiting and can be captured in a CUDA graph when ``check="none"``.
 
@@ -47,6 +48,8 @@ class GpuSolverState:
     result. Subclasses factor ``factor_count`` matrices and solve ``problem.batch_count`` systems."""
 
     name = ""
+    # whether _solve reads the systems' address each call (else it is fixed at plan time)
+    solves_anywhere = True
 
     def __init__(self, problem: SolveProblem, *, device_id: int, stream, memory_resource=None, check: str = "raise",
                  check_finite: bool = True):
@@ -63,7 +66,11 @@ class GpuSolverState:
         n, nrhs = problem.n, problem.nrhs
         self.matrix_bytes = n * n * self.itemsize
         self.a_work = self._allocate(self.factor_count * self.matrix_bytes)
-        self.x_work = self._allocate(problem.batch_count * n * nrhs * self.itemsize)
+        # One right-hand side per system: the column-major work layout is the result's (C order), so
+        # engines that take the address per call solve in the result itself (one copy fewer).
+        self.in_result = self.solves_anywhere and (nrhs == 1 or n == 1)
+        self.x_work = 0 if self.in_result else self._allocate(problem.batch_count * n * nrhs * self.itemsize)
+        self.x = self.x_work  # where the systems are solved: x_work, or this call's result
         # info: one int32 per factored matrix, the non-finite flags of a and b, then the solve's own info
         self.info = self._allocate((self.factor_count + 3) * 4)
         self.flag = self.info + self.factor_count * 4
@@ -132,7 +139,7 @@ class GpuSolverState:
         return self.a_work + index * self.matrix_bytes
 
     def system(self, index: int) -> int:
-        return self.x_work + index * self.problem.n * self.problem.nrhs * self.itemsize
+        return self.x + index * self.problem.n * self.problem.nrhs * self.itemsize
 
     def factorize(self, a: Operand, stream) -> None:
         """Copy ``a`` into the factors' memory, factor it, and (check="raise") read the status."""
@@ -160,7 +167,7 @@ class GpuSolverState:
             return result
         self._copy_a(a, stream)
         self._check_a(stream)
-        self._copy_b(b, stream)
+        self._copy_b(b, result, stream)
         self._check_b(stream)
         self._factor_before_solve(stream)
         self._check_diagonal(stream)
@@ -185,7 +192,7 @@ class GpuSolverState:
             problem = self.problem
             cuda_driver.memset_async(self.b_flag, 0, 4, stream.handle)
             count = self._reals(problem.batch_count * problem.n * problem.nrhs)
-            launch_check(stream, self.device_id, f"nonfinite<{REAL_TYPES[problem.dtype]}>", count, self.x_work,
+            launch_check(stream, self.device_id, f"nonfinite<{REAL_TYPES[problem.dtype]}>", count, self.x,
                          count, self.b_flag)
 
     def _check_diagonal(self, stream) -> None:
@@ -242,7 +249,7 @@ class GpuSolverState:
                                memory_resource=self.memory_resource)
         if problem.empty:
             return result
-        self._copy_b(b, stream)
+        self._copy_b(b, result, stream)
         if self.check_finite:
             self._check_b(stream)
             flag = self.host_info[-1:]
@@ -255,21 +262,25 @@ class GpuSolverState:
         return result
 
     def _copy_x(self, result: Operand, stream) -> None:
-        """The solutions (column-major blocks) into the C-contiguous result."""
+        """The solutions (column-major blocks) into the C-contiguous result (unless solved there)."""
+        if self.in_result:
+            return
         problem = self.problem
         shape = problem.batch + (problem.n, problem.nrhs)
         copy_nd(self.x_work, result.ptr, shape, self.work_strides, c_strides(shape), problem.dtype, problem.dtype, 1.0,
                 False, stream, self.device_id)
 
-    def _copy_b(self, b: Operand, stream) -> None:
+    def _copy_b(self, b: Operand, result: Operand, stream) -> None:
+        """``b`` into the column-major blocks the engine solves in: x_work, or the result itself."""
         problem = self.problem
+        self.x = result.ptr if self.in_result else self.x_work
         if problem.b_vector:
             shape = problem.batch + (problem.n, 1)
             source = (0,) * len(problem.batch) + (b.strides[0], 0)
         else:
             shape = problem.batch + (problem.n, problem.nrhs)
             source = broadcast_strides(problem.b_batch, tuple(b.strides[:-2]), problem.batch) + tuple(b.strides[-2:])
-        copy_nd(b.ptr, self.x_work, shape, source, self.work_strides, problem.dtype, problem.dtype, 1.0, False, stream,
+        copy_nd(b.ptr, self.x, shape, source, self.work_strides, problem.dtype, problem.dtype, 1.0, False, stream,
                 self.device_id)
 
     def _a_of_system(self) -> list:
@@ -395,6 +406,7 @@ class BatchedEngine(GpuSolverState):
     """One call per batch: cuBLAS getrfBatched/getrsBatched/trsmBatched, cuSOLVER potrf/potrsBatched."""
 
     name = "batched"
+    solves_anywhere = False  # the pointer arrays are made at plan time
 
     def __init__(self, problem: SolveProblem, **kwargs):
         super().__init__(problem, **kwargs)
@@ -527,14 +539,14 @@ class FusedEngine(GpuSolverState):
 
     def _factor(self, stream) -> None:
         if self.factor_kernel is not None:
-            self.factor_kernel(stream, self.a_work, self.x_work, self.info, self.problem.batch_count)
+            self.factor_kernel(stream, self.a_work, self.x, self.info, self.problem.batch_count)
 
     def _factor_before_solve(self, stream) -> None:
         """None: the solve kernel factors too, and writes the same status."""
 
     def _solve(self, stream) -> None:
         if self.solve_kernel is not None:
-            self.solve_kernel(stream, self.a_work, self.x_work, self.info, self.problem.batch_count)
+            self.solve_kernel(stream, self.a_work, self.x, self.info, self.problem.batch_count)
 
 
 ENGINE_CLASSES = {"cusolver": CusolverEngine, "batched": BatchedEngine, "fused": FusedEngine}

@@ -196,8 +196,9 @@ def fake_launch(stream, device_id, name, count, *args):
         return
     assert kernel == "copy_nd" and len(args) == 6 + 24
     source, target, n, factor, conj, ndim = args[:6]
-    assert isinstance(source, int) and isinstance(target, int) and type(factor) is real
-    assert all(type(a) is np.int64 for a in args[6:]) and type(ndim) is np.int32 and type(conj) is np.int32
+    assert isinstance(source, int) and isinstance(target, int) and type(factor) is real and type(n) is int
+    # long long parameters travel as Python ints (see nvmathx._codegen.launch.launch)
+    assert all(type(a) is int for a in args[6:]) and type(ndim) is np.int32 and type(conj) is np.int32
     dims = int(ndim)
     extents = [int(a) for a in args[6:6 + dims]]
     assert int(np.prod(extents)) == int(n) == count
