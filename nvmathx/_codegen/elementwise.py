@@ -6,7 +6,9 @@
   cannot read in place (padding, negative or zero strides, C2R inputs that must survive), matmul
   operands cuBLASLt cannot broadcast, the pieces of a distributed exchange; it also widens real
   to complex, float16/bfloat16 to float32 and integers/bool to float64, as scipy.fft promotes
-  them, and takes the real part where a one-point C2R transform needs it.
+  them, and takes the real part where a one-point C2R transform needs it. A same-type copy that is
+  a batch of 2-D transposes (a row-major matrix into column-major order) runs as ``transpose``
+  through shared-memory tiles; a contiguous same-type copy is a cuMemcpyAsync.
 
 Both are launched through cuda.core on the caller's stream (:mod:`.launch`), so they are captured
 in CUDA graphs.
@@ -17,11 +19,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._bindings import cuda_driver
-from .launch import KernelSet
+from .launch import BLOCK, KernelSet
 from .launch import launch as launch_kernel
 
 __all__ = [
     "INTEGER_C_TYPES", "MAX_COPY_DIMS", "KERNEL_SOURCE", "KERNELS", "can_copy", "scale", "copy_nd", "collapse",
+    "transpose_plan",
 ]
 
 MAX_COPY_DIMS = 8
@@ -97,6 +100,33 @@ __global__ void copy_nd(const S* src, T* dst, long long count, R factor, int con
         dst[to] = apply(convert<T>::from(src[from]), factor, conj);
     }
 }
+
+// A batch of 2-D transposes through 32 x 33 shared tiles (reads and writes both coalesced): the
+// column-major copies of row-major matrices, which copy_nd would read 32 rows apart per warp.
+// src[b * src_batch + r * src_row + c] -> dst[b * dst_batch + c * dst_col + r]; 256 threads a block.
+template <typename T, typename R>
+__global__ void transpose(const T* src, T* dst, long long batches, long long rows, long long cols,
+                          long long src_batch, long long src_row, long long dst_batch, long long dst_col,
+                          R factor, int conj) {
+    __shared__ T tile[32][33];
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    const long long row_tiles = (rows + 31) / 32, col_tiles = (cols + 31) / 32;
+    const long long per_matrix = row_tiles * col_tiles, tiles = batches * per_matrix;
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const long long b = t / per_matrix, within = t % per_matrix;
+        const long long r0 = within / col_tiles * 32, c0 = within % col_tiles * 32;
+        const T* s = src + b * src_batch;
+        T* d = dst + b * dst_batch;
+        for (int j = ty; j < 32; j += 8) {
+            if (r0 + j < rows && c0 + tx < cols) tile[j][tx] = s[(r0 + j) * src_row + c0 + tx];
+        }
+        __syncthreads();
+        for (int j = ty; j < 32; j += 8) {
+            if (c0 + j < cols && r0 + tx < rows) d[(c0 + j) * dst_col + r0 + tx] = apply(tile[tx][j], factor, conj);
+        }
+        __syncthreads();
+    }
+}
 """
 
 # Integer and bool operands are converted to float64, as scipy.fft does.
@@ -139,8 +169,14 @@ def can_copy(source_dtype, target_dtype) -> bool:
     return (_dtype_name(source_dtype), _dtype_name(target_dtype)) in _COPIES
 
 
+def _transpose_name(dtype) -> str:
+    c_type = _C_TYPES[_dtype_name(dtype)]
+    return f"transpose<{c_type}, {_REAL[c_type][0]}>"
+
+
 _VECTOR_SCALE = "scale<float4, float>"
-_NAMES = (_VECTOR_SCALE,) + tuple(_scale_name(d) for d in _SCALED) + tuple(_copy_name(s, t) for s, t in _COPIES)
+_NAMES = (_VECTOR_SCALE,) + tuple(_scale_name(d) for d in _SCALED) + tuple(_copy_name(s, t) for s, t in _COPIES) \
+    + tuple(_transpose_name(d) for d in _SCALED)
 KERNELS = KernelSet(KERNEL_SOURCE, _NAMES)
 _kernel = KERNELS.kernel
 
@@ -185,6 +221,24 @@ def collapse(shape, source_strides, target_strides) -> tuple:
     return tuple(m[0] for m in merged), tuple(m[1] for m in merged), tuple(m[2] for m in merged)
 
 
+def transpose_plan(shape, source_strides, target_strides) -> tuple | None:
+    """``(batches, rows, cols, source batch stride, source row stride, target batch stride, target
+    column stride)`` where a collapsed copy is a batch of 2-D transposes (at most one batch axis,
+    the target's fastest axis strided in the source and another axis contiguous there), else None.
+    Rows run along the target's contiguous axis, columns along the source's."""
+    if len(shape) not in (2, 3) or target_strides[-1] != 1 or source_strides[-1] == 1:
+        return None
+    inner = [axis for axis in range(len(shape) - 1) if source_strides[axis] == 1]
+    if len(inner) != 1:
+        return None
+    column = inner[0]
+    batch = [axis for axis in range(len(shape) - 1) if axis != column]
+    batches, source_batch, target_batch = (shape[batch[0]], source_strides[batch[0]], target_strides[batch[0]]) \
+        if batch else (1, 0, 0)
+    return (int(batches), int(shape[-1]), int(shape[column]), int(source_batch), int(source_strides[-1]),
+            int(target_batch), int(target_strides[column]))
+
+
 def copy_nd(source: int, target: int, shape, source_strides, target_strides, source_dtype, target_dtype,
             factor: float, conj: bool, stream, device_id: int) -> None:
     """Strided copy (converted to ``target_dtype``, times ``factor``) of ``shape`` elements; strides in
@@ -208,6 +262,13 @@ def copy_nd(source: int, target: int, shape, source_strides, target_strides, sou
             and factor == 1 and not (conj and source_name.startswith("complex"))):
         # a plain copy of contiguous memory: the copy engine's call, cheaper to issue than a launch
         cuda_driver.memcpy_async(target, source, count * np.dtype(source_name).itemsize, stream.handle)
+        return
+    plan = transpose_plan(shape, source_strides, target_strides) if source_name == target_name in _SCALED else None
+    if plan is not None:
+        batches, rows, cols, source_batch, source_row, target_batch, target_col = plan
+        tiles = batches * -(-rows // 32) * -(-cols // 32)
+        _launch(stream, device_id, _transpose_name(source_name), tiles * BLOCK, source, target, *plan,
+                _factor(target_name, factor), np.int32(conj))
         return
     # long long parameters as Python ints (see .launch.launch)
     pad = MAX_COPY_DIMS - len(shape)

@@ -194,6 +194,15 @@ def fake_launch(stream, device_id, name, count, *args):
         if conj:
             np.conjugate(data, out=data)
         return
+    if kernel == "transpose":
+        source, target, batches, rows, cols, source_batch, source_row, target_batch, target_col, factor, conj = args
+        assert all(type(v) is int for v in args[:9]) and type(factor) is real and type(conj) is np.int32
+        assert count == batches * -(-rows // 32) * -(-cols // 32) * 256
+        dtype = _c_dtype(c_types[0])
+        value = view_at(source, (batches, rows, cols), (source_batch, source_row, 1), dtype)
+        out = view_at(target, (batches, rows, cols), (target_batch, 1, target_col), dtype)
+        out[...] = (np.conjugate(value) if conj else value) * factor
+        return
     assert kernel == "copy_nd" and len(args) == 6 + 24
     source, target, n, factor, conj, ndim = args[:6]
     assert isinstance(source, int) and isinstance(target, int) and type(factor) is real and type(n) is int

@@ -1,6 +1,8 @@
 """The GPU code path (planning, pointer arithmetic, copies, scales, caching) on a host stand-in
 for the device: see ``_fake_device.py``. Numbers are checked against scipy.fft."""
 
+import types
+
 import numpy as np
 import pytest
 import scipy.fft
@@ -235,6 +237,41 @@ def test_copy_kernel_arguments_for_many_dimensions(rng, fake):
                      False, None, 0)
     np.testing.assert_array_equal(to_host(target), 2 * view)
     assert _kernels.collapse((4, 5, 6), (30, 6, 1), (30, 6, 1)) == ((120,), (1,), (1,))
+
+
+def test_transpose_plan_recognises_batches_of_row_major_matrices():
+    from nvmathx._codegen.elementwise import collapse, transpose_plan
+
+    # (3, 5, 7) row-major matrices into column-major ones: rows along the target's contiguous axis
+    shape, source, target = collapse((3, 5, 7), (35, 7, 1), (35, 1, 5))
+    assert transpose_plan(shape, source, target) == (3, 5, 7, 35, 7, 35, 5)
+    assert transpose_plan(*collapse((5, 7), (7, 1), (1, 5))) == (1, 5, 7, 0, 7, 0, 5)
+    assert transpose_plan(*collapse((4, 5, 7), (0, 7, 1), (35, 1, 5))) == (4, 5, 7, 0, 7, 35, 5)  # broadcast
+    assert transpose_plan(*collapse((3, 5, 7), (35, 7, 1), (35, 7, 1))) is None  # a plain copy
+    assert transpose_plan(*collapse((3, 5, 7), (35, 7, 2), (35, 1, 5))) is None  # nothing contiguous in the source
+    assert transpose_plan(*collapse((2, 3, 5, 7), (105, 35, 7, 1), (105, 1, 15, 3))) is None  # two batch axes
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_copies_that_transpose_or_copy_plainly(rng, fake, dtype, monkeypatch):
+    from nvmathx._codegen import elementwise as _kernels
+
+    launches, launch = [], _kernels._launch
+    monkeypatch.setattr(_kernels, "_launch", lambda stream, device_id, name, *args: (
+        launches.append(name), launch(stream, device_id, name, *args)))
+    x = rng.standard_normal((3, 37, 70)).astype(dtype)
+    source, target = to_device(x), to_device(np.zeros((3, 70, 37), dtype))
+    launches.clear()
+    _kernels.copy_nd(source.ptr, target.ptr, x.shape, (37 * 70, 70, 1), (37 * 70, 1, 37), dtype, dtype, 1.0, False,
+                     None, 0)
+    np.testing.assert_array_equal(to_host(target), np.swapaxes(x, 1, 2))
+    assert [name.partition("<")[0] for name in launches] == ["transpose"]
+    launches.clear()
+    copied = to_device(np.zeros_like(x))
+    _kernels.copy_nd(source.ptr, copied.ptr, x.shape, (37 * 70, 70, 1), (37 * 70, 70, 1), dtype, dtype, 1.0, False,
+                     types.SimpleNamespace(handle=0), 0)
+    np.testing.assert_array_equal(to_host(copied), x)
+    assert launches == []  # a memcpy
 
 
 def test_hypothesis_functions_on_the_stand_in(monkeypatch):

@@ -434,6 +434,37 @@ def test_kernels_copy_convert_and_scale(rng):
     np.testing.assert_array_equal(cp.asnumpy(target), 2.0 * host_view.astype(np.complex64))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_copy_kernel_transposes_and_plain_copies(rng, dtype):
+    """Row-major matrices into column-major order (the tiled transpose, ragged edges and a
+    broadcast batch included) and a contiguous copy (cuMemcpyAsync), against numpy."""
+    cp = _cupy()
+    from nvmathx._codegen import elementwise as _kernels
+    from nvmathx._core.streams import resolve_stream
+
+    stream = resolve_stream(None, 0)
+    for batch, rows, cols in ((3, 37, 70), (1, 32, 32), (513, 16, 16), (2, 1, 40)):
+        x = rng.standard_normal((batch, rows, cols)).astype(dtype)
+        if np.iscomplexobj(x):
+            x = x + 1j * rng.standard_normal(x.shape).astype(dtype)
+        source = cp.asarray(x)
+        target = cp.zeros((batch, cols, rows), dtype)  # column-major copies, one after the other
+        _kernels.copy_nd(source.data.ptr, target.data.ptr, x.shape, (rows * cols, cols, 1), (rows * cols, 1, rows),
+                         dtype, dtype, 2.0, True, stream, 0)
+        cp.cuda.runtime.deviceSynchronize()
+        expected = 2 * np.conjugate(x) if np.iscomplexobj(x) else 2 * x
+        np.testing.assert_array_equal(cp.asnumpy(target), np.swapaxes(expected, 1, 2))
+        broadcast = cp.zeros((4, cols, rows), dtype)
+        _kernels.copy_nd(source.data.ptr, broadcast.data.ptr, (4, rows, cols), (0, cols, 1), (rows * cols, 1, rows),
+                         dtype, dtype, 1.0, False, stream, 0)
+        copied = cp.zeros_like(source)
+        _kernels.copy_nd(source.data.ptr, copied.data.ptr, x.shape, (rows * cols, cols, 1), (rows * cols, cols, 1),
+                         dtype, dtype, 1.0, False, stream, 0)
+        cp.cuda.runtime.deviceSynchronize()
+        np.testing.assert_array_equal(cp.asnumpy(broadcast), np.broadcast_to(x[0].T, (4, cols, rows)))
+        np.testing.assert_array_equal(cp.asnumpy(copied), x)
+
+
 def test_scale_kernel_vector_and_scalar_paths(rng):
     cp = _cupy()
     from nvmathx._codegen import elementwise as _kernels
