@@ -29,10 +29,10 @@ def test_nvmathx_and_nvmath_python_share_a_process_arrays_and_a_stream(rng):
         stream.synchronize()
     product = a_host.astype(np.float64) @ b_host.astype(np.float64)
     spectrum = np.fft.fft(x_host.astype(np.complex128), axis=-1)
-    for result in (ours, theirs):
-        assert isinstance(result, cupy.ndarray)
-        assert np.linalg.norm(cupy.asnumpy(result) - product) <= 1e-5 * np.linalg.norm(product)
-    for result in (our_fft, their_fft):
-        assert isinstance(result, cupy.ndarray)
-        assert np.linalg.norm(cupy.asnumpy(result) - spectrum) <= 1e-5 * np.linalg.norm(spectrum)
+    for name, result in (("nvmathx matmul", ours), ("nvmath-python matmul", theirs)):
+        assert isinstance(result, cupy.ndarray), name
+        assert np.linalg.norm(cupy.asnumpy(result) - product) <= 1e-5 * np.linalg.norm(product), name
+    for name, result in (("nvmathx fft", our_fft), ("nvmath-python fft", their_fft)):
+        assert isinstance(result, cupy.ndarray), name
+        assert np.linalg.norm(cupy.asnumpy(result) - spectrum) <= 1e-5 * np.linalg.norm(spectrum), name
     assert version("nvmath-python").startswith("1.0")

@@ -467,15 +467,13 @@ def _fused_arguments(problem: SolveProblem, device_id: int) -> tuple:
 
 
 def fused_kernels_cached(problem: SolveProblem, check: str, device_id: int) -> bool:
-    """Whether the fused kernels ``problem`` needs (the solve's, and the factor-only one for
-    ``check="raise"``) are in the disk cache: ``engine="auto"`` takes the fused engine only then
-    (a call never waits on code generation it did not ask for; ``engine="fused"`` builds them)."""
+    """Whether the fused kernel ``problem`` needs (the solve's: ``factorize()`` runs it too, for the
+    status) is in the disk cache: ``engine="auto"`` takes the fused engine only then (a call never
+    waits on code generation it did not ask for; ``engine="fused"`` builds it)."""
     from .._codegen.fused_solver import is_cached
 
     target, fill_mode = _fused_arguments(problem, device_id)
-    needed = (True, False) if check == "raise" else (True,)
-    return all(is_cached(problem.structure, solves, problem.n, problem.nrhs, problem.dtype, target, fill_mode)
-               for solves in needed)
+    return is_cached(problem.structure, True, problem.n, problem.nrhs, problem.dtype, target, fill_mode)
 
 
 def load_fused_kernel(structure: str, solves: bool, problem: SolveProblem, device_id: int):
@@ -505,21 +503,23 @@ def load_fused_kernel(structure: str, solves: bool, problem: SolveProblem, devic
 class FusedEngine(GpuSolverState):
     """One generated cuSOLVERDx kernel per solve: every system of the batch factored and solved in
     shared memory, one launch (``gesv_partial_pivot`` or ``posv``); with ``check="raise"``,
-    ``factorize()`` runs the factor-only kernel for the status. ``a`` is expanded to the full batch
-    and copied as ``op(a)``, so the kernel solves ``op(a) x = b`` without a transpose of its own."""
+    ``factorize()`` runs the same kernel on scratch right-hand sides for the status (the function
+    form's call runs it once, for both). ``a`` is expanded to the full batch and copied as
+    ``op(a)``, so the kernel solves ``op(a) x = b`` without a transpose of its own."""
 
     name = "fused"
 
     def __init__(self, problem: SolveProblem, **kwargs):
         super().__init__(problem, **kwargs)
         self._a_indices = self._a_of_system()
-        self.solve_kernel = self.factor_kernel = None
+        self.solve_kernel = None
+        # factorize()'s status comes from the solve kernel run on scratch right-hand sides
+        self.scratch = self._allocate(problem.batch_count * problem.n * problem.nrhs * self.itemsize) \
+            if self.raise_singular and not problem.empty else 0
         if problem.empty:
             return
         try:
             self.solve_kernel, _ = load_fused_kernel(problem.structure, True, problem, self.device_id)
-            if self.raise_singular:
-                self.factor_kernel, _ = load_fused_kernel(problem.structure, False, problem, self.device_id)
         except OptionsError as error:  # cuSOLVERDx does not take the problem (size, shared memory)
             self.free()
             raise OptionsError("options.engine", f"the fused engine cannot solve this problem ({error})") from None
@@ -538,8 +538,8 @@ class FusedEngine(GpuSolverState):
         return row, col, conj
 
     def _factor(self, stream) -> None:
-        if self.factor_kernel is not None:
-            self.factor_kernel(stream, self.a_work, self.x, self.info, self.problem.batch_count)
+        if self.scratch and self.solve_kernel is not None:
+            self.solve_kernel(stream, self.a_work, self.scratch, self.info, self.problem.batch_count)
 
     def _factor_before_solve(self, stream) -> None:
         """None: the solve kernel factors too, and writes the same status."""

@@ -40,10 +40,10 @@ def test_unconsumed_capsule_is_released():
     host = np.arange(6.0)
     before = set(device_array._exported)  # other tests in this process may hold exports of their own
     capsule = device_array._make_capsule(_device_array_over(host), 1)
-    assert len(set(device_array._exported) - before) == 1
+    (ours,) = set(device_array._exported) - before
     del capsule
     gc.collect()
-    assert set(device_array._exported) <= before
+    assert ours not in device_array._exported  # (other exports may come and go meanwhile)
 
 
 def test_capsule_into_torch_with_bfloat16(rng):

@@ -216,8 +216,12 @@ def test_cupy_stream_and_function_form_cache(rng):
     dense, b, _ = _operands(rng, (64, 48), 4, "float64")
     a = _on_gpu("cupy", dense)
     stream = cupy.cuda.Stream(non_blocking=True)
-    first = matmul(a, _dense("cupy", b), stream=stream)
-    second = matmul(a, _dense("cupy", 2 * b), stream=stream)
+    # The operands live until the stream is done: CuPy's pool would hand a freed b to the next
+    # array (written on the default stream, which a non-blocking stream does not wait for).
+    b_first, b_second = _dense("cupy", b), _dense("cupy", 2 * b)
+    cupy.cuda.Device().synchronize()
+    first = matmul(a, b_first, stream=stream)
+    second = matmul(a, b_second, stream=stream)
     stream.synchronize()
     assert len(plan_cache) == 1
     assert_close(to_host(first), reference(dense, b, None, 1, 0, False), "float64")
