@@ -92,6 +92,27 @@ def test_unsorted_and_duplicate_columns_are_summed_as_scipy_does(rng, library, i
         assert matrix.nnz == len(data)  # the caller's matrix is left as it was
 
 
+def test_torch_canonical_answer_is_kept_until_the_indices_change(rng, monkeypatch):
+    from nvmathx._core.tensor import _sparse
+
+    checks = []
+    compute = _sparse._torch_is_canonical
+    monkeypatch.setattr(_sparse, "_torch_is_canonical", lambda csr, operand: checks.append(1) or compute(csr, operand))
+    dense = random_dense(rng, (8, 8), np.float64, density=0.6)
+    tensor = torch.from_numpy(dense).to_sparse_csr()
+    for _ in range(3):
+        assert not wrap_sparse_operand(tensor, "a").canonicalized
+    assert len(checks) == 1  # computed once for this tensor
+    columns, offsets = tensor.col_indices(), tensor.crow_indices().tolist()
+    row = next(i for i in range(8) if offsets[i + 1] - offsets[i] >= 2)  # (a density of 0.6 has one)
+    entries = slice(offsets[row], offsets[row + 1])
+    columns[entries] = columns[entries].flip(0).clone()  # in place: unsorted now
+    operand = wrap_sparse_operand(tensor, "a")
+    assert len(checks) == 3 and operand.canonicalized  # the write was seen (and its sorted copy checked)
+    np.testing.assert_allclose(dense_of(operand).real, torch.sparse_csr_tensor(
+        tensor.crow_indices(), columns, tensor.values(), dense.shape).to_dense().numpy(), rtol=0, atol=0)
+
+
 def test_sorted_torch_csr_is_not_copied(rng):
     tensor = torch.from_numpy(random_dense(rng, (6, 6), np.float64, empty_rows=(2,))).to_sparse_csr()
     operand = wrap_sparse_operand(tensor, "a")

@@ -20,6 +20,8 @@ What it guarantees to every consumer (sparse @ dense, the direct solver):
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..errors import OperandError, UnsupportedOperandError
@@ -260,14 +262,33 @@ def _widened(array: Operand, adapter: Adapter, argument: str) -> Operand:
     return adapter.view(widened, argument)
 
 
+# id(torch CSR tensor) -> (weak reference to it, the state of its index arrays, the answer)
+_torch_canonical: dict[int, tuple] = {}
+
+
 def _is_canonical(csr, operand: SparseOperand) -> bool:
     """Sorted columns within each row and no duplicates. scipy and cupy cache this answer on the
     matrix; torch's is computed: ``row * columns + column`` must increase strictly along the stored
-    entries (with numpy on the host; on a device, three element-wise kernels and one synchronisation)."""
+    entries (with numpy on the host; on a device, three element-wise kernels and one synchronisation),
+    then kept for that tensor until its index arrays change (their addresses or torch's version
+    counters, which every in-place write bumps)."""
     if operand.nnz <= 1:
         return True
     if operand.package != "torch":
         return bool(csr.has_canonical_format)
+    crow, col = csr.crow_indices(), csr.col_indices()
+    state = (crow.data_ptr(), col.data_ptr(), crow._version, col._version)
+    known = _torch_canonical.get(id(csr))
+    if known is not None and known[0]() is csr and known[1] == state:
+        return known[2]
+    answer = _torch_is_canonical(csr, operand)
+    if len(_torch_canonical) >= 1024:  # tensors that died leave entries behind: start afresh
+        _torch_canonical.clear()
+    _torch_canonical[id(csr)] = (weakref.ref(csr), state, answer)
+    return answer
+
+
+def _torch_is_canonical(csr, operand: SparseOperand) -> bool:
     rows, columns = operand.shape
     if not operand.is_device:
         indptr = np.asarray(host_array(operand.indptr), dtype=np.int64)
