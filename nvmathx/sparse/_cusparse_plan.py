@@ -46,6 +46,17 @@ def _handle(device_id: int) -> int:
     return handle
 
 
+def _bind_stream(handle: int, stream_handle: int) -> None:
+    """Point this thread's handle at ``stream_handle``, with a library call only when it changes
+    (the handle is this module's alone, so the last stream set is known)."""
+    streams = getattr(_handles, "streams", None)
+    if streams is None:
+        streams = _handles.streams = {}
+    if streams.get(handle) != stream_handle:
+        cusparse.set_stream(handle, stream_handle)
+        streams[handle] = stream_handle
+
+
 def _scalar(value, dtype: str):
     """A host buffer holding ``value`` in the compute dtype (cuSPARSE reads alpha and beta there)."""
     buffer: Any = _SCALAR_TYPES[dtype]()
@@ -121,7 +132,7 @@ class CusparsePlan:
 
     def _make(self, a: SparseOperand, b: Operand, stream, preprocess: bool) -> None:
         problem = self.problem
-        cusparse.set_stream(self.handle, stream.handle)
+        _bind_stream(self.handle, stream.handle)
         self.op = cusparse.Operation.TRANSPOSE if problem.transpose else cusparse.Operation.NON_TRANSPOSE
         index_type = cusparse.INDEX_TYPES[problem.index_dtype]
         order, ld = dense_layout(tuple(b.shape), tuple(b.strides), "b")
@@ -189,7 +200,7 @@ class CusparsePlan:
             cuda_driver.memcpy_async(ptr, self.c_ptr, self.result_nbytes, stream.handle)
         if not self.handle:
             return result
-        cusparse.set_stream(self.handle, stream.handle)
+        _bind_stream(self.handle, stream.handle)
         if self.problem.is_vector:
             cusparse.dn_vec_set_values(self.mat_c, ptr)
             cusparse.spmv(self.handle, self.op, self.alpha_ptr, self.mat_a, self.mat_b, self.beta_ptr, self.mat_c,
