@@ -61,7 +61,8 @@ extern "C" __global__ void __launch_bounds__({threads}) {symbol}(const {T}* a, {
     }}
     for (unsigned i = tid; i < {b_elements}u; i += threads) {{
         const unsigned system = i / {nk}u, within = i % {nk}u;
-        sb[system * {b_step}u + (within / {n}u) * {ldb}u + within % {n}u] = system < count ? b[first * {nk} + i] : {T}{{}};
+        sb[system * {b_step}u + (within / {n}u) * {ldb}u + within % {n}u] =
+            system < count ? b[first * {nk} + i] : {T}{{}};
     }}
     __syncthreads();
     {function}({arguments});
