@@ -244,6 +244,8 @@ ALLOWED_PRIVATE = {
     ("nvmathx._bindings._loader", "_handle_uint"):
         "cuda.pathfinder's LoadedDL gives the handle of a library loaded without a path only there",
     ("nvmathx._core.tensor._torch", "_C"): "torch._C holds DLPack and stream queries torch exposes nowhere else",
+    ("nvmathx._core.tensor._sparse", "_version"):
+        "torch's version counter, bumped by every in-place write, is exposed only as Tensor._version",
     ("nvmathx._fftcore.callback_codegen_mlir", "_type"):
         "numba-cuda-mlir's C struct model keeps its type there (no public accessor)",
     ("nvmathx.device_api._launch", "_codelibrary"): "numba's compiled kernel gives its CUfunction only there",
