@@ -341,12 +341,7 @@ class CufftPlan:
         source_dtype, target_dtype = self._dtypes[step.source], self._dtypes[step.target]
         if step.zero_fill:
             _memset_async(pointers[step.target], self._buffer_bytes(step.target), stream.handle)
-        dense = _span_elements(step.shape, step.source_strides) == int(np.prod(step.shape))
-        if (dense and step.source_strides == step.target_strides and source_dtype == target_dtype and factor == 1.0
-                and not conj and all(s > 0 for e, s in zip(step.shape, step.source_strides) if e > 1)):
-            nbytes = _span_elements(step.shape, step.source_strides) * source_dtype.itemsize
-            cuda_driver.memcpy_async(pointers[step.target], pointers[step.source], nbytes, stream.handle)
-            return
+        # (a dense copy of one layout is a cuMemcpyAsync there)
         elementwise.copy_nd(pointers[step.source], pointers[step.target], step.shape, step.source_strides,
                             step.target_strides, source_dtype, target_dtype, factor, conj, stream, self.device_id)
 
