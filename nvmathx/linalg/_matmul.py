@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
+from .._core.lifetime import free_at_collection
 from .._core.logs import get_logger
 from .._core.options import check_or_create_options, check_positive_int
 from .._core.streams import CallStreams
@@ -211,10 +211,7 @@ class Matmul:
         self.free()
 
     def __del__(self):
-        try:
-            self.free()
-        except Exception as error:  # never raise from a destructor
-            warnings.warn(f"Matmul.free() failed during garbage collection: {error}", RuntimeWarning, stacklevel=1)
+        free_at_collection(self, "Matmul")
 
     @property
     def _runner(self) -> Runner | None:

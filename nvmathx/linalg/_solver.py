@@ -3,12 +3,12 @@ factorize, solve many times."""
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from .._bindings import cuda_driver
 from .._core.errors import InvalidStateError, OperandError, OptionsError
 from .._core.execution import ExecutionCPU, normalize_execution
+from .._core.lifetime import free_at_collection
 from .._core.logs import get_logger
 from .._core.options import check_or_create_options
 from .._core.streams import CallStreams, resolve_stream
@@ -194,11 +194,7 @@ class DirectSolver:
         self.free()
 
     def __del__(self):
-        try:
-            self.free()
-        except Exception as error:  # never raise from a destructor
-            warnings.warn(f"DirectSolver.free() failed during garbage collection: {error}", RuntimeWarning,
-                          stacklevel=1)
+        free_at_collection(self, "DirectSolver")
 
     # -- the calls -------------------------------------------------------------------------------
 

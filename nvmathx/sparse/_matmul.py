@@ -3,12 +3,12 @@ workspace), execute many times, reset operands of the same shapes and sparsity p
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from .._bindings import cuda_driver
 from .._core.errors import InvalidStateError, OperandError, OptionsError, UnsupportedLayoutError
 from .._core.execution import ExecutionCPU, normalize_execution
+from .._core.lifetime import free_at_collection
 from .._core.options import check_or_create_options
 from .._core.streams import CallStreams, order_after, resolve_stream
 from .._core.tensor import (
@@ -221,11 +221,7 @@ class Matmul:
         self.free()
 
     def __del__(self):
-        try:
-            self.free()
-        except Exception as error:  # never raise from a destructor
-            warnings.warn(f"sparse Matmul.free() failed during garbage collection: {error}", RuntimeWarning,
-                          stacklevel=1)
+        free_at_collection(self, "sparse Matmul")
 
     # -- planning and execution ----------------------------------------------------------------
 
