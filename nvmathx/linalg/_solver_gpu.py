@@ -32,7 +32,7 @@ from .._core.errors import OperandError, OptionsError
 from .._core.memory import allocate
 from .._core.tensor import Operand, allocate_like, c_strides
 from ._solver_cpu import singular_error
-from ._solver_kernels import ELEMENT_TYPES, REAL_TYPES
+from ._solver_kernels import ELEMENT_TYPES, REAL_TYPES, nonfinite_items
 from ._solver_kernels import launch as launch_check
 from ._solver_problem import SolveProblem, batched_column_major_strides, broadcast_strides
 
@@ -182,18 +182,14 @@ class GpuSolverState:
         if self.check_finite:
             problem = self.problem
             cuda_driver.memset_async(self.flag, 0, 8, stream.handle)
-            count = self._reals(self.factor_count * problem.n * problem.n)
-            launch_check(stream, self.device_id, f"nonfinite<{REAL_TYPES[problem.dtype]}>", count, self.a_work, count,
-                         self.flag)
+            self._launch_nonfinite(stream, self.a_work, self.factor_count * problem.n * problem.n, self.flag)
 
     def _check_b(self, stream) -> None:
         """Queue the finiteness check of b's copy (its flag cleared first)."""
         if self.check_finite:
             problem = self.problem
             cuda_driver.memset_async(self.b_flag, 0, 4, stream.handle)
-            count = self._reals(problem.batch_count * problem.n * problem.nrhs)
-            launch_check(stream, self.device_id, f"nonfinite<{REAL_TYPES[problem.dtype]}>", count, self.x,
-                         count, self.b_flag)
+            self._launch_nonfinite(stream, self.x, problem.batch_count * problem.n * problem.nrhs, self.b_flag)
 
     def _check_diagonal(self, stream) -> None:
         """Triangular and diagonal systems: a zero on the diagonal is the singular status."""
@@ -202,8 +198,10 @@ class GpuSolverState:
             launch_check(stream, self.device_id, f"zero_diagonal<{ELEMENT_TYPES[problem.dtype]}>", self.factor_count,
                          self.a_work, self.factor_count, problem.n, self.info)
 
-    def _reals(self, count: int) -> int:
-        return count * (2 if self.problem.dtype.startswith("complex") else 1)
+    def _launch_nonfinite(self, stream, pointer: int, elements: int, flag: int) -> None:
+        real = REAL_TYPES[self.problem.dtype]
+        count = elements * (2 if self.problem.dtype.startswith("complex") else 1)
+        launch_check(stream, self.device_id, f"nonfinite<{real}>", nonfinite_items(count, real), pointer, count, flag)
 
     def _copy_a(self, a: Operand, stream) -> None:
         problem, n, batch = self.problem, self.problem.n, self.factor_batch

@@ -36,6 +36,8 @@ struct float2 { float x, y; };
 struct uint2 { unsigned int x, y; };
 struct uint4 { unsigned int x, y, z, w; };
 struct double2 { double x, y; };
+struct float4 { float x, y, z, w; };
+static inline int __syncthreads_or(int predicate) { return predicate; }  // a block of one thread
 static inline unsigned int atomicMax(unsigned int* address, unsigned int value) {
     unsigned int old = *address;
     if (value > old) *address = value;
