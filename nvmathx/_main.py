@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import os
 import platform
 import time
 from typing import Callable
@@ -114,7 +115,12 @@ def cudss_report() -> str:
         return f"cuDSS not available: {_short(error)}"
     extras = ("transposed solves, Bunch-Kaufman pivoting, NVRTC kernels" if dialect.jit_kernels
               else "no transposed solves")
-    return f"cuDSS {'.'.join(map(str, dialect.release))} ({dialect.soname}: {extras})"
+    try:
+        layer = cudss.threading_layer_path()
+    except Exception:  # noqa: BLE001
+        layer = None
+    threads = f"threading layer {os.path.basename(layer)}" if layer else "no threading layer: single-threaded analysis"
+    return f"cuDSS {'.'.join(map(str, dialect.release))} ({dialect.soname}: {extras}; {threads})"
 
 
 def _short(error) -> str:

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import glob
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +64,9 @@ __all__ = [
     "destroy",
     "set_stream",
     "set_jit_cache_dir",
+    "THREADING_LAYER_STEM",
+    "threading_layer_path",
+    "set_threading_layer",
     "config_create",
     "config_destroy",
     "config_set",
@@ -284,6 +289,7 @@ _SIGNATURES = {
     "cudssDestroy": (_int, [_p]),
     "cudssSetStream": (_int, [_p, _p]),
     "cudssSetJitCacheDir": (_int, [_p, ctypes.c_char_p], False),  # 1.0 only
+    "cudssSetThreadingLayer": (_int, [_p, ctypes.c_char_p]),
     "cudssConfigCreate": (_int, [_pp]),
     "cudssConfigDestroy": (_int, [_p]),
     "cudssConfigSet": (_int, [_p, _int, _p, _size]),
@@ -395,6 +401,26 @@ def set_jit_cache_dir(handle: int, folder: str) -> bool:
         return False
     check(function(handle, folder.encode()), "cudssSetJitCacheDir", folder)
     return True
+
+
+# The threading layer libcudss ships (GNU OpenMP) for its multi-threaded host work (the reordering)
+THREADING_LAYER_STEM = "libcudss_mtlayer_gomp.so"
+
+
+def threading_layer_path() -> str | None:
+    """The threading layer beside the loaded libcudss, or None where it has none (or libcudss was
+    found without a path)."""
+    folder = os.path.dirname(load_library("cudss").path or "")
+    if not folder:
+        return None
+    candidates = sorted(glob.glob(os.path.join(folder, THREADING_LAYER_STEM + "*")))
+    return candidates[-1] if candidates else None
+
+
+def set_threading_layer(handle: int, library: str | None) -> None:
+    """``cudssSetThreadingLayer``: cuDSS's multi-threaded mode through the threading layer
+    ``library`` (None: the one named by the ``CUDSS_THREADING_LIB`` environment variable)."""
+    _call("cudssSetThreadingLayer", handle, None if library is None else library.encode(), detail=str(library))
 
 
 def config_create() -> int:

@@ -19,7 +19,7 @@ from .._core.errors import SingularMatrixError
 from .._core.tensor import SparseOperand
 from ._solver_options import DirectSolverOptions, cudss_settings
 
-__all__ = ["CudssPlan", "VALUE_TYPES", "INDEX_TYPES"]
+__all__ = ["CudssPlan", "VALUE_TYPES", "INDEX_TYPES", "threading_layer"]
 
 VALUE_TYPES = {"float32": cudss.DataType.R_32F, "float64": cudss.DataType.R_64F,
                "complex64": cudss.DataType.C_32F, "complex128": cudss.DataType.C_64F}
@@ -41,12 +41,34 @@ def _handle(device_id: int) -> int:
 
         device.ensure_device(device_id).set_current()  # cudssCreate takes the current device
         handle = cudss.create()
+        _use_threading_layer(handle)
         if cudss.dialect().jit_kernels:
             folder = os.path.join(str(cache_dir()), "cudss-jit")
             os.makedirs(folder, exist_ok=True)
             cudss.set_jit_cache_dir(handle, folder)
         handles[device_id] = handle
     return handle
+
+
+# whether the handles run cuDSS's host work (the reordering) on several threads: None until the first
+# handle tries, then True or False (python -m nvmathx and the guide report it)
+threading_layer: dict = {"active": None, "library": None, "error": None}
+
+
+def _use_threading_layer(handle: int) -> None:
+    """cuDSS's multi-threaded mode: the threading layer named by ``CUDSS_THREADING_LIB``, else the
+    one beside libcudss. Where it does not load (no libgomp, say), the handle stays single-threaded:
+    the solver works the same, with a slower analysis."""
+    library = None if os.environ.get("CUDSS_THREADING_LIB") else cudss.threading_layer_path()
+    if library is None and not os.environ.get("CUDSS_THREADING_LIB"):
+        threading_layer.update(active=False, error="no threading layer beside libcudss")
+        return
+    try:
+        cudss.set_threading_layer(handle, library)
+    except cudss.CudssError as error:
+        threading_layer.update(active=False, library=library, error=str(error))
+        return
+    threading_layer.update(active=True, library=library or os.environ["CUDSS_THREADING_LIB"], error=None)
 
 
 class CudssPlan:

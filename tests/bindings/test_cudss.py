@@ -118,7 +118,21 @@ def test_python_m_nvmathx_reports_cudss(fresh, monkeypatch):
     monkeypatch.setenv("NVMATHX_CUDSS_PATH", "/nonexistent/libcudss.so.1")
     assert cudss_report().startswith("cuDSS not available: cudss not installed: pip install ")
     monkeypatch.setattr(fresh, "dialect", lambda: fresh.dialect_for((0, 8, 0)))
-    assert cudss_report() == "cuDSS 0.8.0 (libcudss.so.0: no transposed solves)"
+    assert cudss_report() == ("cuDSS 0.8.0 (libcudss.so.0: no transposed solves; no threading layer: "
+                              "single-threaded analysis)")
+    monkeypatch.setattr(fresh, "threading_layer_path", lambda: "/site/nvidia/cu13/lib/libcudss_mtlayer_gomp.so.0")
+    assert cudss_report().endswith("; threading layer libcudss_mtlayer_gomp.so.0)")
+
+
+def test_the_threading_layer_is_found_beside_libcudss(fresh, monkeypatch, tmp_path):
+    library = tmp_path / "libcudss.so.0"
+    library.write_bytes(b"")
+    monkeypatch.setattr(fresh, "load_library", lambda name: _loader.LoadedLibrary("cudss", None, str(library), "test"))
+    assert fresh.threading_layer_path() is None
+    (tmp_path / "libcudss_mtlayer_gomp.so.0").write_bytes(b"")
+    assert fresh.threading_layer_path() == str(tmp_path / "libcudss_mtlayer_gomp.so.0")
+    monkeypatch.setattr(fresh, "load_library", lambda name: _loader.LoadedLibrary("cudss", None, "", "test"))
+    assert fresh.threading_layer_path() is None  # found by the system loader: no folder to look in
 
 
 @pytest.mark.gpu

@@ -185,3 +185,48 @@ def test_the_checksum_kernel_computes_its_documented_sum(fake, monkeypatch, rng,
     moved.sum_duplicates()
     moved.indptr, moved.indices = moved.indptr.astype(index_dtype), moved.indices.astype(index_dtype)
     assert pattern_checksum(wrap_sparse_operand(make(moved), "a"), stream) != checksum
+
+
+def test_host_threads_reach_cudss_configuration(fake, rng):
+    from nvmathx._bindings import cudss
+
+    dense = system_matrix(rng, 12, "float64", "general")
+    b = right_hand_side(rng, 12, "float64")
+    with DirectSolver(scipy.sparse.csr_array(dense), b, options={"host_threads": 3}, execution="cuda") as solver:
+        solver.plan()
+        values = fake.live[solver._space.plan_.config][1]["values"]
+        assert values[cudss.ConfigParam.HOST_NTHREADS] == 3
+    with DirectSolver(scipy.sparse.csr_array(dense), b, execution="cuda") as solver:
+        solver.plan()  # None: the threading layer's own count, nothing set
+        assert cudss.ConfigParam.HOST_NTHREADS not in fake.live[solver._space.plan_.config][1]["values"]
+
+
+@pytest.mark.parametrize("environment, layer, refuse, expected", [
+    (None, "/lib/libcudss_mtlayer_gomp.so.0", False, ("/lib/libcudss_mtlayer_gomp.so.0", True)),
+    (None, "/lib/libcudss_mtlayer_gomp.so.0", True, ("/lib/libcudss_mtlayer_gomp.so.0", False)),
+    (None, None, False, (None, False)),  # no layer beside libcudss: nothing asked
+    ("/opt/my_layer.so", None, False, (None, True)),  # cuDSS reads CUDSS_THREADING_LIB itself
+])
+def test_a_new_handle_takes_the_threading_layer_or_stays_single_threaded(monkeypatch, environment, layer, refuse,
+                                                                         expected):
+    from nvmathx._bindings import cudss
+    from nvmathx.sparse import _solver_cudss
+
+    if environment is None:
+        monkeypatch.delenv("CUDSS_THREADING_LIB", raising=False)
+    else:
+        monkeypatch.setenv("CUDSS_THREADING_LIB", environment)
+    asked = []
+
+    def set_threading_layer(handle, library):
+        asked.append(library)
+        if refuse:
+            raise cudss.CudssError(1, "CUDSS_STATUS_NOT_INITIALIZED", "cudssSetThreadingLayer", str(library))
+
+    monkeypatch.setattr(cudss, "threading_layer_path", lambda: layer)
+    monkeypatch.setattr(cudss, "set_threading_layer", set_threading_layer)
+    monkeypatch.setattr(_solver_cudss, "threading_layer", {"active": None, "library": None, "error": None})
+    _solver_cudss._use_threading_layer(7)  # never raises: a solver works without the layer
+    library, active = expected
+    assert asked == ([] if layer is None and environment is None else [library])
+    assert _solver_cudss.threading_layer["active"] is active
