@@ -147,6 +147,38 @@ def _uncached(a, b, options, execution, stream):
         return solver.solve()
 
 
+# solve()'s keywords merged into its options, memoized: building and checking the frozen options
+# twice per call was a measurable part of a small solve's host time. Keys carry each value's type, so
+# that 1 and True (equal, and equally hashed) are told apart and a bad value is still refused.
+_OPTIONS_MEMO: dict = {}
+_OPTIONS_MEMO_SIZE = 256
+
+
+def _solve_options(options, assume_a, lower, transposed, check_finite) -> DirectSolverOptions:
+    keywords = (type(assume_a), assume_a, type(lower), lower, type(transposed), transposed, type(check_finite),
+                check_finite)
+    if options is None:
+        memo_key: tuple | None = (None, keywords)
+    elif type(options) is dict:
+        memo_key = (tuple((name, type(value), value) for name, value in options.items()), keywords)
+    else:
+        memo_key = (id(options), keywords)  # an instance: kept alive by its entry (below)
+    try:
+        entry = _OPTIONS_MEMO.get(memo_key)
+    except TypeError:  # an unhashable value: no memo
+        entry, memo_key = None, None
+    if entry is not None and (memo_key[0] is None or type(memo_key[0]) is tuple or entry[0] is options):
+        return entry[1]
+    merged = check_or_create_options(DirectSolverOptions, options, "options")
+    merged = dataclasses.replace(merged, assume_a=assume_a, lower=lower, transposed=transposed,
+                                 check_finite=check_finite)
+    if memo_key is not None:
+        if len(_OPTIONS_MEMO) >= _OPTIONS_MEMO_SIZE:
+            _OPTIONS_MEMO.clear()
+        _OPTIONS_MEMO[memo_key] = (options if isinstance(options, DirectSolverOptions) else None, merged)
+    return merged
+
+
 @overload
 def solve(a: NumpyArrayT, b: NumpyArrayT, *, assume_a: str | None = None, lower: bool = False,
           transposed: bool | str = False, check_finite: bool = True, options: OptionsLike = None,
@@ -225,8 +257,6 @@ def solve(a: ArrayLike, b: ArrayLike, *, assume_a: str | None = None, lower: boo
     >>> solve(np.stack([a, 2 * a]), np.array([2.0, 4.0, -1.0])).shape  # one b for each matrix
     (2, 3)
     """
-    options = check_or_create_options(DirectSolverOptions, options, "options")
-    options = dataclasses.replace(options, assume_a=assume_a, lower=lower, transposed=transposed,
-                                  check_finite=check_finite)
+    options = _solve_options(options, assume_a, lower, transposed, check_finite)
     # Two ArrayLike unions are more than mypy splits over direct_solver's overloads; the same kind comes back.
     return direct_solver(a, b, options=options, execution=execution, stream=stream)  # type: ignore[misc, type-var]
