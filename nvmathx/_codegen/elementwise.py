@@ -16,6 +16,9 @@ in CUDA graphs.
 
 from __future__ import annotations
 
+import functools
+from typing import Any, Callable
+
 import numpy as np
 
 from .._bindings import cuda_driver
@@ -23,8 +26,8 @@ from .launch import BLOCK, KernelSet
 from .launch import launch as launch_kernel
 
 __all__ = [
-    "INTEGER_C_TYPES", "MAX_COPY_DIMS", "KERNEL_SOURCE", "KERNELS", "can_copy", "scale", "copy_nd", "collapse",
-    "transpose_plan",
+    "INTEGER_C_TYPES", "MAX_COPY_DIMS", "KERNEL_SOURCE", "KERNELS", "can_copy", "scale", "copy_nd", "prepare_copy",
+    "collapse", "transpose_plan",
 ]
 
 MAX_COPY_DIMS = 8
@@ -243,37 +246,62 @@ def copy_nd(source: int, target: int, shape, source_strides, target_strides, sou
             factor: float, conj: bool, stream, device_id: int) -> None:
     """Strided copy (converted to ``target_dtype``, times ``factor``) of ``shape`` elements; strides in
     elements, any sign."""
+    prepare_copy(shape, source_strides, target_strides, source_dtype, target_dtype, factor, conj,
+                 device_id)(source, target, stream)
+
+
+def prepare_copy(shape, source_strides, target_strides, source_dtype, target_dtype, factor: float, conj: bool,
+                 device_id: int) -> Callable[[int, int, Any], None]:
+    """:func:`copy_nd`'s decisions for one geometry, made once: ``copy(source, target, stream)``
+    then costs the call alone (a plan that copies the same layout every call keeps it)."""
     shape, source_strides, target_strides = collapse(shape, source_strides, target_strides)
     count = int(np.prod(shape, dtype=np.int64))
     if count == 0:
-        return
+        return _no_copy
     if len(shape) > MAX_COPY_DIMS:  # copy the leading dimensions one slice at a time
-        keep = MAX_COPY_DIMS - 1
-        outer = shape[:-keep]
-        for index in np.ndindex(*outer):
-            so = sum(i * s for i, s in zip(index, source_strides))
-            to = sum(i * s for i, s in zip(index, target_strides))
-            copy_nd(source + so * np.dtype(source_dtype).itemsize, target + to * np.dtype(target_dtype).itemsize,
-                    shape[-keep:], source_strides[-keep:], target_strides[-keep:], source_dtype, target_dtype,
-                    factor, conj, stream, device_id)
-        return
+        return functools.partial(_copy_slices, shape, source_strides, target_strides, source_dtype, target_dtype,
+                                 factor, conj, device_id)
     source_name, target_name = _dtype_name(source_dtype), _dtype_name(target_dtype)
     if (len(shape) == 1 and source_strides[0] == target_strides[0] == 1 and source_name == target_name
             and factor == 1 and not (conj and source_name.startswith("complex"))):
         # a plain copy of contiguous memory: the copy engine's call, cheaper to issue than a launch
-        cuda_driver.memcpy_async(target, source, count * np.dtype(source_name).itemsize, stream.handle)
-        return
+        nbytes = count * np.dtype(source_name).itemsize
+
+        def copy_contiguous(source: int, target: int, stream) -> None:
+            cuda_driver.memcpy_async(target, source, nbytes, stream.handle)
+
+        return copy_contiguous
     plan = transpose_plan(shape, source_strides, target_strides) if source_name == target_name in _SCALED else None
     if plan is not None:
-        batches, rows, cols, source_batch, source_row, target_batch, target_col = plan
-        tiles = batches * -(-rows // 32) * -(-cols // 32)
-        _launch(stream, device_id, _transpose_name(source_name), tiles * BLOCK, source, target, *plan,
-                _factor(target_name, factor), np.int32(conj))
-        return
-    # long long parameters as Python ints (see .launch.launch)
-    pad = MAX_COPY_DIMS - len(shape)
-    extents = [int(e) for e in shape] + [1] * pad
-    sources = [int(s) for s in source_strides] + [0] * pad
-    targets = [int(t) for t in target_strides] + [0] * pad
-    _launch(stream, device_id, _copy_name(source_name, target_name), count, source, target, count,
-            _factor(target_name, factor), np.int32(conj), np.int32(len(shape)), *extents, *sources, *targets)
+        batches, rows, cols = plan[:3]
+        name, items = _transpose_name(source_name), batches * -(-rows // 32) * -(-cols // 32) * BLOCK
+        tail: tuple = (*plan, _factor(target_name, factor), np.int32(conj))
+    else:
+        # long long parameters as Python ints (see .launch.launch)
+        pad = MAX_COPY_DIMS - len(shape)
+        extents = [int(e) for e in shape] + [1] * pad
+        sources = [int(s) for s in source_strides] + [0] * pad
+        targets = [int(t) for t in target_strides] + [0] * pad
+        name, items = _copy_name(source_name, target_name), count
+        tail = (count, _factor(target_name, factor), np.int32(conj), np.int32(len(shape)), *extents, *sources,
+                *targets)
+
+    def copy_kernel(source: int, target: int, stream) -> None:
+        _launch(stream, device_id, name, items, source, target, *tail)
+
+    return copy_kernel
+
+
+def _no_copy(source: int, target: int, stream) -> None:
+    pass
+
+
+def _copy_slices(shape, source_strides, target_strides, source_dtype, target_dtype, factor, conj, device_id,
+                 source: int, target: int, stream) -> None:
+    keep = MAX_COPY_DIMS - 1
+    for index in np.ndindex(*shape[:-keep]):
+        so = sum(i * s for i, s in zip(index, source_strides))
+        to = sum(i * s for i, s in zip(index, target_strides))
+        copy_nd(source + so * np.dtype(source_dtype).itemsize, target + to * np.dtype(target_dtype).itemsize,
+                shape[-keep:], source_strides[-keep:], target_strides[-keep:], source_dtype, target_dtype,
+                factor, conj, stream, device_id)

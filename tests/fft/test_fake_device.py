@@ -274,6 +274,26 @@ def test_copies_that_transpose_or_copy_plainly(rng, fake, dtype, monkeypatch):
     assert launches == []  # a memcpy
 
 
+@pytest.mark.parametrize("source_strides, target_shape", [
+    ((37 * 70, 70, 1), (3, 37, 70)),  # a plain copy: memcpy
+    ((37 * 70, 1, 37), (3, 70, 37)),  # a batch of transposes
+    ((2 * 37 * 70, 140, 2), (3, 37, 70)),  # the general kernel
+])
+def test_a_prepared_copy_serves_any_pair_of_addresses(rng, fake, source_strides, target_shape):
+    from nvmathx._codegen import elementwise as _kernels
+
+    shape = (3, 37, 70) if target_shape == (3, 37, 70) else (3, 70, 37)
+    target_strides = tuple(int(np.prod(shape[i + 1:])) for i in range(3))
+    copy = _kernels.prepare_copy(shape, source_strides, target_strides, np.float64, np.float64, 1.0, False, 0)
+    for _ in range(2):  # new buffers each time: nothing of the first call's addresses is kept
+        storage = rng.standard_normal(3 * 37 * 70 * 2)
+        view = np.lib.stride_tricks.as_strided(storage, shape, tuple(8 * s for s in source_strides))
+        source, target = to_device(storage), to_device(np.zeros(shape))
+        copy(source.ptr, target.ptr, types.SimpleNamespace(handle=0))
+        np.testing.assert_array_equal(to_host(target), view)
+    assert _kernels.prepare_copy((0, 5), (5, 1), (5, 1), np.float64, np.float64, 1.0, False, 0) is _kernels._no_copy
+
+
 def test_hypothesis_functions_on_the_stand_in(monkeypatch):
     from hypothesis import given, settings
     from hypothesis import strategies as st
