@@ -4,17 +4,20 @@ Every engine works on its own copies: ``factorize()`` copies ``a`` (any strides,
 dimensions read with stride 0) into a dense batch of column-major matrices, which the library
 factors in place; ``solve()`` copies ``b`` into a dense batch of column-major ``n x nrhs``
 blocks, solves there in place and copies the solution into a new C-contiguous array of the
-operand's library. With one right-hand side those blocks are the result's own layout, so engines
-that take the systems' address per call copy ``b`` into the result and solve there. Pointers, pointer arrays and
-workspaces are fixed at ``plan()``, so ``solve()`` (and ``factorize()``) queue work without
-waiting and can be captured in a CUDA graph when ``check="none"``.
+operand's library. With one right-hand side those blocks are the result's own layout, so every
+engine copies ``b`` into the result and solves there. Pointers, pointer arrays and workspaces are
+fixed at ``plan()``, but for the batched engine's array of right-hand sides, which a kernel refills
+on the call's stream where the result lies elsewhere than last time (at every call once a CUDA
+graph has captured a refill); so ``solve()`` (and ``factorize()``) queue work without waiting and
+can be captured in a CUDA graph when ``check="none"``.
 
 - :class:`CusolverEngine`: cuSOLVER's 64-bit API, one call per matrix (``Xgetrf``/``Xgetrs``,
   ``Xpotrf``/``Xpotrs``), cuBLAS ``trsm`` for triangular and diagonal systems.
 - :class:`BatchedEngine`: one call per batch: cuBLAS ``getrfBatched``/``getrsBatched`` and
   ``trsmBatched``, cuSOLVER ``potrfBatched`` and ``potrsBatched`` (one right-hand side; more take
   two ``trsmBatched``). ``a`` is expanded to the full batch where it is broadcast (the batched
-  routines take one pivot array per batch).
+  routines take one pivot array per batch). With one right-hand side the array of right-hand
+  side pointers is refilled by ``fill_pointers`` (:mod:`._solver_kernels`) when the result moves.
 - :class:`FusedEngine`: one generated cuSOLVERDx kernel (:mod:`nvmathx._codegen.fused_solver`)
   factors and solves every system in shared memory, one launch per solve.
 """
@@ -30,6 +33,7 @@ from .._codegen.elementwise import copy_nd
 from .._core.device import ensure_device
 from .._core.errors import OperandError, OptionsError
 from .._core.memory import allocate
+from .._core.streams import is_capturing
 from .._core.tensor import Operand, allocate_like, c_strides
 from ._solver_cpu import singular_error
 from ._solver_kernels import ELEMENT_TYPES, REAL_TYPES, nonfinite_items
@@ -404,7 +408,6 @@ class BatchedEngine(GpuSolverState):
     """One call per batch: cuBLAS getrfBatched/getrsBatched/trsmBatched, cuSOLVER potrf/potrsBatched."""
 
     name = "batched"
-    solves_anywhere = False  # the pointer arrays are made at plan time
 
     def __init__(self, problem: SolveProblem, **kwargs):
         super().__init__(problem, **kwargs)
@@ -412,7 +415,17 @@ class BatchedEngine(GpuSolverState):
         self._a_indices = self._a_of_system()
         count, n = problem.batch_count, problem.n
         self.a_pointers = self._upload(np.array([self.matrix(i) for i in range(count)], np.uint64))
-        self.x_pointers = self._upload(np.array([self.system(i) for i in range(count)], np.uint64))
+        # system(i) of the dense batch at self.x: x_work's addresses are uploaded once; a result's
+        # are written by fill_pointers before the solve (x_base: the address last filled, None where
+        # the host does not know what the array holds; graph_fills: a CUDA graph captured a fill)
+        self.system_bytes = n * problem.nrhs * self.itemsize
+        self.graph_fills = False
+        if self.in_result:
+            self.x_pointers = self._allocate(count * 8)
+            self.x_base: int | None = None
+        else:
+            self.x_pointers = self._upload(np.array([self.system(i) for i in range(count)], np.uint64))
+            self.x_base = self.x_work
         self.pivots = self._allocate(count * n * 4) if problem.structure == "general" else 0
 
     @property
@@ -431,9 +444,24 @@ class BatchedEngine(GpuSolverState):
             cusolver.potrf_batched(self.handles.cusolver(stream), _uplo(problem), n, problem.dtype, self.a_pointers, n,
                                    self.info, count)
 
+    def _point_x(self, stream) -> None:
+        """Queue the refill of x_pointers where the systems lie elsewhere than the array says. Once a
+        CUDA graph has captured a fill, each of its replays rewrites the array behind the host's back,
+        so from then on every call fills it."""
+        if not self.graph_fills:
+            if is_capturing(stream.handle):
+                self.graph_fills = True
+            elif self.x == self.x_base:
+                return
+        count = self.problem.batch_count
+        launch_check(stream, self.device_id, "fill_pointers", count, self.x_pointers, count, self.x, self.system_bytes)
+        self.x_base = None if self.graph_fills else self.x
+
     def _solve(self, stream) -> None:
         problem, n, nrhs, count = self.problem, self.problem.n, self.problem.nrhs, self.problem.batch_count
         trans = _TRANS[problem.operation]
+        if self.in_result:
+            self._point_x(stream)
         if problem.structure == "general":
             cublas.getrs_batched(self.handles.cublas(stream), trans, n, nrhs, problem.dtype, self.a_pointers, n,
                                  self.pivots, self.x_pointers, n, count)

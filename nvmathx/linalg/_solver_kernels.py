@@ -1,4 +1,4 @@
-"""The two checks of the dense solvers on the GPU, compiled once per device with NVRTC.
+"""The kernels of the dense solvers on the GPU, compiled once per device with NVRTC.
 
 They are launched on the caller's stream:
 
@@ -7,7 +7,10 @@ They are launched on the caller's stream:
   each thread reads 16 bytes at a time, so its grid is sized by :func:`nonfinite_items`;
 - ``zero_diagonal<T>`` writes, per column-major ``n x n`` matrix of a dense batch, 1 + the index of
   its first zero diagonal element, or 0 (the ``info`` of a triangular or diagonal system, which
-  has no factorization to report it).
+  has no factorization to report it);
+- ``fill_pointers`` writes ``base + i * stride`` (bytes) to ``pointers[i]`` for each of ``count``
+  64-bit pointers: the batched engine's array of right-hand sides, refilled on the stream when the
+  systems are solved at a new address (the call's result) instead of uploaded from the host.
 """
 
 from __future__ import annotations
@@ -63,13 +66,21 @@ __global__ void zero_diagonal(const T* a, long long count, long long n, int* inf
         info[i] = found;
     }
 }
+
+__global__ void fill_pointers(unsigned long long* pointers, long long count, unsigned long long base,
+                              long long stride) {
+    long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+        pointers[i] = base + (unsigned long long)i * (unsigned long long)stride;
+    }
+}
 """
 
 # dtype -> the C type nonfinite reads (complex as its reals) and the element type zero_diagonal reads
 REAL_TYPES = {"float32": "float", "float64": "double", "complex64": "float", "complex128": "double"}
 ELEMENT_TYPES = {"float32": "float", "float64": "double", "complex64": "float2", "complex128": "double2"}
 KERNEL_NAMES = ("nonfinite<float>", "nonfinite<double>") + tuple(
-    f"zero_diagonal<{t}>" for t in ("float", "double", "float2", "double2"))
+    f"zero_diagonal<{t}>" for t in ("float", "double", "float2", "double2")) + ("fill_pointers",)
 KERNELS = KernelSet(KERNEL_SOURCE, KERNEL_NAMES)
 
 

@@ -163,7 +163,13 @@ class FakeSolverLibraries:
 
 
 def fake_check_launch(stream, device_id, name, count, *args):
-    """The solvers' check kernels (nonfinite, zero_diagonal) with numpy, from a launch's arguments."""
+    """The solvers' kernels (nonfinite, zero_diagonal, fill_pointers) with numpy, from a launch's
+    arguments (as the GPU gets them: Python ints for pointers and 64-bit integers)."""
+    if name == "fill_pointers":
+        pointers, entries, base, stride = args
+        assert all(type(arg) is int for arg in args) and entries == count > 0 and 0 <= base < 1 << 63
+        view_at(pointers, (entries,), (1,), np.uint64)[...] = base + stride * np.arange(entries, dtype=np.uint64)
+        return
     kernel, _, c_type = name.partition("<")
     dtype = {"float": np.float32, "double": np.float64, "float2": np.complex64, "double2": np.complex128}[c_type[:-1]]
     if kernel == "nonfinite":

@@ -1,6 +1,6 @@
-"""The dense solvers' check kernels (nvmathx.linalg._solver_kernels) compiled as host C++ and run
-over host memory: the wide loads and the scalar tail of ``nonfinite`` see every element, at any
-alignment and length."""
+"""The dense solvers' kernels (nvmathx.linalg._solver_kernels) compiled as host C++ and run over
+host memory: the wide loads and the scalar tail of ``nonfinite`` see every element, at any
+alignment and length; ``fill_pointers`` writes each pointer of its array and nothing beyond."""
 
 import ctypes
 
@@ -44,6 +44,16 @@ def test_nonfinite_items_cover_sixteen_bytes_each():
     assert [nonfinite_items(n, "float") for n in (0, 1, 4, 5)] == [0, 1, 1, 2]
     assert [nonfinite_items(n, "double") for n in (0, 1, 2, 3)] == [0, 1, 1, 2]
     assert ctypes.sizeof(ctypes.c_float) * 4 == ctypes.sizeof(ctypes.c_double) * 2 == 16
+
+
+@pytest.mark.parametrize("count", [1, 2, 7, 65536])
+@pytest.mark.parametrize("stride", [8, 40, 32768])  # one float64; a 5-vector; a 64 x 64 float64 matrix
+def test_fill_pointers_writes_base_plus_index_times_stride(count, stride):
+    storage = np.full(count + 2, 0xDEADBEEF, np.uint64)  # a guard element either side
+    base = 0x7F12_3456_7000  # a device address as the GPU sees one (below 2**63: a Python int packs it)
+    _launch(None, 0, "fill_pointers", count, storage.ctypes.data + 8, count, base, stride)
+    assert storage[0] == storage[-1] == 0xDEADBEEF
+    assert (storage[1:-1] == base + stride * np.arange(count, dtype=np.uint64)).all()
 
 
 def test_the_same_source_compiles_for_the_gpu_with_nvrtc():

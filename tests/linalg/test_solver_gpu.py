@@ -1,8 +1,9 @@
 """The dense solvers on the GPU (torch CUDA operands): every engine against numpy.linalg.solve in
 64-bit and the backward error (condition numbers to 1e12 in float64), the engines against each
 other on the same batches, singular and non-finite systems, reset_operands, host operands with
-execution="cuda", CUDA graph capture of solve() with check="none" (replays bit-equal), the plan
-cache of the function form, and 8 threads with a solver each."""
+execution="cuda", CUDA graph capture of solve() with check="none" (replays bit-equal), the batched
+engine solving in each call's result (eager calls between replays too), the plan cache of the
+function form, and 8 threads with a solver each."""
 
 import threading
 
@@ -192,6 +193,44 @@ def test_graph_capture_of_solve_replays_bit_equal(rng, torch, engine):
     torch.cuda.synchronize()
     assert torch.allclose(torch.linalg.solve(a, b), captured, rtol=1e-9, atol=1e-9)
     solver.free()
+
+
+@pytest.mark.parametrize("structure", STRUCTURES)
+def test_batched_engine_solves_in_each_result(rng, torch, structure):
+    """One right-hand side: the batched engine keeps no solution buffer and solves in each call's
+    result (a broadcast over a's batch too), its pointer array refilled by a kernel where the result
+    lies elsewhere; a graph captures that fill, and the eager call after a replay fills again."""
+    a_host = structured(rng, (2, 1, 16, 16), "float64", structure)
+    a = _cuda(torch, a_host)
+    options = {"assume_a": structure, "engine": "batched", "check": "none"}
+    b_host = rng.standard_normal((2, 3, 16, 1))
+    with DirectSolver(a, _cuda(torch, b_host), options=options) as solver:
+        solver.plan()
+        assert solver._engine.x_work == 0
+        solver.factorize()
+        first = solver.solve()
+        second = solver.solve()  # first still alive: elsewhere
+        assert first.data_ptr() != second.data_ptr()
+        for x in (first, second):
+            _close(x, reference_solve(a_host, b_host, structure), "float64")
+        b = _cuda(torch, rng.standard_normal((2, 3, 16, 1)))
+        solver.reset_operands(b=b)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(stream):
+            solver.solve(stream=stream)  # warm up on the capturing stream
+            with torch.cuda.graph(graph, stream=stream):
+                captured = solver.solve(stream=stream)
+        b_host = b.cpu().numpy()
+        for _ in range(2):  # an eager result, then a replay, then a result likely at the same address
+            eager = solver.solve()
+            _close(eager, reference_solve(a_host, b_host, structure), "float64")
+            del eager
+            graph.replay()
+            torch.cuda.synchronize()
+            _close(captured, reference_solve(a_host, b_host, structure), "float64")
+        del graph
 
 
 def test_function_form_caches_its_plan(rng, torch):
