@@ -41,7 +41,6 @@ def _handle(device_id: int) -> int:
 
         device.ensure_device(device_id).set_current()  # cudssCreate takes the current device
         handle = cudss.create()
-        _use_threading_layer(handle)
         if cudss.dialect().jit_kernels:
             folder = os.path.join(str(cache_dir()), "cudss-jit")
             os.makedirs(folder, exist_ok=True)
@@ -50,25 +49,39 @@ def _handle(device_id: int) -> int:
     return handle
 
 
-# whether the handles run cuDSS's host work (the reordering) on several threads: None until the first
-# handle tries, then True or False (python -m nvmathx and the guide report it)
+# What the last attempt to give a handle cuDSS's threading layer found (python -m nvmathx reports the
+# layer's presence; this says whether it loaded), and the handles that have it.
 threading_layer: dict = {"active": None, "library": None, "error": None}
+_threaded_handles: set = set()
 
 
-def _use_threading_layer(handle: int) -> None:
-    """cuDSS's multi-threaded mode: the threading layer named by ``CUDSS_THREADING_LIB``, else the
-    one beside libcudss. Where it does not load (no libgomp, say), the handle stays single-threaded:
-    the solver works the same, with a slower analysis."""
+def _use_threading_layer(handle: int) -> bool:
+    """Put ``handle`` in cuDSS's multi-threaded mode (once per handle): the threading layer named by
+    ``CUDSS_THREADING_LIB``, else the one beside libcudss. Where it does not load (no GNU OpenMP
+    runtime, say), False: the handle stays single-threaded, and the solver works the same with a
+    slower analysis."""
+    if handle in _threaded_handles:
+        return True
     library = None if os.environ.get("CUDSS_THREADING_LIB") else cudss.threading_layer_path()
     if library is None and not os.environ.get("CUDSS_THREADING_LIB"):
         threading_layer.update(active=False, error="no threading layer beside libcudss")
-        return
+        return False
     try:
         cudss.set_threading_layer(handle, library)
     except cudss.CudssError as error:
         threading_layer.update(active=False, library=library, error=str(error))
-        return
+        return False
     threading_layer.update(active=True, library=library or os.environ["CUDSS_THREADING_LIB"], error=None)
+    _threaded_handles.add(handle)
+    return True
+
+
+def _host_threads(handle: int, requested: int) -> int | None:
+    """The HOST_NTHREADS to configure: ``requested`` threads on a handle in multi-threaded mode (made
+    so when more than one is asked for), 1 on such a handle for a single-threaded solver, else none."""
+    if requested > 1 and _use_threading_layer(handle):
+        return requested
+    return 1 if handle in _threaded_handles else None
 
 
 class CudssPlan:
@@ -90,6 +103,9 @@ class CudssPlan:
             undo.callback(cudss.config_destroy, self.config)
             for name, value in settings["config"].items():
                 cudss.config_set(self.config, cudss.ConfigParam[name], value)
+            threads = _host_threads(self.handle, options.host_threads)
+            if threads is not None:
+                cudss.config_set(self.config, cudss.ConfigParam.HOST_NTHREADS, threads)
             cudss.set_stream(self.handle, stream.handle)
             self.data = cudss.data_create(self.handle)
             undo.callback(cudss.data_destroy, self.handle, self.data)

@@ -56,12 +56,12 @@ class DirectSolverOptions:
     check_finite : bool
         Refuse NaN or infinite values in ``a`` and ``b`` (one pass over each, and on a GPU a
         synchronisation), as scipy.linalg's ``check_finite``.
-    host_threads : int or None
+    host_threads : int
         Threads for cuDSS's work on the host (the default reordering of :meth:`plan`, which
-        dominates a first solve of a large matrix). None: every thread the threading layer offers
-        (OpenMP's ``OMP_NUM_THREADS``, else one per core), where cuDSS's threading layer loads
-        (``libcudss_mtlayer_gomp``, shipped with libcudss, or the library named by
-        ``CUDSS_THREADING_LIB``); 1: single-threaded. Ignored on the CPU space.
+        dominates a first solve of a large matrix). 1 (the default): cuDSS's single-threaded mode.
+        More: its multi-threaded mode, through the threading layer shipped with libcudss
+        (``libcudss_mtlayer_gomp``, GNU OpenMP) or the library named by ``CUDSS_THREADING_LIB``;
+        where that does not load, the solver runs single-threaded. Ignored on the CPU space.
     """
 
     matrix_type: str = "general"
@@ -72,7 +72,7 @@ class DirectSolverOptions:
     refinement_steps: int = 0
     solve_mode: str = "normal"
     check_finite: bool = True
-    host_threads: int | None = None
+    host_threads: int = 1
 
     def __post_init__(self):
         check_choice(self.matrix_type, MATRIX_TYPES, "options.matrix_type")
@@ -98,10 +98,9 @@ class DirectSolverOptions:
         if not isinstance(self.check_finite, bool):
             raise OptionsError("options.check_finite", f"expected a bool (got {type(self.check_finite).__name__})")
         threads = self.host_threads
-        if threads is not None:
-            if isinstance(threads, bool) or not hasattr(threads, "__index__") or not 1 <= int(threads) < 1 << 31:
-                raise OptionsError("options.host_threads", f"expected an int >= 1 or None (got {threads!r})")
-            object.__setattr__(self, "host_threads", int(threads))
+        if isinstance(threads, bool) or not hasattr(threads, "__index__") or not 1 <= int(threads) < 1 << 31:
+            raise OptionsError("options.host_threads", f"expected an int >= 1 (got {threads!r})")
+        object.__setattr__(self, "host_threads", int(threads))
 
 
 def check_dtype_for_type(options: DirectSolverOptions, dtype) -> None:
@@ -154,7 +153,5 @@ def cudss_settings(options: DirectSolverOptions, dialect) -> dict:
         config["PIVOT_THRESHOLD"] = options.pivot_threshold
     if options.solve_mode != "normal":
         config["SOLVE_MODE"] = cudss.SolveMode[options.solve_mode.upper()]
-    if options.host_threads is not None:
-        config["HOST_NTHREADS"] = options.host_threads
     return {"config": config, "matrix_type": cudss.MatrixType[options.matrix_type.upper()],
             "view": cudss.MatrixView[options.triangle.upper()]}

@@ -187,18 +187,32 @@ def test_the_checksum_kernel_computes_its_documented_sum(fake, monkeypatch, rng,
     assert pattern_checksum(wrap_sparse_operand(make(moved), "a"), stream) != checksum
 
 
-def test_host_threads_reach_cudss_configuration(fake, rng):
+@pytest.mark.parametrize("layer", [True, False])
+def test_host_threads_reach_cudss_configuration(fake, monkeypatch, rng, layer):
     from nvmathx._bindings import cudss
+    from nvmathx.sparse import _solver_cudss
 
+    layered = []
+    monkeypatch.setattr(cudss, "threading_layer_path", lambda: "/lib/libcudss_mtlayer_gomp.so.0" if layer else None)
+    monkeypatch.setattr(cudss, "set_threading_layer", lambda handle, library: layered.append(handle))
+    monkeypatch.setattr(_solver_cudss, "_threaded_handles", set())
+    monkeypatch.delenv("CUDSS_THREADING_LIB", raising=False)
     dense = system_matrix(rng, 12, "float64", "general")
     b = right_hand_side(rng, 12, "float64")
-    with DirectSolver(scipy.sparse.csr_array(dense), b, options={"host_threads": 3}, execution="cuda") as solver:
-        solver.plan()
-        values = fake.live[solver._space.plan_.config][1]["values"]
-        assert values[cudss.ConfigParam.HOST_NTHREADS] == 3
-    with DirectSolver(scipy.sparse.csr_array(dense), b, execution="cuda") as solver:
-        solver.plan()  # None: the threading layer's own count, nothing set
-        assert cudss.ConfigParam.HOST_NTHREADS not in fake.live[solver._space.plan_.config][1]["values"]
+
+    def configured(options):
+        with DirectSolver(scipy.sparse.csr_array(dense), b, options=options, execution="cuda") as solver:
+            solver.plan()
+            solver.factorize()
+            np.testing.assert_allclose(solver.solve(), np.linalg.solve(dense, b), rtol=TOLERANCE["float64"])
+            return fake.live[solver._space.plan_.config][1]["values"].get(cudss.ConfigParam.HOST_NTHREADS)
+
+    assert configured(None) is None and layered == []  # the default: single-threaded, no layer asked for
+    assert configured({"host_threads": 3}) == (3 if layer else None)
+    assert len(layered) == (1 if layer else 0)
+    # a handle in multi-threaded mode runs a default solver on one thread, and is not set up twice
+    assert configured(None) == (1 if layer else None)
+    assert configured({"host_threads": 2}) == (2 if layer else None) and len(layered) == (1 if layer else 0)
 
 
 @pytest.mark.parametrize("environment, layer, refuse, expected", [
@@ -207,8 +221,8 @@ def test_host_threads_reach_cudss_configuration(fake, rng):
     (None, None, False, (None, False)),  # no layer beside libcudss: nothing asked
     ("/opt/my_layer.so", None, False, (None, True)),  # cuDSS reads CUDSS_THREADING_LIB itself
 ])
-def test_a_new_handle_takes_the_threading_layer_or_stays_single_threaded(monkeypatch, environment, layer, refuse,
-                                                                         expected):
+def test_the_threading_layer_loads_or_the_handle_stays_single_threaded(monkeypatch, environment, layer, refuse,
+                                                                      expected):
     from nvmathx._bindings import cudss
     from nvmathx.sparse import _solver_cudss
 
@@ -226,7 +240,9 @@ def test_a_new_handle_takes_the_threading_layer_or_stays_single_threaded(monkeyp
     monkeypatch.setattr(cudss, "threading_layer_path", lambda: layer)
     monkeypatch.setattr(cudss, "set_threading_layer", set_threading_layer)
     monkeypatch.setattr(_solver_cudss, "threading_layer", {"active": None, "library": None, "error": None})
-    _solver_cudss._use_threading_layer(7)  # never raises: a solver works without the layer
+    monkeypatch.setattr(_solver_cudss, "_threaded_handles", set())
     library, active = expected
+    assert _solver_cudss._use_threading_layer(7) is active  # never raises: a solver works without the layer
     assert asked == ([] if layer is None and environment is None else [library])
     assert _solver_cudss.threading_layer["active"] is active
+    assert _solver_cudss._host_threads(7, 4) == (4 if active else None)
