@@ -29,7 +29,7 @@ import ctypes
 import numpy as np
 
 from .._bindings import cublas, cuda_driver, cusolver
-from .._codegen.elementwise import copy_nd
+from .._codegen.elementwise import prepare_copy
 from .._core.device import ensure_device
 from .._core.errors import OperandError, OptionsError
 from .._core.memory import allocate
@@ -66,6 +66,8 @@ class GpuSolverState:
         self.itemsize = np.dtype(problem.dtype).itemsize
         self._buffers: list = []
         self._bytes = 0
+        self._copies: dict = {}  # (role, operand strides) -> prepared copy
+        self._copy_out = None
         self._stream = stream
         n, nrhs = problem.n, problem.nrhs
         self.matrix_bytes = n * n * self.itemsize
@@ -93,7 +95,10 @@ class GpuSolverState:
 
     @property
     def factor_count(self) -> int:
-        return int(np.prod(self.factor_batch, dtype=np.int64))
+        count = self.__dict__.get("_factor_count")
+        if count is None:  # (read on every call: the batch is fixed, the product is taken once)
+            count = self.__dict__["_factor_count"] = int(np.prod(self.factor_batch, dtype=np.int64))
+        return count
 
     def _factor(self, stream) -> None:
         raise NotImplementedError
@@ -208,17 +213,31 @@ class GpuSolverState:
         launch_check(stream, self.device_id, f"nonfinite<{real}>", nonfinite_items(count, real), pointer, count, flag)
 
     def _copy_a(self, a: Operand, stream) -> None:
+        if self.problem.structure == "diagonal":
+            cuda_driver.memset_async(self.a_work, 0, self.factor_count * self.matrix_bytes, stream.handle)
+        self._prepared("a", a)(a.ptr, self.a_work, stream)
+
+    def _prepared(self, role: str, operand: Operand):
+        """The copy of ``operand`` (``"a"`` into the factors, ``"b"`` into the systems), prepared once
+        per layout: a cached plan copies the same layout every call (the plan key has its strides)."""
+        key = (role, operand.strides)
+        copy = self._copies.get(key)
+        if copy is None:
+            if len(self._copies) >= 16:  # (a stateful solver fed ever new layouts)
+                self._copies.clear()
+            copy = self._copies[key] = self._prepare_copy_a(operand) if role == "a" else self._prepare_copy_b(operand)
+        return copy
+
+    def _prepare_copy_a(self, a: Operand):
         problem, n, batch = self.problem, self.problem.n, self.factor_batch
         source_batch = broadcast_strides(problem.a_batch, tuple(a.strides[:-2]), batch)
         target = batched_column_major_strides(batch, n, n)
         row, col, conj = self._matrix_view(a)
         if problem.structure == "diagonal":
-            cuda_driver.memset_async(self.a_work, 0, self.factor_count * self.matrix_bytes, stream.handle)
-            copy_nd(a.ptr, self.a_work, batch + (n,), source_batch + (row + col,), target[:-2] + (n + 1,),
-                    problem.dtype, problem.dtype, 1.0, False, stream, self.device_id)
-            return
-        copy_nd(a.ptr, self.a_work, batch + (n, n), source_batch + (row, col), target, problem.dtype, problem.dtype,
-                1.0, conj, stream, self.device_id)
+            return prepare_copy(batch + (n,), source_batch + (row + col,), target[:-2] + (n + 1,), problem.dtype,
+                                problem.dtype, 1.0, False, self.device_id)
+        return prepare_copy(batch + (n, n), source_batch + (row, col), target, problem.dtype, problem.dtype, 1.0, conj,
+                            self.device_id)
 
     def _matrix_view(self, a: Operand) -> tuple:
         """(row stride, column stride, conjugate) with which ``a`` is copied into the factors' memory."""
@@ -267,23 +286,27 @@ class GpuSolverState:
         """The solutions (column-major blocks) into the C-contiguous result (unless solved there)."""
         if self.in_result:
             return
-        problem = self.problem
-        shape = problem.batch + (problem.n, problem.nrhs)
-        copy_nd(self.x_work, result.ptr, shape, self.work_strides, c_strides(shape), problem.dtype, problem.dtype, 1.0,
-                False, stream, self.device_id)
+        if self._copy_out is None:
+            problem = self.problem
+            shape = problem.batch + (problem.n, problem.nrhs)
+            self._copy_out = prepare_copy(shape, self.work_strides, c_strides(shape), problem.dtype, problem.dtype, 1.0,
+                                          False, self.device_id)
+        self._copy_out(self.x_work, result.ptr, stream)
 
     def _copy_b(self, b: Operand, result: Operand, stream) -> None:
         """``b`` into the column-major blocks the engine solves in: x_work, or the result itself."""
-        problem = self.problem
         self.x = result.ptr if self.in_result else self.x_work
+        self._prepared("b", b)(b.ptr, self.x, stream)
+
+    def _prepare_copy_b(self, b: Operand):
+        problem = self.problem
         if problem.b_vector:
             shape = problem.batch + (problem.n, 1)
             source = (0,) * len(problem.batch) + (b.strides[0], 0)
         else:
             shape = problem.batch + (problem.n, problem.nrhs)
             source = broadcast_strides(problem.b_batch, tuple(b.strides[:-2]), problem.batch) + tuple(b.strides[-2:])
-        copy_nd(b.ptr, self.x, shape, source, self.work_strides, problem.dtype, problem.dtype, 1.0, False, stream,
-                self.device_id)
+        return prepare_copy(shape, source, self.work_strides, problem.dtype, problem.dtype, 1.0, False, self.device_id)
 
     def _a_of_system(self) -> list:
         """Per system of the flattened batch, the index of its matrix in a's flattened batch."""
