@@ -167,7 +167,7 @@ def _solve_options(options, assume_a, lower, transposed, check_finite) -> Direct
         entry = _OPTIONS_MEMO.get(memo_key)
     except TypeError:  # an unhashable value: no memo
         entry, memo_key = None, None
-    if entry is not None and (memo_key[0] is None or type(memo_key[0]) is tuple or entry[0] is options):
+    if entry is not None and (options is None or type(options) is dict or entry[0] is options):
         return entry[1]
     merged = check_or_create_options(DirectSolverOptions, options, "options")
     merged = dataclasses.replace(merged, assume_a=assume_a, lower=lower, transposed=transposed,

@@ -25,6 +25,7 @@ can be captured in a CUDA graph when ``check="none"``.
 from __future__ import annotations
 
 import ctypes
+from typing import Any, Callable
 
 import numpy as np
 
@@ -67,7 +68,7 @@ class GpuSolverState:
         self._buffers: list = []
         self._bytes = 0
         self._copies: dict = {}  # (role, operand strides) -> prepared copy
-        self._copy_out = None
+        self._copy_out: Callable[[int, int, Any], None] | None = None
         self._stream = stream
         n, nrhs = problem.n, problem.nrhs
         self.matrix_bytes = n * n * self.itemsize
@@ -286,12 +287,13 @@ class GpuSolverState:
         """The solutions (column-major blocks) into the C-contiguous result (unless solved there)."""
         if self.in_result:
             return
-        if self._copy_out is None:
+        copy = self._copy_out
+        if copy is None:
             problem = self.problem
             shape = problem.batch + (problem.n, problem.nrhs)
-            self._copy_out = prepare_copy(shape, self.work_strides, c_strides(shape), problem.dtype, problem.dtype, 1.0,
-                                          False, self.device_id)
-        self._copy_out(self.x_work, result.ptr, stream)
+            copy = self._copy_out = prepare_copy(shape, self.work_strides, c_strides(shape), problem.dtype,
+                                                 problem.dtype, 1.0, False, self.device_id)
+        copy(self.x_work, result.ptr, stream)
 
     def _copy_b(self, b: Operand, result: Operand, stream) -> None:
         """``b`` into the column-major blocks the engine solves in: x_work, or the result itself."""
