@@ -169,6 +169,18 @@ def test_host_operands_with_cuda_execution(rng):
     _close(x, reference_solve(a, b, "positive definite"), "float64")
 
 
+def _capture_solve(torch, solver):
+    """A CUDA graph of ``solver.solve()`` on a side stream (warmed up there first), and its result."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream):
+        solver.solve(stream=stream)  # warm up on the capturing stream
+        with torch.cuda.graph(graph, stream=stream):
+            captured = solver.solve(stream=stream)
+    return graph, captured
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_graph_capture_of_solve_replays_bit_equal(rng, torch, engine):
     a = _cuda(torch, structured(rng, (16, 8, 8), "float64", "general"))
@@ -177,13 +189,7 @@ def test_graph_capture_of_solve_replays_bit_equal(rng, torch, engine):
     solver.plan()
     solver.factorize()
     expected = solver.solve().clone()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(stream):
-        solver.solve(stream=stream)  # warm up on the capturing stream
-        with torch.cuda.graph(graph, stream=stream):
-            captured = solver.solve(stream=stream)
+    graph, captured = _capture_solve(torch, solver)
     for _ in range(3):
         graph.replay()
         torch.cuda.synchronize()
@@ -215,13 +221,7 @@ def test_batched_engine_solves_in_each_result(rng, torch, structure):
             _close(x, reference_solve(a_host, b_host, structure), "float64")
         b = _cuda(torch, rng.standard_normal((2, 3, 16, 1)))
         solver.reset_operands(b=b)
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.stream(stream):
-            solver.solve(stream=stream)  # warm up on the capturing stream
-            with torch.cuda.graph(graph, stream=stream):
-                captured = solver.solve(stream=stream)
+        graph, captured = _capture_solve(torch, solver)
         b_host = b.cpu().numpy()
         for _ in range(2):  # an eager result, then a replay, then a result likely at the same address
             eager = solver.solve()
