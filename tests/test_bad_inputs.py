@@ -843,6 +843,8 @@ SPARSE_SOLVER = [
         "options.host_threads", device=False),
     Row("spsolve host threads as a bool", lambda o: _sparse_solve(options={"host_threads": True}), OptionsError,
         "options.host_threads", device=False),
+    Row("spsolve host threads past a 32-bit int", lambda o: _sparse_solve(options={"host_threads": 1 << 31}),
+        OptionsError, "options.host_threads", device=False),
     Row("spsolve unknown execution", lambda o: _sparse_solve(execution="tpu"), OptionsError, "execution",
         device=False),
     Row("sparse DirectSolver reset with a new pattern",

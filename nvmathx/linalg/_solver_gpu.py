@@ -25,6 +25,7 @@ can be captured in a CUDA graph when ``check="none"``.
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -94,12 +95,10 @@ class GpuSolverState:
         """The batch of matrices factored: a's own (the broadcast batch where an engine expands a)."""
         return self.problem.a_batch
 
-    @property
+    @functools.cached_property
     def factor_count(self) -> int:
-        count = self.__dict__.get("_factor_count")
-        if count is None:  # (read on every call: the batch is fixed, the product is taken once)
-            count = self.__dict__["_factor_count"] = int(np.prod(self.factor_batch, dtype=np.int64))
-        return count
+        # (read on every call: the batch is fixed, so the product is taken once)
+        return int(np.prod(self.factor_batch, dtype=np.int64))
 
     def _factor(self, stream) -> None:
         raise NotImplementedError

@@ -62,8 +62,9 @@ def _use_threading_layer(handle: int) -> bool:
     slower analysis."""
     if handle in _threaded_handles:
         return True
-    library = None if os.environ.get("CUDSS_THREADING_LIB") else cudss.threading_layer_path()
-    if library is None and not os.environ.get("CUDSS_THREADING_LIB"):
+    named = os.environ.get("CUDSS_THREADING_LIB")  # cuDSS reads it itself when given no library
+    library = None if named else cudss.threading_layer_path()
+    if not named and library is None:
         threading_layer.update(active=False, error="no threading layer beside libcudss")
         return False
     try:
@@ -71,7 +72,7 @@ def _use_threading_layer(handle: int) -> bool:
     except cudss.CudssError as error:
         threading_layer.update(active=False, library=library, error=str(error))
         return False
-    threading_layer.update(active=True, library=library or os.environ["CUDSS_THREADING_LIB"], error=None)
+    threading_layer.update(active=True, library=library or named, error=None)
     _threaded_handles.add(handle)
     return True
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._core.errors import OptionsError
-from .._core.options import check_choice
+from .._core.options import check_choice, check_positive_int
 
 __all__ = ["DirectSolverOptions", "MATRIX_TYPES", "TRIANGLES", "REORDERINGS", "PIVOTING", "SOLVE_MODES",
            "check_dtype_for_type", "superlu_settings", "cudss_settings"]
@@ -97,10 +97,10 @@ class DirectSolverOptions:
         object.__setattr__(self, "refinement_steps", int(steps))
         if not isinstance(self.check_finite, bool):
             raise OptionsError("options.check_finite", f"expected a bool (got {type(self.check_finite).__name__})")
-        threads = self.host_threads
-        if isinstance(threads, bool) or not hasattr(threads, "__index__") or not 1 <= int(threads) < 1 << 31:
-            raise OptionsError("options.host_threads", f"expected an int >= 1 (got {threads!r})")
-        object.__setattr__(self, "host_threads", int(threads))
+        threads = check_positive_int(self.host_threads, "options.host_threads")
+        if threads >= 1 << 31:  # (cuDSS takes a 32-bit int)
+            raise OptionsError("options.host_threads", f"expected an int below 2**31 (got {threads})")
+        object.__setattr__(self, "host_threads", threads)
 
 
 def check_dtype_for_type(options: DirectSolverOptions, dtype) -> None:
