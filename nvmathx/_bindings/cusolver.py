@@ -3,7 +3,9 @@ with typed errors.
 
 Every function returns ``cusolverStatus_t``; :func:`check` turns a nonzero status into
 :class:`CusolverError` carrying its C name. Handles, parameter objects and pointers are plain ints.
-The 64-bit API (``cusolverDnX*``) serves one system at a time, of any size; ``potrfBatched`` and
+The 64-bit API (``cusolverDnX*``) serves one system at a time, of any size; the legacy typed LU
+(``cusolverDn<t>getrf`` / ``getrs``, 32-bit sizes and pivots) serves systems whose element count
+fits 32 bits, where its solve is the faster of the two; ``potrfBatched`` and
 ``potrsBatched`` take arrays of device pointers (one per system, 32-bit sizes) and write one
 ``info`` per system (potrf) or one for the whole call (potrs, which takes one right-hand side).
 Constants follow cusolver_common.h, cublas_api.h and library_types.h (CUDA 12 and 13 share them).
@@ -34,6 +36,9 @@ __all__ = [
     "xgetrf_buffer_size",
     "xgetrf",
     "xgetrs",
+    "getrf_buffer_size",
+    "getrf",
+    "getrs",
     "xpotrf_buffer_size",
     "xpotrf",
     "xpotrs",
@@ -116,6 +121,12 @@ _SIGNATURES = {
     "cusolverDnXpotrs": (_int, [_p, _p, _int, _i64, _i64, _int, _p, _i64, _int, _p, _i64, _p]),
 }
 for _t in BATCHED_PREFIX.values():
+    # handle, m, n, A, lda, Lwork (int*, in elements)
+    _SIGNATURES[f"cusolverDn{_t}getrf_bufferSize"] = (_int, [_p, _int, _int, _p, _int, ctypes.POINTER(_int)])
+    # handle, m, n, A, lda, Workspace, devIpiv (int*), devInfo
+    _SIGNATURES[f"cusolverDn{_t}getrf"] = (_int, [_p, _int, _int, _p, _int, _p, _p, _p])
+    # handle, trans, n, nrhs, A, lda, devIpiv (int*), B, ldb, devInfo
+    _SIGNATURES[f"cusolverDn{_t}getrs"] = (_int, [_p, _int, _int, _int, _p, _int, _p, _p, _int, _p])
     # handle, uplo, n, Aarray (device T**), lda, infoArray (device int*), batchSize
     _SIGNATURES[f"cusolverDn{_t}potrfBatched"] = (_int, [_p, _int, _int, _p, _int, _p, _int])
     # handle, uplo, n, nrhs (1), Aarray, lda, Barray, ldb, info (device int*), batchSize
@@ -201,6 +212,31 @@ def xgetrs(handle, params, trans: int, n: int, nrhs: int, dtype: str, a: int, ld
     """Solve op(A) X = B with :func:`xgetrf`'s factors; B (n x nrhs, column-major) is overwritten."""
     t = DATA_TYPES[dtype]
     _call("cusolverDnXgetrs", handle, params, int(trans), n, nrhs, t, a, lda, ipiv, t, b, ldb, info,
+          detail=f"n {n}, nrhs {nrhs}, {dtype}")
+
+
+_ITEM_BYTES = {"float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
+
+
+def getrf_buffer_size(handle, n: int, dtype: str, a: int, lda: int) -> int:
+    """Device bytes of workspace that :func:`getrf` needs for an n x n matrix (the C call counts
+    elements)."""
+    elements = _int(0)
+    _call(f"cusolverDn{BATCHED_PREFIX[dtype]}getrf_bufferSize", handle, n, n, a, lda, ctypes.byref(elements),
+          detail=f"n {n}, {dtype}")
+    return elements.value * _ITEM_BYTES[dtype]
+
+
+def getrf(handle, n: int, dtype: str, a: int, lda: int, workspace: int, ipiv: int, info: int) -> None:
+    """LU with partial pivoting through the legacy typed API: as :func:`xgetrf`, with int32 pivots."""
+    _call(f"cusolverDn{BATCHED_PREFIX[dtype]}getrf", handle, n, n, a, lda, workspace, ipiv, info,
+          detail=f"n {n}, {dtype}")
+
+
+def getrs(handle, trans: int, n: int, nrhs: int, dtype: str, a: int, lda: int, ipiv: int, b: int, ldb: int,
+          info: int) -> None:
+    """Solve op(A) X = B with :func:`getrf`'s factors (int32 pivots); B is overwritten."""
+    _call(f"cusolverDn{BATCHED_PREFIX[dtype]}getrs", handle, int(trans), n, nrhs, a, lda, ipiv, b, ldb, info,
           detail=f"n {n}, nrhs {nrhs}, {dtype}")
 
 

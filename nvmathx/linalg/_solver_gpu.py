@@ -366,8 +366,20 @@ def _uplo(problem: SolveProblem) -> int:
     return cusolver.FillMode.UPPER if problem.structure == "upper triangular" else cusolver.FillMode.LOWER
 
 
+# The legacy typed LU takes 32-bit sizes: it serves matrices whose elements a 32-bit int counts.
+LEGACY_LU_ELEMENTS = 2**31 - 1
+
+
+def uses_legacy_lu(problem: SolveProblem) -> bool:
+    """Whether a general system runs on cuSOLVER's legacy LU (``<t>getrf``/``<t>getrs``): its solve is
+    faster than the 64-bit ``Xgetrs`` (torch's ``lu_solve`` calls it too), so the 64-bit API is kept
+    for matrices too large for 32-bit sizes."""
+    return problem.structure == "general" and problem.n * max(problem.n, problem.nrhs) <= LEGACY_LU_ELEMENTS
+
+
 class CusolverEngine(GpuSolverState):
-    """cuSOLVER's 64-bit API, one call per matrix; cuBLAS trsm for triangular and diagonal systems."""
+    """cuSOLVER, one call per matrix: the legacy LU (:func:`uses_legacy_lu`) or the 64-bit API's;
+    the 64-bit Cholesky; cuBLAS trsm for triangular and diagonal systems."""
 
     name = "cusolver"
 
@@ -378,10 +390,14 @@ class CusolverEngine(GpuSolverState):
         self.pivots = 0
         self.device_workspace = self.host_bytes = self.device_bytes = 0
         self.host_workspace = None
+        self.legacy_lu = uses_legacy_lu(problem)
         stream = self._stream
         if problem.n and self.factor_count and problem.structure in ("general", "positive definite"):
             handle = self.handles.cusolver(stream)
-            if problem.structure == "general":
+            if self.legacy_lu:
+                self.pivots = self._allocate(self.factor_count * problem.n * 4)
+                sizes = cusolver.getrf_buffer_size(handle, problem.n, problem.dtype, self.a_work, problem.n), 0
+            elif problem.structure == "general":
                 self.pivots = self._allocate(self.factor_count * problem.n * 8)
                 sizes = cusolver.xgetrf_buffer_size(handle, self.handles.params, problem.n, problem.dtype,
                                                     self.a_work, problem.n)
@@ -399,7 +415,10 @@ class CusolverEngine(GpuSolverState):
         handle, params = self.handles.cusolver(stream), self.handles.params
         host = ctypes.addressof(self.host_workspace) if self.host_workspace is not None else 0
         for i in range(self.factor_count):
-            if problem.structure == "general":
+            if self.legacy_lu:
+                cusolver.getrf(handle, n, problem.dtype, self.matrix(i), n, self.device_workspace,
+                               self.pivots + i * n * 4, self.info + 4 * i)
+            elif problem.structure == "general":
                 cusolver.xgetrf(handle, params, n, problem.dtype, self.matrix(i), n, self.pivots + i * n * 8,
                                 self.device_workspace, self.device_bytes, host, self.host_bytes, self.info + 4 * i)
             else:
@@ -408,7 +427,12 @@ class CusolverEngine(GpuSolverState):
 
     def _solve(self, stream) -> None:
         problem, n, nrhs = self.problem, self.problem.n, self.problem.nrhs
-        if problem.structure == "general":
+        if self.legacy_lu:
+            handle = self.handles.cusolver(stream)
+            for j, i in enumerate(self.systems):
+                cusolver.getrs(handle, _TRANS[problem.operation], n, nrhs, problem.dtype, self.matrix(i), n,
+                               self.pivots + i * n * 4, self.system(j), n, self.solve_info)
+        elif problem.structure == "general":
             handle, params = self.handles.cusolver(stream), self.handles.params
             for j, i in enumerate(self.systems):
                 cusolver.xgetrs(handle, params, _TRANS[problem.operation], n, nrhs, problem.dtype, self.matrix(i), n,

@@ -17,7 +17,9 @@ CUSOLVER_ARITY = {
     "cusolverDnCreate": 1, "cusolverDnDestroy": 1, "cusolverDnSetStream": 2, "cusolverDnCreateParams": 1,
     "cusolverDnDestroyParams": 1, "cusolverDnXgetrf_bufferSize": 10, "cusolverDnXgetrf": 14,
     "cusolverDnXgetrs": 13, "cusolverDnXpotrf_bufferSize": 10, "cusolverDnXpotrf": 13, "cusolverDnXpotrs": 12,
-    **{f"cusolverDn{t}potrfBatched": 7 for t in "SDCZ"}, **{f"cusolverDn{t}potrsBatched": 10 for t in "SDCZ"},
+    **{f"cusolverDn{t}getrf_bufferSize": 6 for t in "SDCZ"}, **{f"cusolverDn{t}getrf": 8 for t in "SDCZ"},
+    **{f"cusolverDn{t}getrs": 10 for t in "SDCZ"}, **{f"cusolverDn{t}potrfBatched": 7 for t in "SDCZ"},
+    **{f"cusolverDn{t}potrsBatched": 10 for t in "SDCZ"},
 }
 CUBLAS_ARITY = {
     "cublasCreate_v2": 1, "cublasDestroy_v2": 1, "cublasSetStream_v2": 2,
@@ -51,7 +53,8 @@ def test_every_called_function_is_declared(module):
     called = set(re.findall(r'_call\(\s*"(\w+)"', source))
     for template in re.findall(r'_call\(\s*f"(\w*)\{\w+\[dtype\]\}(\w+)"', source):
         called |= {f"{template[0]}{t}{template[1]}" for t in "SDCZ"}
-    called |= {f"cusolverDn{t}{kind}" for t in "SDCZ" for kind in ("potrfBatched", "potrsBatched")
+    called |= {f"cusolverDn{t}{kind}" for t in "SDCZ" for kind in ("potrfBatched", "potrsBatched", "getrf",
+                                                                    "getrs", "getrf_bufferSize")
                if module is cusolver}
     assert called and called <= set(module._lib.signatures)
 

@@ -1,5 +1,5 @@
 """Raw cuSOLVER and cuBLAS bindings against the loaded libraries (needs a GPU): versions, handles,
-an LU solve through the 64-bit API, a batched LU and a triangular solve, checked against numpy."""
+an LU solve through the 64-bit and the legacy API, a batched LU and a triangular solve, checked against numpy."""
 
 import ctypes
 
@@ -55,6 +55,31 @@ def test_xgetrf_xgetrs_solve(rng):
         cusolver.destroy(handle)
     assert info.tolist() == [0, 0]
     np.testing.assert_allclose(b_d.cpu().numpy().T, np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_legacy_getrf_getrs_solve(rng, dtype):
+    torch = torch_with_cuda()
+    n, k = 9, 3
+    a = (rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n)) + n * np.eye(n)).astype(dtype)
+    b = (rng.standard_normal((n, k)) + 1j * rng.standard_normal((n, k))).astype(dtype)
+    a_d, b_d = _column_major(torch, a), _column_major(torch, b)
+    ipiv = torch.zeros(n, dtype=torch.int32, device="cuda")
+    info = torch.full((2,), -1, dtype=torch.int32, device="cuda")
+    handle = cusolver.create()
+    try:
+        cusolver.set_stream(handle, torch.cuda.current_stream().cuda_stream)
+        work = torch.empty(max(cusolver.getrf_buffer_size(handle, n, dtype, a_d.data_ptr(), n), 1), dtype=torch.uint8,
+                           device="cuda")
+        cusolver.getrf(handle, n, dtype, a_d.data_ptr(), n, work.data_ptr(), ipiv.data_ptr(), info.data_ptr())
+        cusolver.getrs(handle, cusolver.Operation.T, n, k, dtype, a_d.data_ptr(), n, ipiv.data_ptr(), b_d.data_ptr(),
+                       n, info.data_ptr() + 4)
+        torch.cuda.synchronize()
+    finally:
+        cusolver.destroy(handle)
+    assert info.tolist() == [0, 0]
+    tolerance = 1e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(b_d.cpu().numpy().T, np.linalg.solve(a.T, b), rtol=tolerance, atol=tolerance)
 
 
 def test_batched_lu_and_trsm(rng):

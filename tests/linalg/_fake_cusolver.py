@@ -3,9 +3,9 @@ on a machine without a GPU.
 
 Device pointers are addresses of host buffers. Each routine reads and writes column-major matrices
 at the pointers it is given (pointer arrays included) with LAPACK through scipy, as the C library
-documents it: LU factors in place with 1-based pivots (int64 for the 64-bit API, int32 for the
-batched one), ``info`` > 0 at the first zero pivot, Cholesky of one triangle (the other left as it
-was), triangular solves of ``op(A) X = B``. The layouts, pointers, broadcasting and status
+documents it: LU factors in place with 1-based pivots (int64 for the 64-bit API, int32 for
+the legacy and batched ones), ``info`` > 0 at the first zero pivot, Cholesky of one triangle (the
+other left as it was), triangular solves of ``op(A) X = B``. The layouts, pointers, broadcasting and status
 handling of the engines are checked against this model; the real libraries by the ``gpu`` tests.
 """
 
@@ -87,6 +87,19 @@ class FakeSolverLibraries:
     def xgetrs(self, handle, params, trans, n, nrhs, dtype, a, lda, ipiv, b, ldb, info):
         self._count("xgetrs")
         self._getrs(a, ipiv, np.int64, trans, n, nrhs, lda, b, ldb, dtype)
+        _write_int(info, 0)
+
+    def getrf_buffer_size(self, handle, n, dtype, a, lda):
+        return 96
+
+    def getrf(self, handle, n, dtype, a, lda, workspace, ipiv, info):
+        self._count("getrf")
+        assert workspace
+        self._getrf(a, n, lda, dtype, ipiv, np.int32, info)
+
+    def getrs(self, handle, trans, n, nrhs, dtype, a, lda, ipiv, b, ldb, info):
+        self._count("getrs")
+        self._getrs(a, ipiv, np.int32, trans, n, nrhs, lda, b, ldb, dtype)
         _write_int(info, 0)
 
     def getrf_batched(self, handle, n, dtype, a_array, lda, pivots, info_array, batch):
@@ -228,8 +241,8 @@ def install(monkeypatch, fused_available=False):
 
     _, resource = install_device(monkeypatch)
     fake = FakeSolverLibraries()
-    for name in ("xgetrf_buffer_size", "xgetrf", "xgetrs", "xpotrf_buffer_size", "xpotrf", "xpotrs", "potrf_batched",
-                 "potrs_batched"):
+    for name in ("getrf_buffer_size", "getrf", "getrs", "xgetrf_buffer_size", "xgetrf", "xgetrs", "xpotrf_buffer_size",
+                 "xpotrf", "xpotrs", "potrf_batched", "potrs_batched"):
         monkeypatch.setattr(cusolver, name, getattr(fake, name))
     for name in ("getrf_batched", "getrs_batched", "trsm", "trsm_batched"):
         monkeypatch.setattr(cublas, name, getattr(fake, name))

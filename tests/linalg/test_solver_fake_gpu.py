@@ -44,7 +44,7 @@ def test_engines_against_numpy(rng, fake, engine, dtype, structure, transposed):
     x = direct_solver(to_device(a), to_device(b), options=options)
     _close(x, reference_solve(a, b, structure, transposed=transposed), dtype)
     expected_calls = {
-        ("cusolver", "general"): {"xgetrf": 3, "xgetrs": 3}, ("batched", "general"): {"getrf_batched": 1,
+        ("cusolver", "general"): {"getrf": 3, "getrs": 3}, ("batched", "general"): {"getrf_batched": 1,
                                                                                     "getrs_batched": 1},
         ("cusolver", "positive definite"): {"xpotrf": 3, "xpotrs": 3},
         ("batched", "positive definite"): {"potrf_batched": 1, "trsm_batched": 2},  # two right-hand sides
@@ -186,7 +186,22 @@ def test_auto_engine_and_plan_cache(rng, fake):
     assert plan_cache.info(0).size == 1 and plan_cache.info(0).hits == 2
     big = structured(rng, (1, 140, 140), "float32", "general")
     solve(to_device(big), to_device(np.ones(140, np.float32)))
-    assert fake.calls["xgetrf"] == 1
+    assert fake.calls["getrf"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_lu_too_large_for_32_bit_sizes_runs_on_the_64_bit_api(rng, fake, monkeypatch, dtype):
+    from nvmathx.linalg import _solver_gpu
+
+    monkeypatch.setattr(_solver_gpu, "LEGACY_LU_ELEMENTS", 25)  # 5 x 5 fits, 6 x 6 and 5 x 5 with 6 rhs do not
+    for n, k, expected in ((5, 2, {"getrf": 3, "getrs": 3}), (6, 2, {"xgetrf": 3, "xgetrs": 3}),
+                           (5, 6, {"xgetrf": 3, "xgetrs": 3})):
+        fake.calls.clear()
+        a, b = structured(rng, (3, n, n), dtype, "general"), rng.standard_normal((3, n, k)).astype(dtype)
+        for transposed in (False, True, "conjugate"):
+            x = direct_solver(to_device(a), to_device(b), options={"engine": "cusolver", "transposed": transposed})
+            _close(x, reference_solve(a, b, "general", transposed=transposed), dtype)
+        assert fake.calls == {name: 3 * count for name, count in expected.items()}
 
 
 @pytest.mark.parametrize("engine", ENGINES)
