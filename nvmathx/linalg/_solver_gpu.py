@@ -32,13 +32,14 @@ import numpy as np
 
 from .._bindings import cublas, cuda_driver, cusolver
 from .._codegen.elementwise import prepare_copy
+from .._codegen.nonfinite import nonfinite_launch
 from .._core.device import ensure_device
 from .._core.errors import OperandError, OptionsError
 from .._core.memory import allocate
 from .._core.streams import is_capturing
 from .._core.tensor import Operand, allocate_like, c_strides
 from ._solver_cpu import singular_error
-from ._solver_kernels import ELEMENT_TYPES, REAL_TYPES, nonfinite_items
+from ._solver_kernels import ELEMENT_TYPES
 from ._solver_kernels import launch as launch_check
 from ._solver_problem import SolveProblem, batched_column_major_strides, broadcast_strides
 
@@ -208,9 +209,7 @@ class GpuSolverState:
                          self.a_work, self.factor_count, problem.n, self.info)
 
     def _launch_nonfinite(self, stream, pointer: int, elements: int, flag: int) -> None:
-        real = REAL_TYPES[self.problem.dtype]
-        count = elements * (2 if self.problem.dtype.startswith("complex") else 1)
-        launch_check(stream, self.device_id, f"nonfinite<{real}>", nonfinite_items(count, real), pointer, count, flag)
+        launch_check(stream, self.device_id, *nonfinite_launch(self.problem.dtype, pointer, elements, flag))
 
     def _copy_a(self, a: Operand, stream) -> None:
         if self.problem.structure == "diagonal":

@@ -1,5 +1,6 @@
 """The checksum of a sparse matrix's pattern (its row offsets and column indices), where they live;
-and the solver's two other small device kernels (a count of non-finite values, a copy into columns).
+and the solver's two other small device kernels (the check for non-finite values shared with the
+dense solvers, a copy into columns).
 
 A plan of the direct solver holds the analysis of one pattern. :func:`pattern_checksum` tells a new
 matrix of the same shape and number of entries whose pattern differs: ``spsolve``'s plan cache keys
@@ -17,10 +18,11 @@ import numpy as np
 
 from .._bindings import cuda_driver
 from .._codegen.launch import KernelSet, launch
+from .._codegen.nonfinite import NONFINITE_NAMES, NONFINITE_SOURCE, nonfinite_launch
 from .._core.memory import allocate
 from .._core.tensor import SparseOperand, host_array
 
-__all__ = ["pattern_checksum", "count_nonfinite", "gather_columns", "CHECKSUM_SOURCE", "KERNELS"]
+__all__ = ["pattern_checksum", "any_nonfinite", "gather_columns", "CHECKSUM_SOURCE", "KERNELS"]
 
 CHECKSUM_SOURCE = r"""
 typedef unsigned long long u64;
@@ -49,16 +51,6 @@ __global__ void checksum_fold(const T* a, long long n, u64 salt, u64* out) {
     atomicXor(out + 1, other);
 }
 
-// Counts the NaN and infinite numbers among a[0:n] (a complex array counts as 2n reals) into *out.
-template <typename T>
-__global__ void count_nonfinite(const T* a, long long n, unsigned int* out) {
-    unsigned int bad = 0u;
-    const long long step = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
-        bad += isfinite(a[i]) ? 0u : 1u;
-    if (bad) atomicAdd(out, bad);
-}
-
 // Copies a rows x cols matrix with element strides (rs, cs) into column-major dst (ld = rows);
 // T is a type of the element's size.
 template <typename T>
@@ -69,10 +61,9 @@ __global__ void gather_columns(const T* src, long long rows, long long count, lo
 }
 """
 
-KERNELS = KernelSet(CHECKSUM_SOURCE, (
-    "checksum_clear", "checksum_fold<int>", "checksum_fold<long long>", "count_nonfinite<float>",
-    "count_nonfinite<double>", "gather_columns<unsigned int>", "gather_columns<unsigned long long>",
-    "gather_columns<double2>"))
+KERNELS = KernelSet(NONFINITE_SOURCE + CHECKSUM_SOURCE, (
+    "checksum_clear", "checksum_fold<int>", "checksum_fold<long long>", *NONFINITE_NAMES,
+    "gather_columns<unsigned int>", "gather_columns<unsigned long long>", "gather_columns<double2>"))
 _KERNELS = KERNELS
 _SALTS = (0x1, 0x100000001)  # row offsets, column indices
 
@@ -110,22 +101,21 @@ def _device_checksum(a: SparseOperand, stream) -> bytes:
     return np.asarray(a.shape, dtype=np.int64).tobytes() + host.tobytes()
 
 
-def count_nonfinite(ptr: int, size: int, dtype, device_id: int, stream) -> int:
-    """How many NaN or infinite numbers ``size`` contiguous device elements of ``dtype`` at ``ptr``
-    hold; waits for the answer."""
-    dtype = np.dtype(dtype)
-    count = int(size) * (2 if dtype.kind == "c" else 1)
-    if count == 0:
-        return 0
-    real = "float" if dtype in (np.float32, np.complex64) else "double"
+def any_nonfinite(ptr: int, size: int, dtype, device_id: int, stream) -> bool:
+    """Whether ``size`` contiguous device elements of ``dtype`` at ``ptr`` hold a NaN or an infinite
+    number (the check the dense solvers run, :mod:`nvmathx._codegen.nonfinite`); waits for the answer."""
+    if size == 0:
+        return False
     buffer = allocate(4, stream, device_id)
-    cuda_driver.memset_async(int(buffer.handle), 0, 4, stream.handle)
-    launch(stream, _KERNELS.kernel(device_id, f"count_nonfinite<{real}>"), count, ptr, count, int(buffer.handle))
-    host = np.zeros(1, dtype=np.uint32)
-    cuda_driver.memcpy_async(host.ctypes.data, int(buffer.handle), 4, stream.handle)
+    flag = int(buffer.handle)
+    cuda_driver.memset_async(flag, 0, 4, stream.handle)
+    name, items, *arguments = nonfinite_launch(np.dtype(dtype).name, ptr, int(size), flag)
+    launch(stream, _KERNELS.kernel(device_id, name), items, *arguments)
+    host = np.zeros(1, dtype=np.int32)
+    cuda_driver.memcpy_async(host.ctypes.data, flag, 4, stream.handle)
     cuda_driver.stream_synchronize(stream.handle)
     buffer.close(stream.core)
-    return int(host[0])
+    return bool(host[0])
 
 
 _WORDS = {4: "unsigned int", 8: "unsigned long long", 16: "double2"}

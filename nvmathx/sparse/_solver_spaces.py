@@ -17,7 +17,7 @@ from .._core.streams import resolve_stream
 from .._core.tensor import allocate_like, copy_to_host, f_strides, host_array, stage_to_device
 from ._solver_cpu import CpuFactorization, check_finite_host
 from ._solver_options import superlu_settings
-from ._solver_pattern import count_nonfinite, gather_columns
+from ._solver_pattern import any_nonfinite, gather_columns
 
 __all__ = ["CpuSpace", "CudaSpace"]
 
@@ -103,8 +103,8 @@ class CudaSpace:
                 check_finite_host(host_array(operand), name)
                 continue
             ptr = operand.ptr if name == "a" else self._columns_of(operand)  # (a's arrays are contiguous)
-            if count_nonfinite(ptr, int(np.prod(operand.shape, dtype=np.int64)), operand.dtype, self.device_id,
-                               self.stream):
+            if any_nonfinite(ptr, int(np.prod(operand.shape, dtype=np.int64)), operand.dtype, self.device_id,
+                             self.stream):
                 raise OperandError(name, "holds NaN or infinite values (pass options={'check_finite': False} to "
                                          "skip this check)")
 

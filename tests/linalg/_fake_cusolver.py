@@ -186,7 +186,7 @@ def fake_check_launch(stream, device_id, name, count, *args):
     kernel, _, c_type = name.partition("<")
     dtype = {"float": np.float32, "double": np.float64, "float2": np.complex64, "double2": np.complex128}[c_type[:-1]]
     if kernel == "nonfinite":
-        from nvmathx.linalg._solver_kernels import nonfinite_items
+        from nvmathx._codegen.nonfinite import nonfinite_items
 
         data, n, flag = args
         assert count == nonfinite_items(n, c_type[:-1])

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from helpers.host_kernels import HostKernels
-from nvmathx.linalg._solver_kernels import KERNEL_NAMES, KERNEL_SOURCE, nonfinite_items
+from nvmathx._codegen.nonfinite import nonfinite_items
+from nvmathx.linalg._solver_kernels import KERNEL_NAMES, KERNEL_SOURCE
 
 _launch = HostKernels(KERNEL_SOURCE, KERNEL_NAMES, "solver-checks").launch
 

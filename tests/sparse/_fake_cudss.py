@@ -219,9 +219,9 @@ class _HostKernelSet:
 
     def __init__(self):
         from helpers.host_kernels import HostKernels
-        from nvmathx.sparse._solver_pattern import CHECKSUM_SOURCE, KERNELS
+        from nvmathx.sparse._solver_pattern import KERNELS
 
-        self.host = HostKernels(_HOST_PRELUDE + CHECKSUM_SOURCE, KERNELS.names, "sparse-solver")
+        self.host = HostKernels(_HOST_PRELUDE + KERNELS.source, KERNELS.names, "sparse-solver")
 
     def kernel(self, device_id, name):
         return name
