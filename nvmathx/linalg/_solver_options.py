@@ -88,7 +88,7 @@ class DirectSolverOptions:
         ``solve()`` queue work without waiting and can be captured in a CUDA graph; a singular
         system then gives Inf or NaN in the solution, and no error.
     engine : "auto", "cusolver", "batched" or "fused"
-        How the GPU solves: cuSOLVER's 64-bit API, one call per matrix (large systems); the
+        How the GPU solves: cuSOLVER, one call per matrix (large systems); the
         batched routines (cuBLAS ``getrfBatched``/``getrsBatched``/``trsmBatched``, cuSOLVER
         ``potrfBatched``/``potrsBatched``), one call per batch (many small systems); or one
         generated cuSOLVERDx kernel that factors and solves every system in shared memory

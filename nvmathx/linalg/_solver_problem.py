@@ -125,8 +125,8 @@ def choose_solver_engine(problem: SolveProblem, requested: str = "auto", *, fuse
     load and the kernel is in the disk cache, so a call never waits on code generation it did not
     ask for; a plan with ``engine="fused"`` builds it); other batches of two or more systems of
     order up to :data:`BATCHED_MAX_N` go to the batched routines (``"batched"``, one call per
-    batch); a single system, or larger matrices, to cuSOLVER's 64-bit API (``"cusolver"``, one
-    call per matrix).
+    batch); a single system, or larger matrices, to cuSOLVER (``"cusolver"``, one call per
+    matrix).
 
     Raises
     ------
