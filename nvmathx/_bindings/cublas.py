@@ -15,6 +15,7 @@ import enum
 
 from .._errors import CudaLibraryError
 from ._loader import FunctionTable, address
+from ._status import status_functions
 
 __all__ = [
     "CublasError",
@@ -110,22 +111,7 @@ for _t in PREFIX.values():
 _lib = FunctionTable("cublas", _SIGNATURES)
 
 
-def status_name(status: int) -> str:
-    """The C name of a status (``"CUBLAS_STATUS_INVALID_VALUE"``)."""
-    try:
-        return f"CUBLAS_STATUS_{Status(status).name}"
-    except ValueError:
-        return f"CUBLAS_STATUS_{int(status)}"
-
-
-def check(status: int, function: str, detail: str = "") -> None:
-    """Raise :class:`CublasError` for a nonzero status."""
-    if status != 0:
-        raise CublasError(status, status_name(status), function, detail)
-
-
-def _call(name: str, *args, detail: str = "") -> None:
-    check(_lib()[name](*args), name, detail)
+status_name, check, _call = status_functions("CUBLAS_STATUS_", Status, CublasError, globals())
 
 
 def create() -> int:

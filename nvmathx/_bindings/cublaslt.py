@@ -12,6 +12,7 @@ import enum
 
 from .._errors import CudaLibraryError
 from ._loader import FunctionTable, address, load_library
+from ._status import status_functions
 
 __all__ = [
     "CublasLtError",
@@ -262,23 +263,8 @@ _SIGNATURES = {
 _lib = FunctionTable("cublasLt", _SIGNATURES)
 
 
-def status_name(status: int) -> str:
-    """The C name of a status (``"CUBLAS_STATUS_NOT_SUPPORTED"``)."""
-    try:
-        return f"CUBLAS_STATUS_{Status(status).name}"
-    except ValueError:
-        name = _lib()["cublasLtGetStatusName"](int(status))
-        return name.decode() if name else f"CUBLAS_STATUS_{status}"
-
-
-def check(status: int, function: str, detail: str = "") -> None:
-    """Raise :class:`CublasLtError` for a nonzero status."""
-    if status != 0:
-        raise CublasLtError(status, status_name(status), function, detail)
-
-
-def _call(name: str, *args, detail: str = "") -> None:
-    check(_lib()[name](*args), name, detail)
+status_name, check, _call = status_functions("CUBLAS_STATUS_", Status, CublasLtError, globals(),
+                                             library_name="cublasLtGetStatusName")
 
 
 def get_version() -> int:

@@ -25,6 +25,7 @@ import os
 
 from .._errors import CudaLibraryError, LibraryNotFoundError
 from ._loader import LIBRARIES, FunctionTable, address, load_library
+from ._status import status_functions
 from .cublaslt import ComputeType, DataType
 
 __all__ = [
@@ -262,22 +263,7 @@ def _prepare() -> None:
 _lib = FunctionTable("cublasmp", _SIGNATURES, before_load=_prepare)
 
 
-def status_name(status: int) -> str:
-    """The C name of a status (``"CUBLASMP_STATUS_NOT_SUPPORTED"``)."""
-    try:
-        return f"CUBLASMP_STATUS_{Status(status).name}"
-    except ValueError:
-        return f"CUBLASMP_STATUS_{status}"
-
-
-def check(status: int, function: str, detail: str = "") -> None:
-    """Raise :class:`CublasMpError` for a nonzero status."""
-    if status != 0:
-        raise CublasMpError(status, status_name(status), function, detail)
-
-
-def _call(name: str, *args, detail: str = "") -> None:
-    check(_lib()[name](*args), name, detail)
+status_name, check, _call = status_functions("CUBLASMP_STATUS_", Status, CublasMpError, globals())
 
 
 def get_version() -> int:

@@ -37,6 +37,7 @@ from typing import Any
 
 from .._errors import CudaLibraryError, LibraryNotFoundError
 from ._loader import LIBRARIES, FunctionTable, address, load_library
+from ._status import status_functions
 
 __all__ = [
     "CudssError",
@@ -349,22 +350,7 @@ def _prepare() -> None:
 _lib = FunctionTable("cudss", _SIGNATURES, before_load=_prepare)
 
 
-def status_name(status: int) -> str:
-    """The C name of a status (``"CUDSS_STATUS_NOT_SUPPORTED"``)."""
-    try:
-        return f"CUDSS_STATUS_{Status(status).name}"
-    except ValueError:
-        return f"CUDSS_STATUS_{status}"
-
-
-def check(status: int, function: str, detail: str = "") -> None:
-    """Raise :class:`CudssError` for a nonzero status."""
-    if status != 0:
-        raise CudssError(status, status_name(status), function, detail)
-
-
-def _call(name: str, *args, detail: str = "") -> None:
-    check(_lib()[name](*args), name, detail)
+status_name, check, _call = status_functions("CUDSS_STATUS_", Status, CudssError, globals())
 
 
 def dialect() -> Dialect:

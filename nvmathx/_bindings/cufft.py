@@ -12,6 +12,7 @@ import enum
 
 from .._errors import CudaLibraryError
 from ._loader import FunctionTable, load_library
+from ._status import status_functions
 
 __all__ = [
     "CufftError",
@@ -155,22 +156,7 @@ _lib = FunctionTable("cufft", {
 })
 
 
-def status_name(status: int) -> str:
-    """The C name of a result (``"CUFFT_INVALID_SIZE"``)."""
-    try:
-        return f"CUFFT_{Result(status).name}"
-    except ValueError:
-        return f"CUFFT_RESULT_{int(status)}"
-
-
-def check(status: int, function: str, detail: str = "") -> None:
-    """Raise :class:`CufftError` for a nonzero result."""
-    if status != 0:
-        raise CufftError(status, status_name(status), function, detail)
-
-
-def _call(name: str, *args, detail: str = "") -> None:
-    check(_lib()[name](*args), name, detail)
+status_name, check, _call = status_functions("CUFFT_", Result, CufftError, globals(), unknown_prefix="CUFFT_RESULT_")
 
 
 def get_version() -> int:

@@ -18,6 +18,7 @@ import enum
 
 from .._errors import CudaLibraryError
 from ._loader import FunctionTable, address
+from ._status import status_functions
 
 __all__ = [
     "CusolverError",
@@ -135,22 +136,7 @@ for _t in BATCHED_PREFIX.values():
 _lib = FunctionTable("cusolver", _SIGNATURES)
 
 
-def status_name(status: int) -> str:
-    """The C name of a status (``"CUSOLVER_STATUS_INVALID_VALUE"``)."""
-    try:
-        return f"CUSOLVER_STATUS_{Status(status).name}"
-    except ValueError:
-        return f"CUSOLVER_STATUS_{int(status)}"
-
-
-def check(status: int, function: str, detail: str = "") -> None:
-    """Raise :class:`CusolverError` for a nonzero status."""
-    if status != 0:
-        raise CusolverError(status, status_name(status), function, detail)
-
-
-def _call(name: str, *args, detail: str = "") -> None:
-    check(_lib()[name](*args), name, detail)
+status_name, check, _call = status_functions("CUSOLVER_STATUS_", Status, CusolverError, globals())
 
 
 def get_version() -> int:

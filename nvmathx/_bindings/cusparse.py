@@ -13,6 +13,7 @@ import enum
 
 from .._errors import CudaLibraryError
 from ._loader import FunctionTable, address
+from ._status import status_functions
 
 __all__ = [
     "CusparseError",
@@ -171,23 +172,8 @@ _SIGNATURES = {
 _lib = FunctionTable("cusparse", _SIGNATURES)
 
 
-def status_name(status: int) -> str:
-    """The C name of a status (``"CUSPARSE_STATUS_NOT_SUPPORTED"``)."""
-    try:
-        return f"CUSPARSE_STATUS_{Status(status).name}"
-    except ValueError:
-        name = _lib()["cusparseGetErrorName"](int(status))
-        return name.decode() if name else f"CUSPARSE_STATUS_{status}"
-
-
-def check(status: int, function: str, detail: str = "") -> None:
-    """Raise :class:`CusparseError` for a nonzero status."""
-    if status != 0:
-        raise CusparseError(status, status_name(status), function, detail)
-
-
-def _call(name: str, *args, detail: str = "") -> None:
-    check(_lib()[name](*args), name, detail)
+status_name, check, _call = status_functions("CUSPARSE_STATUS_", Status, CusparseError, globals(),
+                                             library_name="cusparseGetErrorName")
 
 
 def get_version() -> tuple[int, int, int]:
