@@ -5,9 +5,8 @@ The kernel is CUDA C++ compiled by NVRTC to LTO-IR and linked with nvJitLink bes
 cuSOLVERDx function that :mod:`._codegen.solver` generates (its shared-memory API) and
 cuSOLVERDx's universal fatbin; no Numba is involved. Each block takes ``batches_per_block``
 systems: it loads their matrices and right-hand sides (dense, column-major, one after the other)
-into shared memory, calls the function (``gesv_partial_pivot`` or ``posv``: factor and solve;
-``getrf_partial_pivot`` or ``potrf``: factor only, for the status), and stores the solutions and
-one ``info`` per system. Systems past the end of the batch (in the last block) are identities.
+into shared memory, calls the function (``gesv_partial_pivot`` or ``posv``: factor and solve), and
+stores the solutions and one ``info`` per system. Systems past the end of the batch (in the last block) are identities.
 
 The C signature of kernel ``symbol``::
 
@@ -33,9 +32,8 @@ __all__ = ["FORMAT", "FusedSolverKernel", "FUSED_FUNCTIONS", "kernel_source", "f
 
 FORMAT = 3  # bump when the generated source changes meaning
 
-# (structure, solves) -> the cuSOLVERDx function
-FUSED_FUNCTIONS = {("general", True): "gesv_partial_pivot", ("general", False): "getrf_partial_pivot",
-                   ("positive definite", True): "posv", ("positive definite", False): "potrf"}
+# structure -> the cuSOLVERDx function that factors and solves
+FUSED_FUNCTIONS = {"general": "gesv_partial_pivot", "positive definite": "posv"}
 _C_TYPES = {"float32": "float", "float64": "double", "complex64": "float2", "complex128": "double2"}
 _ARGUMENTS = {"a": "sa", "ipiv": "sipiv", "b": "sb", "info": "block_info"}
 
@@ -89,12 +87,9 @@ class FusedSolverKernel:
     shared_memory_size: int
 
 
-def _spec(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: Target, batches_per_block: int,
-          fill_mode: str):
-    function = FUSED_FUNCTIONS[structure, solves]
-    size = (n, n, nrhs) if solves else (n, n)
+def _spec(structure: str, n: int, nrhs: int, dtype: str, target: Target, batches_per_block: int, fill_mode: str):
     cholesky_fill = fill_mode if structure == "positive definite" else None
-    return solver_codegen.solver_spec(function, size, dtype, fill_mode=cholesky_fill,
+    return solver_codegen.solver_spec(FUSED_FUNCTIONS[structure], (n, n, nrhs), dtype, fill_mode=cholesky_fill,
                                       batches_per_block=batches_per_block,
                                       target=target)
 
@@ -108,24 +103,22 @@ def _layout(spec) -> tuple[int, int, int, int]:
     """(a's elements, b's elements) of one block's systems in global memory (packed), and (a's, b's)
     elements in shared memory at the spec's leading dimensions, each rounded up to 16 bytes."""
     itemsize = np.dtype(spec.dtype).itemsize
-    k = spec.k if "b" in spec.info.arguments else 0
     lda, ldb = _leading(spec)
-    a, b = spec.batches_per_block * spec.n * spec.n, spec.batches_per_block * spec.n * k
-    shared_a, shared_b = spec.batches_per_block * lda * spec.n, spec.batches_per_block * ldb * k
+    a, b = spec.batches_per_block * spec.n * spec.n, spec.batches_per_block * spec.n * spec.k
+    shared_a, shared_b = spec.batches_per_block * lda * spec.n, spec.batches_per_block * ldb * spec.k
     return a, b, _padded(shared_a, itemsize), _padded(shared_b, itemsize)
 
 
 def _leading(spec) -> tuple[int, int]:
-    """(lda, ldb) of the spec's column-major matrices in shared memory (ldb = n for a factorization)."""
-    dims = solver_codegen.leading_dimensions(spec)
-    return dims[0], dims[1] if len(dims) > 1 else spec.n
+    """(lda, ldb) of the spec's column-major matrices in shared memory."""
+    lda, ldb = solver_codegen.leading_dimensions(spec)[:2]
+    return lda, ldb
 
 
 def kernel_source(symbol: str, function_symbol: str, spec, block_dim) -> str:
     """The CUDA C++ of the kernel ``symbol`` around the cuSOLVERDx function ``function_symbol``."""
     t = _C_TYPES[spec.dtype]
-    n, bpb = spec.n, spec.batches_per_block
-    k = spec.k if "b" in spec.info.arguments else 0
+    n, bpb, k = spec.n, spec.batches_per_block, spec.k
     a_elements, b_elements, a_padded, b_padded = _layout(spec)
     lda, ldb = _leading(spec)
     parameters = ", ".join("int*" if name in ("ipiv", "info") else f"{t}*" for name in spec.info.arguments)
@@ -144,13 +137,12 @@ def shared_memory_bytes(spec) -> int:
     return max(values + 4 * spec.batches_per_block * spec.n, solver_codegen.shared_memory_bytes(spec))
 
 
-def _kernel_key(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: Target,
-                fill_mode: str) -> tuple:
+def _kernel_key(structure: str, n: int, nrhs: int, dtype: str, target: Target, fill_mode: str) -> tuple:
     """(disk-cache key, spec, cuSOLVERDx's block shape) of a fused kernel, from cuSOLVERDx's traits
     only (no code generated)."""
-    first = _spec(structure, solves, n, nrhs, dtype, target, 1, fill_mode)
+    first = _spec(structure, n, nrhs, dtype, target, 1, fill_mode)
     batches = max(1, solver_codegen.solver_traits(first, target)["suggested_batches_per_block"])
-    spec = _spec(structure, solves, n, nrhs, dtype, target, batches, fill_mode) if batches != 1 else first
+    spec = _spec(structure, n, nrhs, dtype, target, batches, fill_mode) if batches != 1 else first
     # cuSOLVERDx's padded leading dimension where it suggests one: a packed 32 x 32 float32 matrix
     # puts every column on the same shared-memory banks, several times slower
     suggested = solver_codegen.suggested_leading_dimension(spec, target)
@@ -170,28 +162,26 @@ def _image_key(key: dict) -> dict | None:
     return None if identity is None else {**key, "linker": identity}
 
 
-def is_cached(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: Target,
-              fill_mode: str = "lower") -> bool:
+def is_cached(structure: str, n: int, nrhs: int, dtype: str, target: Target, fill_mode: str = "lower") -> bool:
     """Whether :func:`fused_solver_kernel` would read the linked kernel from the disk cache (no code
     generated: cuSOLVERDx's traits only). False where cuSOLVERDx does not take the problem."""
     from .._core.errors import OptionsError
 
     try:
-        key, _, _ = _kernel_key(structure, solves, n, nrhs, dtype, target, fill_mode)
+        key, _, _ = _kernel_key(structure, n, nrhs, dtype, target, fill_mode)
     except OptionsError:
         return False
     image_key = _image_key(key)
     return image_key is not None and cache.has_linked(image_key)
 
 
-def fused_solver_kernel(structure: str, solves: bool, n: int, nrhs: int, dtype: str, target: Target,
+def fused_solver_kernel(structure: str, n: int, nrhs: int, dtype: str, target: Target,
                         fill_mode: str = "lower") -> FusedSolverKernel:
     """The fused kernel of one problem shape: generated, compiled and linked once (tens of seconds
-    of CPU), then read from the disk cache. ``solves`` False makes the factor-only kernel (it writes
-    ``info``, not ``b``). ``fill_mode``: the triangle Cholesky reads (column-major). An
+    of CPU), then read from the disk cache. ``fill_mode``: the triangle Cholesky reads (column-major). An
     ``OptionsError`` naming ``size`` where cuSOLVERDx does not take the problem (or it does not fit
     the target's shared memory)."""
-    key, spec, block_dim = _kernel_key(structure, solves, n, nrhs, dtype, target, fill_mode)
+    key, spec, block_dim = _kernel_key(structure, n, nrhs, dtype, target, fill_mode)
     symbol = cache.symbol_for("nvmathx_fused_solver", key)
     image_key = _image_key(key)
     image = cache.load_linked(image_key) if image_key is not None else None

@@ -546,17 +546,17 @@ def fused_kernels_cached(problem: SolveProblem, check: str, device_id: int) -> b
     from .._codegen.fused_solver import is_cached
 
     target, fill_mode = _fused_arguments(problem, device_id)
-    return is_cached(problem.structure, True, problem.n, problem.nrhs, problem.dtype, target, fill_mode)
+    return is_cached(problem.structure, problem.n, problem.nrhs, problem.dtype, target, fill_mode)
 
 
-def load_fused_kernel(structure: str, solves: bool, problem: SolveProblem, device_id: int):
+def load_fused_kernel(problem: SolveProblem, device_id: int):
     """(the linked kernel's launch function, its FusedSolverKernel) for ``problem`` on a device."""
     from cuda.core import LaunchConfig, ObjectCode
 
     from .._codegen.fused_solver import fused_solver_kernel
 
     target, fill_mode = _fused_arguments(problem, device_id)
-    kernel = fused_solver_kernel(structure, solves, problem.n, problem.nrhs, problem.dtype, target, fill_mode)
+    kernel = fused_solver_kernel(problem.structure, problem.n, problem.nrhs, problem.dtype, target, fill_mode)
     function = ObjectCode.from_cubin(kernel.cubin).get_kernel(kernel.symbol)
     if kernel.shared_memory_size > 48 * 1024:
         cuda_driver.kernel_set_max_dynamic_shared_memory(function.handle, kernel.shared_memory_size, device_id)
@@ -592,7 +592,7 @@ class FusedEngine(GpuSolverState):
         if problem.empty:
             return
         try:
-            self.solve_kernel, _ = load_fused_kernel(problem.structure, True, problem, self.device_id)
+            self.solve_kernel, _ = load_fused_kernel(problem, self.device_id)
         except OptionsError as error:  # cuSOLVERDx does not take the problem (size, shared memory)
             self.free()
             raise OptionsError("options.engine", f"the fused engine cannot solve this problem ({error})") from None

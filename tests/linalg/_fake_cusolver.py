@@ -202,9 +202,9 @@ def fake_check_launch(stream, device_id, name, count, *args):
         _write_int(info + 4 * i, zeros[0] + 1 if zeros.size else 0)
 
 
-def fake_load_fused_kernel(structure, solves, problem, device_id):
-    """The fused engine's kernels with LAPACK: per system of the dense batch, factor (and solve) a
-    copy of the matrix (the kernel works in shared memory: the factors are not written back)."""
+def fake_load_fused_kernel(problem, device_id):
+    """The fused engine's kernel with LAPACK: per system of the dense batch, factor and solve a copy
+    of the matrix (the kernel works in shared memory: the factors are not written back)."""
     from nvmathx.linalg._solver_gpu import _uplo
 
     n, k, dtype = problem.n, problem.nrhs, problem.dtype
@@ -216,13 +216,13 @@ def fake_load_fused_kernel(structure, solves, problem, device_id):
         for i in range(batches):
             matrix = np.array(_matrix(a + i * n * n * itemsize, n, n, n, dtype), order="F")
             rhs = _matrix(b + i * n * k * itemsize, n, k, n, dtype)
-            if structure == "general":
+            if problem.structure == "general":
                 lu, piv, status = _lapack("getrf", dtype)(matrix)
-                if solves and status == 0:
+                if status == 0:
                     rhs[...] = _lapack("getrs", dtype)(lu, piv, np.array(rhs, order="F"))[0]
             else:
                 c, status = _lapack("potrf", dtype)(matrix, lower=lower, clean=False)
-                if solves and status == 0:
+                if status == 0:
                     rhs[...] = _lapack("potrs", dtype)(c, np.array(rhs, order="F"), lower=lower)[0]
             _write_int(info + 4 * i, status)
 
