@@ -94,7 +94,8 @@ def autotune_key(runner: GpuRunner) -> dict:
     """Everything an autotuning's outcome depends on: the machine (GPU model, SM count, driver,
     cuBLASLt), the planned problem and its cuBLASLt layouts (shapes, strides, dtypes, compute and
     scale types, epilog, alignments), the options (workspace limit included) and the candidates
-    the heuristic offered (which the plan preferences decide)."""
+    the heuristic offered (which the plan preferences decide), each by its configuration: the
+    opaque ``cublasLtMatmulAlgo_t`` bytes of one algorithm differ between processes."""
     plan = runner.plan
     properties = device.device_properties(plan.device_id)
     return {"gpu": properties["name"], "sm_count": properties["multiprocessor_count"],
@@ -102,7 +103,7 @@ def autotune_key(runner: GpuRunner) -> dict:
             "problem": repr(plan.problem), "layouts": repr(plan.traits),
             "options": [plan.options.compute_type, plan.options.scale_type, plan.options.sm_count_target,
                         plan.options.fast_accumulation, plan.options.workspace_limit],
-            "candidates": [algorithm.algo.hex() for algorithm in runner.algorithms]}
+            "candidates": [list(algorithm.config) or algorithm.algo.hex() for algorithm in runner.algorithms]}
 
 
 def _stored_timings(runner: GpuRunner, key: dict) -> list[tuple[float, MatmulAlgorithm]] | None:

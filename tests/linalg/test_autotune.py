@@ -215,6 +215,32 @@ def test_a_second_process_takes_the_stored_outcome_without_timing(rng, fake, tun
     assert timed == [1, 1]
 
 
+def test_opaque_bytes_that_differ_between_processes_still_hit(rng, fake, tuning_store, monkeypatch):
+    import itertools
+
+    from nvmathx._bindings import cublaslt as lt
+    from nvmathx.linalg import _autotune
+
+    queries = itertools.count(1)
+    heuristic = lt.algo_get_heuristic
+
+    def noisy(*args):  # as cuBLASLt does: the same algorithms, other bytes outside their configuration
+        results = heuristic(*args)
+        for result in results:
+            result.algo[7] = next(queries)
+        return results
+
+    monkeypatch.setattr(lt, "algo_get_heuristic", noisy)
+    tuning_store()
+    timed = []
+    original = _autotune._timed_candidates
+    monkeypatch.setattr(_autotune, "_timed_candidates", lambda *args: timed.append(1) or original(*args))
+    _, order = _autotuned(rng)
+    store = tuning_store()
+    _, again = _autotuned(rng)
+    assert timed == [1] and store.info().hits == 1 and again == order
+
+
 def test_an_algorithm_cublaslt_refuses_is_dropped_and_the_problem_tuned_again(rng, fake, tuning_store, monkeypatch):
     import json
     import os
