@@ -2,9 +2,10 @@
 :meth:`CusparsePlan.run` per execution.
 
 ``run()`` makes these calls and nothing else: allocate the result (the operand library's
-stream-ordered allocator), copy ``c`` into it (when ``beta`` is nonzero), ``cusparseSetStream``,
-``cusparseDnMatSetValues`` / ``cusparseDnVecSetValues`` for the result, then ``cusparseSpMM`` or
-``cusparseSpMV``. Nothing synchronises, so a CUDA graph captures it.
+stream-ordered allocator), copy ``c`` into it (when ``beta`` is nonzero), ``cusparseSetStream``
+(when the stream changed), ``cusparseDnMatSetValues`` / ``cusparseDnVecSetValues`` (when the result
+is not where the last one was: a caching allocator mostly hands back the same block), then
+``cusparseSpMM`` or ``cusparseSpMV``. Nothing synchronises, so a CUDA graph captures it.
 
 A product that is exactly zero (no stored entry, or a contracted extent of 0) runs as a product of an
 ``m x 1`` matrix without entries and a zero ``b`` of one row, which cuSPARSE turns into ``beta * c``
@@ -153,6 +154,7 @@ class CusparsePlan:
             self.mat_b = self._dense(tuple(b.shape), order, ld, b.ptr)
         m, n = problem.m, problem.n or 1
         self.mat_c = self._dense(problem.result_shape, order, max(m if order == "col" else n, 1), ptr)
+        self.c_values = ptr  # where mat_c points
         self._size_workspace(stream, preprocess)
 
     def _dense(self, shape: tuple, order: str, ld: int, ptr: int) -> int:
@@ -202,11 +204,15 @@ class CusparsePlan:
             return result
         _bind_stream(self.handle, stream.handle)
         if self.problem.is_vector:
-            cusparse.dn_vec_set_values(self.mat_c, ptr)
+            if ptr != self.c_values:
+                cusparse.dn_vec_set_values(self.mat_c, ptr)
+                self.c_values = ptr
             cusparse.spmv(self.handle, self.op, self.alpha_ptr, self.mat_a, self.mat_b, self.beta_ptr, self.mat_c,
                           self.compute, self.algorithm, self.buffer)
         else:
-            cusparse.dn_mat_set_values(self.mat_c, ptr)
+            if ptr != self.c_values:
+                cusparse.dn_mat_set_values(self.mat_c, ptr)
+                self.c_values = ptr
             cusparse.spmm(self.handle, self.op, cusparse.Operation.NON_TRANSPOSE, self.alpha_ptr, self.mat_a,
                           self.mat_b, self.beta_ptr, self.mat_c, self.compute, self.algorithm, self.buffer)
         return result

@@ -117,6 +117,32 @@ def test_stateful_reset_on_the_fake_gpu(fake, monkeypatch, rng):
     assert not fake.live
 
 
+@pytest.mark.parametrize("vector", [False, True])
+def test_results_where_the_last_one_was_point_no_descriptor_again(fake, monkeypatch, rng, vector):
+    from nvmathx._bindings import cusparse
+
+    torch = present_torch_as_device(monkeypatch)
+    dense, b, _ = _operands(rng, (10, 7), 3, "float32", vector=vector)
+    pointed = []
+    name = "dn_vec_set_values" if vector else "dn_mat_set_values"
+    setter = getattr(cusparse, name)
+    monkeypatch.setattr(cusparse, name, lambda desc, values: (pointed.append(values), setter(desc, values)))
+    with Matmul(torch.from_numpy(dense).to_sparse_csr(), torch.from_numpy(b)) as mm:
+        mm.plan()
+        plan = mm._plan
+        allocate = plan.allocate
+        results = [allocate(None) for _ in range(2)]
+        # the first execute() hands out the result plan() made; then a block twice (a caching
+        # allocator), another, and the first again
+        order = [0, 0, 1, 0]
+        monkeypatch.setattr(plan, "allocate", lambda stream: results[order.pop(0)])
+        outputs = [mm.execute() for _ in range(5)]
+        for output in outputs:
+            assert_close(output.numpy(), reference(dense, b, None, 1, 0, False), "float32")
+    first, second = (ptr for _, ptr in results)
+    assert pointed == [first, second, first] and not order
+
+
 def test_staged_stateful_reset(fake, rng):
     dense, b, _ = _operands(rng, (8, 8), 2, "float32")
     a = sp.csr_array(dense)
