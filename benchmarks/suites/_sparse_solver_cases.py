@@ -101,14 +101,13 @@ except ImportError:  # nvmathx's operands from torch where cupy is missing
         sync, to_host = torch.cuda.synchronize, lambda x: x.cpu().numpy()
 if column == "cupy" and cupy is None:
     raise SystemExit("cupy is not installed")
-if column in ("nvmathx", "nvmathx.first", "nvmathx.threads", "cupy"):
+if column in ("nvmathx", "nvmathx.first", "nvmathx.one_thread", "cupy"):
     a, b = to_gpu(a_host), dense_gpu(b_host)
-if column in ("nvmathx", "nvmathx.first", "nvmathx.threads"):
-    import os
+if column in ("nvmathx", "nvmathx.first", "nvmathx.one_thread"):
     import nvmathx.sparse
     options = {"matrix_type": matrix_type}
-    if column == "nvmathx.threads":  # cuDSS's multi-threaded host mode, one thread per core
-        options["host_threads"] = os.cpu_count()
+    if column == "nvmathx.one_thread":  # cuDSS's single-threaded host mode (the default uses every core)
+        options["host_threads"] = 1
     small = to_gpu(build(8))
     nvmathx.sparse.spsolve(small, dense_gpu(np.ones(small.shape[0])), options=options)  # handle, NVRTC kernels
     nvmathx.sparse.spsolve_plan_cache.clear()
@@ -238,13 +237,13 @@ def solver_cases(ctx) -> list[Case]:
         size = quick_size if ctx.quick else size
         params = {"matrix": matrix, "grid": size, "unknowns": size ** (3 if matrix == "poisson3d" else 2),
                   "dtype": "float64", "timeout_s": TIMEOUT_S, "timed_out": {}, "relative_residual": {}}
-        columns = ("nvmathx", "nvmathx.threads", "cupy", "torch", "nvmath-python", "scipy")
+        columns = ("nvmathx", "nvmathx.one_thread", "cupy", "torch", "nvmath-python", "scipy")
         cases.append(Case(name=f"spsolve_{label}_f64", unit="s", params=params, repeats=1,
                           setups={column: _column(ctx, params, column, matrix, size, "spsolve") for column in columns},
                           note="whole first solve of the pattern (analysis + factorization + solve), each column in "
                                f"a child process killed after {TIMEOUT_S:.0f} s (then recorded as {TIMEOUT_S:.0f} s "
                                "with params.timed_out); nvmathx: median of 3 after a warm-up on another pattern; "
-                               "nvmathx.threads: the same with host_threads = the machine's cores"))
+                               "nvmathx.one_thread: the same with host_threads=1 (cuDSS single-threaded)"))
     size = 100 if ctx.quick else 1000
     params = {"matrix": "poisson2d", "grid": size, "unknowns": size * size, "dtype": "float64",
               "timeout_s": TIMEOUT_S, "timed_out": {}, "relative_residual": {}}

@@ -77,9 +77,20 @@ def _use_threading_layer(handle: int) -> bool:
     return True
 
 
-def _host_threads(handle: int, requested: int) -> int | None:
-    """The HOST_NTHREADS to configure: ``requested`` threads on a handle in multi-threaded mode (made
-    so when more than one is asked for), 1 on such a handle for a single-threaded solver, else none."""
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on every platform)
+        return os.cpu_count() or 1
+
+
+def _host_threads(handle: int, requested: int | None) -> int | None:
+    """The HOST_NTHREADS to configure: ``requested`` threads (None: :func:`usable_cores`) on a handle in
+    multi-threaded mode (made so when more than one is asked for), 1 on such a handle for a
+    single-threaded solver, else none."""
+    if requested is None:
+        requested = usable_cores()
     if requested > 1 and _use_threading_layer(handle):
         return requested
     return 1 if handle in _threaded_handles else None

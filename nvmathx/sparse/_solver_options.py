@@ -56,12 +56,14 @@ class DirectSolverOptions:
     check_finite : bool
         Refuse NaN or infinite values in ``a`` and ``b`` (one pass over each, and on a GPU a
         synchronisation), as scipy.linalg's ``check_finite``.
-    host_threads : int
+    host_threads : int or None
         Threads for cuDSS's work on the host (the default reordering of :meth:`plan`, which
-        dominates a first solve of a large matrix). 1 (the default): cuDSS's single-threaded mode.
-        More: its multi-threaded mode, through the threading layer shipped with libcudss
-        (``libcudss_mtlayer_gomp``, GNU OpenMP) or the library named by ``CUDSS_THREADING_LIB``;
-        where that does not load, the solver runs single-threaded. Ignored on the CPU space.
+        dominates a first solve of a large matrix). None (the default): one per core this process
+        may run on (``os.sched_getaffinity``). More than one: cuDSS's multi-threaded mode, through
+        the threading layer shipped with libcudss (``libcudss_mtlayer_gomp``, GNU OpenMP) or the
+        library named by ``CUDSS_THREADING_LIB``; where that does not load, the solver runs
+        single-threaded. 1: cuDSS's single-threaded mode (for a process that shares its cores, an
+        MPI rank per GPU say). Ignored on the CPU space.
     """
 
     matrix_type: str = "general"
@@ -72,7 +74,7 @@ class DirectSolverOptions:
     refinement_steps: int = 0
     solve_mode: str = "normal"
     check_finite: bool = True
-    host_threads: int = 1
+    host_threads: int | None = None
 
     def __post_init__(self):
         check_choice(self.matrix_type, MATRIX_TYPES, "options.matrix_type")
@@ -97,10 +99,11 @@ class DirectSolverOptions:
         object.__setattr__(self, "refinement_steps", int(steps))
         if not isinstance(self.check_finite, bool):
             raise OptionsError("options.check_finite", f"expected a bool (got {type(self.check_finite).__name__})")
-        threads = check_positive_int(self.host_threads, "options.host_threads")
-        if threads >= 1 << 31:  # (cuDSS takes a 32-bit int)
-            raise OptionsError("options.host_threads", f"expected an int below 2**31 (got {threads})")
-        object.__setattr__(self, "host_threads", threads)
+        if self.host_threads is not None:
+            threads = check_positive_int(self.host_threads, "options.host_threads")
+            if threads >= 1 << 31:  # (cuDSS takes a 32-bit int)
+                raise OptionsError("options.host_threads", f"expected an int below 2**31 or None (got {threads})")
+            object.__setattr__(self, "host_threads", threads)
 
 
 def check_dtype_for_type(options: DirectSolverOptions, dtype) -> None:

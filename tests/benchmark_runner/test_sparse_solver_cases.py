@@ -30,7 +30,7 @@ def test_declarations():
     assert [case.name for case in cases] == ["spsolve_poisson2d_1e6_f64", "spsolve_poisson3d_1e6_f64",
                                              "spsolve_convdiff2d_1e6_f64", "refactorize_poisson2d_1e6_f64"]
     for case in cases[:3]:
-        assert set(case.setups) == {"nvmathx", "nvmathx.threads", "cupy", "torch", "nvmath-python", "scipy"}
+        assert set(case.setups) == {"nvmathx", "nvmathx.one_thread", "cupy", "torch", "nvmath-python", "scipy"}
         assert case.params["unknowns"] == 10**6 and case.unit == "s" and case.repeats == 1
     assert set(cases[3].setups) == {"nvmathx", "nvmathx.first"}
 

@@ -241,6 +241,8 @@ def install(monkeypatch, release=(1, 0, 0)):
                  "matrix_create_dn", "matrix_set_values", "matrix_set_csr_pointers", "matrix_destroy", "execute"):
         monkeypatch.setattr(cudss, name, getattr(fake, name))
     monkeypatch.setattr(cudss, "dialect", lambda: fake.dialect)
+    monkeypatch.setattr(cudss, "threading_layer_path", lambda: None)  # a cuDSS without its threading layer
+    monkeypatch.delenv("CUDSS_THREADING_LIB", raising=False)
     handle = fake.create()
     monkeypatch.setattr(_solver_cudss, "_handle", lambda device_id: handle)
     kernels = _HostKernelSet()

@@ -207,12 +207,27 @@ def test_host_threads_reach_cudss_configuration(fake, monkeypatch, rng, layer):
             np.testing.assert_allclose(solver.solve(), np.linalg.solve(dense, b), rtol=TOLERANCE["float64"])
             return fake.live[solver._space.plan_.config][1]["values"].get(cudss.ConfigParam.HOST_NTHREADS)
 
-    assert configured(None) is None and layered == []  # the default: single-threaded, no layer asked for
-    assert configured({"host_threads": 3}) == (3 if layer else None)
+    monkeypatch.setattr(_solver_cudss, "usable_cores", lambda: 1)
+    assert configured(None) is None and layered == []  # the default on one core: single-threaded, no layer
+    assert configured({"host_threads": 1}) is None and layered == []
+    monkeypatch.setattr(_solver_cudss, "usable_cores", lambda: 6)
+    assert configured(None) == (6 if layer else None)  # the default: one thread per usable core
     assert len(layered) == (1 if layer else 0)
-    # a handle in multi-threaded mode runs a default solver on one thread, and is not set up twice
-    assert configured(None) == (1 if layer else None)
-    assert configured({"host_threads": 2}) == (2 if layer else None) and len(layered) == (1 if layer else 0)
+    # a handle in multi-threaded mode runs a single-threaded solver on one thread, and is not set up twice
+    assert configured({"host_threads": 1}) == (1 if layer else None)
+    assert configured({"host_threads": 3}) == (3 if layer else None) and len(layered) == (1 if layer else 0)
+
+
+def test_usable_cores_follow_the_affinity_mask(monkeypatch):
+    import os
+
+    from nvmathx.sparse import _solver_cudss
+
+    if hasattr(os, "sched_getaffinity"):
+        assert _solver_cudss.usable_cores() == len(os.sched_getaffinity(0)) >= 1
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert _solver_cudss.usable_cores() == 1
 
 
 @pytest.mark.parametrize("environment, layer, refuse, expected", [
