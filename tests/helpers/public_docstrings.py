@@ -105,11 +105,15 @@ class _Runner(doctest.DocTestRunner):
 
 def _missing_package(error: BaseException | None) -> str | None:
     """What is not installed, where ``error`` (or an exception it was raised from) says so: an
-    ImportError, or LibraryNotFoundError for a CUDA library."""
+    ImportError, LibraryNotFoundError for a CUDA library, or a callback compiler that is missing or
+    cannot run here (numba-cuda 0.30 on numpy 2.5, say)."""
     from nvmathx import LibraryNotFoundError
+    from nvmathx.fft import CallbackCompileError
 
     while error is not None:
         if isinstance(error, (ImportError, LibraryNotFoundError)):
+            return str(error)
+        if isinstance(error, CallbackCompileError) and error.argument == "compiler":
             return str(error)
         error = error.__cause__ or error.__context__
     return None
