@@ -1,6 +1,6 @@
 """The checksum of a sparse matrix's pattern (its row offsets and column indices), where they live;
-and the solver's two other small device kernels (the check for non-finite values shared with the
-dense solvers, a copy into columns).
+and the solver's other small device kernels (the check for non-finite values shared with the dense
+solvers, the search for an empty row or column, a copy into columns).
 
 A plan of the direct solver holds the analysis of one pattern. :func:`pattern_checksum` tells a new
 matrix of the same shape and number of entries whose pattern differs: ``spsolve``'s plan cache keys
@@ -22,7 +22,7 @@ from .._codegen.nonfinite import NONFINITE_NAMES, NONFINITE_SOURCE, nonfinite_la
 from .._core.memory import allocate
 from .._core.tensor import SparseOperand, host_array
 
-__all__ = ["pattern_checksum", "any_nonfinite", "gather_columns", "CHECKSUM_SOURCE", "KERNELS"]
+__all__ = ["pattern_checksum", "any_nonfinite", "empty_line", "gather_columns", "CHECKSUM_SOURCE", "KERNELS"]
 
 CHECKSUM_SOURCE = r"""
 typedef unsigned long long u64;
@@ -51,6 +51,35 @@ __global__ void checksum_fold(const T* a, long long n, u64 salt, u64* out) {
     atomicXor(out + 1, other);
 }
 
+// The lines of a square pattern that hold entries: rows[i] = 1 where row i has one, columns[j] = 1
+// where column j has one (both zeroed before).
+template <typename I>
+__global__ void mark_lines(const I* indptr, const I* indices, long long n, long long nnz, unsigned char* rows,
+                           unsigned char* columns) {
+    const long long step = (long long)gridDim.x * blockDim.x;
+    const long long count = n > nnz ? n : nnz;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < count; t += step) {
+        if (t < n && indptr[t + 1] > indptr[t]) rows[t] = 1;
+        if (t < nnz) columns[indices[t]] = 1;
+    }
+}
+
+// first[0] = the first row without entries and first[1] the first such column (both set to ~0 before
+// and left so where there is none); with `either`, a line counts as empty where its row and its
+// column both are (one stored triangle of a symmetric matrix), in first[0].
+__global__ void first_empty_line(const unsigned char* rows, const unsigned char* columns, long long n, int either,
+                                 unsigned long long* first) {
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += step) {
+        if (either) {
+            if (!(rows[t] | columns[t])) atomicMin(first, (unsigned long long)t);
+        } else {
+            if (!rows[t]) atomicMin(first, (unsigned long long)t);
+            if (!columns[t]) atomicMin(first + 1, (unsigned long long)t);
+        }
+    }
+}
+
 // Copies a rows x cols matrix with element strides (rs, cs) into column-major dst (ld = rows);
 // T is a type of the element's size.
 template <typename T>
@@ -62,7 +91,8 @@ __global__ void gather_columns(const T* src, long long rows, long long count, lo
 """
 
 KERNELS = KernelSet(NONFINITE_SOURCE + CHECKSUM_SOURCE, (
-    "checksum_clear", "checksum_fold<int>", "checksum_fold<long long>", *NONFINITE_NAMES,
+    "checksum_clear", "checksum_fold<int>", "checksum_fold<long long>", *NONFINITE_NAMES, "mark_lines<int>",
+    "mark_lines<long long>", "first_empty_line",
     "gather_columns<unsigned int>", "gather_columns<unsigned long long>", "gather_columns<double2>"))
 _KERNELS = KERNELS
 _SALTS = (0x1, 0x100000001)  # row offsets, column indices
@@ -99,6 +129,32 @@ def _device_checksum(a: SparseOperand, stream) -> bytes:
     cuda_driver.stream_synchronize(stream.handle)
     buffer.close(stream.core)
     return np.asarray(a.shape, dtype=np.int64).tobytes() + host.tobytes()
+
+
+def empty_line(a: SparseOperand, one_triangle: bool, stream) -> tuple[str, int] | None:
+    """``("row", i)`` or ``("column", j)``: the first line of square device matrix ``a`` without a
+    stored entry (the matrix is then structurally singular), or None; waits for the answer. With
+    ``one_triangle`` (a symmetric matrix stored as one triangle), line i is empty where row i and
+    column i both are, and is named a row."""
+    n = a.shape[0]
+    if n == 0:
+        return None
+    device_id = a.device_id
+    buffer = allocate(16 + 2 * n, stream, device_id)
+    first, rows = int(buffer.handle), int(buffer.handle) + 16
+    columns = rows + n
+    cuda_driver.memset_async(first, 0xFF, 16, stream.handle)
+    cuda_driver.memset_async(rows, 0, 2 * n, stream.handle)
+    mark = _KERNELS.kernel(device_id, "mark_lines<int>" if a.index_dtype.itemsize == 4 else "mark_lines<long long>")
+    launch(stream, mark, max(n, a.nnz), a.indptr.ptr, a.indices.ptr, n, a.nnz, rows, columns)
+    launch(stream, _KERNELS.kernel(device_id, "first_empty_line"), n, rows, columns, n, np.int32(one_triangle), first)
+    host = np.zeros(2, dtype=np.uint64)
+    cuda_driver.memcpy_async(host.ctypes.data, first, 16, stream.handle)
+    cuda_driver.stream_synchronize(stream.handle)
+    buffer.close(stream.core)
+    if host[0] < n:
+        return "row", int(host[0])
+    return ("column", int(host[1])) if host[1] < n else None
 
 
 def any_nonfinite(ptr: int, size: int, dtype, device_id: int, stream) -> bool:

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from .._core.errors import OperandError
+from .._core.errors import OperandError, SingularMatrixError
 from .._core.memory import Workspace
 from .._core.streams import resolve_stream
 from .._core.tensor import allocate_like, copy_to_host, f_strides, host_array, stage_to_device
 from ._solver_cpu import CpuFactorization, check_finite_host
 from ._solver_options import superlu_settings
-from ._solver_pattern import any_nonfinite, gather_columns
+from ._solver_pattern import any_nonfinite, empty_line, gather_columns
 
 __all__ = ["CpuSpace", "CudaSpace"]
 
@@ -83,6 +83,7 @@ class CudaSpace:
         self.columns = 1 if len(b.shape) == 1 else int(b.shape[1])
         self.staging = Workspace(device_id)
         self.plan_: Any = None
+        self.empty_line: tuple[str, int] | None = None  # of the planned pattern
         self.vector_result = False
         self.set_matrix(a)
         self.set_rhs(b)
@@ -141,6 +142,10 @@ class CudaSpace:
             self.plan_ = None
         if self.a.shape[0] == 0:  # nothing for cuDSS to do (it refuses empty matrices)
             return
+        # cuDSS perturbs a zero pivot instead of reporting it: a pattern with an empty line is
+        # singular whatever its values, which factorize() says
+        one_triangle = self.options.matrix_type != "general" and self.options.triangle != "full"
+        self.empty_line = empty_line(self.a, one_triangle, self.stream)
         plan = CudssPlan(self.a, self.columns, self.options, self.stream)
         try:
             rhs = self._rhs_columns()
@@ -154,6 +159,9 @@ class CudaSpace:
     def factorize(self) -> dict:
         if self.plan_ is None:  # a 0 x 0 matrix
             return {"factor_nnz": 0, "peak_device_memory": None, "perturbed_pivots": 0, "inertia": None}
+        if self.empty_line is not None:
+            line, index = self.empty_line
+            raise SingularMatrixError(f"a is singular: its {line} {index} holds no entry", pivot=index)
         return self.plan_.factorize(self.stream)
 
     def solve(self):

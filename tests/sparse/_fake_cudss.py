@@ -207,6 +207,9 @@ static inline unsigned long long atomicAdd(unsigned long long* address, unsigned
 static inline unsigned int atomicAdd(unsigned int* address, unsigned int value) {
     unsigned int old = *address; *address = old + value; return old;
 }
+static inline unsigned long long atomicMin(unsigned long long* address, unsigned long long value) {
+    unsigned long long old = *address; if (value < old) *address = value; return old;
+}
 static inline unsigned long long atomicXor(unsigned long long* address, unsigned long long value) {
     unsigned long long old = *address; *address = old ^ value; return old;
 }

@@ -119,6 +119,42 @@ def test_singular_and_inertia(fake, rng):
         assert solver.factorize()["inertia"] == (int((eigenvalues > 0).sum()), int((eigenvalues < 0).sum()))
 
 
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("line", ["row", "column"])
+def test_an_empty_line_is_structurally_singular(fake, rng, index_dtype, line):
+    dense = system_matrix(rng, 9, np.float64, "general")
+    if line == "row":
+        dense[6] = 0
+    else:
+        dense[:, 6] = 0
+    a = stored(dense, "full", index_dtype)
+    with pytest.raises(SingularMatrixError, match=f"^a is singular: its {line} 6 holds no entry") as info:
+        spsolve(a, np.ones(9), execution="cuda")
+    assert info.value.pivot == 6
+    with DirectSolver(a, np.ones(9), execution="cuda") as solver:
+        solver.plan()  # the pattern is known to be singular here; factorize() says so, as on the CPU
+        with pytest.raises(SingularMatrixError, match=f"its {line} 6"):
+            solver.factorize()
+        assert "FACTORIZATION" not in fake.phases  # cuDSS would perturb the zero pivot and go on
+
+
+@pytest.mark.parametrize("triangle", ["lower", "upper"])
+def test_one_stored_triangle_is_empty_only_where_row_and_column_both_are(fake, rng, triangle):
+    symmetric = system_matrix(rng, 8, np.float64, "symmetric")
+    symmetric[0, 0] = symmetric[7, 7] = 0.0  # the first and last rows of one triangle hold no entry ...
+    symmetric[0, 1:] = symmetric[1:, 0] = 0.0
+    symmetric[0, 3] = symmetric[3, 0] = 1.0  # ... but their columns do
+    symmetric[7, :7] = symmetric[:7, 7] = 0.0
+    symmetric[7, 2] = symmetric[2, 7] = 1.0
+    options = {"matrix_type": "symmetric", "triangle": triangle}
+    b = right_hand_side(rng, 8, np.float64)
+    x = spsolve(stored(symmetric, triangle), b, execution="cuda", options=options)
+    np.testing.assert_allclose(x, np.linalg.solve(symmetric, b), rtol=TOLERANCE["float64"])
+    symmetric[3, 0] = symmetric[0, 3] = 0.0  # line 0 now holds nothing at all
+    with pytest.raises(SingularMatrixError, match="its row 0 holds no entry"):
+        spsolve(stored(symmetric, triangle), b, execution="cuda", options=options)
+
+
 def test_check_finite_on_the_device(fake, monkeypatch, rng):
     torch = present_torch_as_device(monkeypatch)
     dense = system_matrix(rng, 6, np.float64, "general")

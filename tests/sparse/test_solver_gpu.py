@@ -97,18 +97,30 @@ def test_random_matrices_backward_error(rng):
             assert backward_error(matrix, cupy.asnumpy(x), b) < 1e-12
 
 
-@pytest.mark.xfail(reason="cuDSS 0.8 perturbs a zero pivot instead of reporting it (H100, 2026-12-07): no "
-                          "SingularMatrixError on the GPU yet; a CHANGELOG known issue", strict=False)
-def test_singular_systems_raise(rng):
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_an_empty_row_or_column_raises(rng, index_dtype):
     cupy, cusparse = _cupy()
     dense = system_matrix(rng, 12, np.float64, "general")
-    equal_rows = dense.copy()
+    for line, matrix in (("row", dense.copy()), ("column", dense.copy())):
+        if line == "row":
+            matrix[3] = 0
+        else:
+            matrix[:, 3] = 0
+        host = scipy.sparse.csr_matrix(matrix)
+        host.indptr, host.indices = host.indptr.astype(index_dtype), host.indices.astype(index_dtype)
+        with pytest.raises(SingularMatrixError, match=f"^a is singular: its {line} 3 holds no entry"):
+            spsolve(cusparse.csr_matrix(host), cupy.ones(12))
+
+
+@pytest.mark.xfail(reason="cuDSS 0.8 perturbs a zero pivot instead of reporting it (H100, 2026-12-07: "
+                          "CUDSS_DATA_INFO stays 0 under every pivot epsilon tried): no SingularMatrixError for "
+                          "a numerically singular matrix on the GPU; a CHANGELOG known issue", strict=False)
+def test_a_numerically_singular_system_raises(rng):
+    cupy, cusparse = _cupy()
+    equal_rows = system_matrix(rng, 12, np.float64, "general")
     equal_rows[5] = equal_rows[2]
-    empty_row = dense.copy()
-    empty_row[3] = 0
-    for matrix in (equal_rows, empty_row):
-        with pytest.raises(SingularMatrixError, match="^a is singular"):
-            spsolve(cusparse.csr_matrix(scipy.sparse.csr_matrix(matrix)), cupy.ones(12))
+    with pytest.raises(SingularMatrixError, match="^a is singular"):
+        spsolve(cusparse.csr_matrix(scipy.sparse.csr_matrix(equal_rows)), cupy.ones(12))
 
 
 def test_reuse_paths_and_the_plan_cache(rng):
