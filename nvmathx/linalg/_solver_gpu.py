@@ -370,9 +370,9 @@ LEGACY_LU_ELEMENTS = 2**31 - 1
 
 
 def uses_legacy_lu(problem: SolveProblem) -> bool:
-    """Whether a general system runs on cuSOLVER's legacy LU (``<t>getrf``/``<t>getrs``): its solve is
-    faster than the 64-bit ``Xgetrs`` (torch's ``lu_solve`` calls it too), so the 64-bit API is kept
-    for matrices too large for 32-bit sizes."""
+    """Whether a general system runs on cuSOLVER's legacy LU (``<t>getrf``/``<t>getrs``), whose solve
+    is faster than the 64-bit ``Xgetrs``; the 64-bit API is kept for matrices too large for 32-bit
+    sizes."""
     return problem.structure == "general" and problem.n * max(problem.n, problem.nrhs) <= LEGACY_LU_ELEMENTS
 
 
