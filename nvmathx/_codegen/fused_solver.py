@@ -6,7 +6,8 @@ cuSOLVERDx function that :mod:`._codegen.solver` generates (its shared-memory AP
 cuSOLVERDx's universal fatbin; no Numba is involved. Each block takes ``batches_per_block``
 systems: it loads their matrices and right-hand sides (dense, column-major, one after the other)
 into shared memory, calls the function (``gesv_partial_pivot`` or ``posv``: factor and solve), and
-stores the solutions and one ``info`` per system. Systems past the end of the batch (in the last block) are identities.
+stores the solutions and one ``info`` per system. Systems past the end of the batch (in the last
+block) are identities.
 
 The C signature of kernel ``symbol``::
 
@@ -178,9 +179,9 @@ def is_cached(structure: str, n: int, nrhs: int, dtype: str, target: Target, fil
 def fused_solver_kernel(structure: str, n: int, nrhs: int, dtype: str, target: Target,
                         fill_mode: str = "lower") -> FusedSolverKernel:
     """The fused kernel of one problem shape: generated, compiled and linked once (tens of seconds
-    of CPU), then read from the disk cache. ``fill_mode``: the triangle Cholesky reads (column-major). An
-    ``OptionsError`` naming ``size`` where cuSOLVERDx does not take the problem (or it does not fit
-    the target's shared memory)."""
+    of CPU), then read from the disk cache. ``fill_mode``: the triangle Cholesky reads
+    (column-major). An ``OptionsError`` naming ``size`` where cuSOLVERDx does not take the problem
+    (or it does not fit the target's shared memory)."""
     key, spec, block_dim = _kernel_key(structure, n, nrhs, dtype, target, fill_mode)
     symbol = cache.symbol_for("nvmathx_fused_solver", key)
     image_key = _image_key(key)
