@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import functools
+from typing import Callable
 
 from .._errors import CudaLibraryError
 from ._loader import FunctionTable, address
@@ -41,9 +43,11 @@ __all__ = [
     "dn_vec_set_values",
     "spmv_buffer_size",
     "spmv",
+    "spmv_prepared",
     "spmm_buffer_size",
     "spmm_preprocess",
     "spmm",
+    "spmm_prepared",
 ]
 
 
@@ -260,6 +264,12 @@ def spmv(handle, op_a, alpha, mat_a, vec_x, beta, vec_y, compute_type, alg, buff
     _call("cusparseSpMV", handle, int(op_a), alpha, mat_a, vec_x, beta, vec_y, int(compute_type), int(alg), buffer)
 
 
+def spmv_prepared(handle, op_a, alpha, mat_a, vec_x, beta, vec_y, compute_type, alg, buffer) -> Callable[[], None]:
+    """:func:`spmv` with these arguments, made ready to call with none: a plan's hot path (the
+    arguments are converted to their C types once, not at every call)."""
+    return _prepared("cusparseSpMV", handle, op_a, alpha, mat_a, vec_x, beta, vec_y, compute_type, alg, buffer)
+
+
 def spmm_buffer_size(handle, op_a, op_b, alpha, mat_a, mat_b, beta, mat_c, compute_type, alg) -> int:
     """Workspace bytes of cusparseSpMM (``alpha``/``beta`` are host addresses)."""
     size = ctypes.c_size_t(0)
@@ -276,3 +286,23 @@ def spmm_preprocess(handle, op_a, op_b, alpha, mat_a, mat_b, beta, mat_c, comput
 def spmm(handle, op_a, op_b, alpha, mat_a, mat_b, beta, mat_c, compute_type, alg, buffer) -> None:
     _call("cusparseSpMM", handle, int(op_a), int(op_b), alpha, mat_a, mat_b, beta, mat_c, int(compute_type),
           int(alg), buffer)
+
+
+def spmm_prepared(handle, op_a, op_b, alpha, mat_a, mat_b, beta, mat_c, compute_type, alg,
+                  buffer) -> Callable[[], None]:
+    """:func:`spmm` with these arguments, made ready to call with none (as :func:`spmv_prepared`)."""
+    return _prepared("cusparseSpMM", handle, op_a, op_b, alpha, mat_a, mat_b, beta, mat_c, compute_type, alg, buffer)
+
+
+def _prepared(name: str, *args) -> Callable[[], None]:
+    # ctypes passes an argument that is already an instance of its declared type without converting
+    # it: about half a microsecond less per call of ten arguments than ints.
+    function = _lib()[name]
+    call = functools.partial(function, *(argtype(arg) for argtype, arg in zip(function.argtypes, args)))
+
+    def run() -> None:
+        status = call()
+        if status:
+            check(status, name)
+
+    return run

@@ -5,7 +5,7 @@
 stream-ordered allocator), copy ``c`` into it (when ``beta`` is nonzero), ``cusparseSetStream``
 (when the stream changed), ``cusparseDnMatSetValues`` / ``cusparseDnVecSetValues`` (when the result
 is not where the last one was: a caching allocator mostly hands back the same block), then
-``cusparseSpMM`` or ``cusparseSpMV``. Nothing synchronises, so a CUDA graph captures it.
+``cusparseSpMM`` or ``cusparseSpMV`` (its arguments bound at planning). Nothing synchronises, so a CUDA graph captures it.
 
 A product that is exactly zero (no stored entry, or a contracted extent of 0) runs as a product of an
 ``m x 1`` matrix without entries and a zero ``b`` of one row, which cuSPARSE turns into ``beta * c``
@@ -124,6 +124,8 @@ class CusparsePlan:
         self.alpha, self.beta = _scalar(alpha, compute), _scalar(beta, compute)
         self.alpha_ptr, self.beta_ptr = ctypes.addressof(self.alpha), ctypes.addressof(self.beta)
         self.copy_c = self.problem.has_c and beta != 0
+        if self.descriptors:
+            self._prepare_product()
 
     # -- descriptors ---------------------------------------------------------------------------
 
@@ -173,6 +175,17 @@ class CusparsePlan:
         self.workspace_bytes = nbytes
         if preprocess and not self.problem.is_vector:
             cusparse.spmm_preprocess(self.handle, self.op, cusparse.Operation.NON_TRANSPOSE, *args, self.buffer)
+        self._prepare_product()
+
+    def _prepare_product(self) -> None:
+        """The SpMV / SpMM call of every run, its arguments bound once (the descriptors, scalars and
+        workspace stay where they are; only the result's address changes, in its descriptor)."""
+        args = (self.alpha_ptr, self.mat_a, self.mat_b, self.beta_ptr, self.mat_c, self.compute, self.algorithm,
+                self.buffer)
+        if self.problem.is_vector:
+            self.product = cusparse.spmv_prepared(self.handle, self.op, *args)
+        else:
+            self.product = cusparse.spmm_prepared(self.handle, self.op, cusparse.Operation.NON_TRANSPOSE, *args)
 
     # -- new operands --------------------------------------------------------------------------
 
@@ -203,18 +216,11 @@ class CusparsePlan:
         if not self.handle:
             return result
         _bind_stream(self.handle, stream.handle)
-        if self.problem.is_vector:
-            if ptr != self.c_values:
-                cusparse.dn_vec_set_values(self.mat_c, ptr)
-                self.c_values = ptr
-            cusparse.spmv(self.handle, self.op, self.alpha_ptr, self.mat_a, self.mat_b, self.beta_ptr, self.mat_c,
-                          self.compute, self.algorithm, self.buffer)
-        else:
-            if ptr != self.c_values:
-                cusparse.dn_mat_set_values(self.mat_c, ptr)
-                self.c_values = ptr
-            cusparse.spmm(self.handle, self.op, cusparse.Operation.NON_TRANSPOSE, self.alpha_ptr, self.mat_a,
-                          self.mat_b, self.beta_ptr, self.mat_c, self.compute, self.algorithm, self.buffer)
+        if ptr != self.c_values:
+            set_values = cusparse.dn_vec_set_values if self.problem.is_vector else cusparse.dn_mat_set_values
+            set_values(self.mat_c, ptr)
+            self.c_values = ptr
+        self.product()  # cusparseSpMV or cusparseSpMM
         return result
 
     def free(self) -> None:

@@ -80,6 +80,18 @@ def test_spmv_and_spmm_with_descriptors(rng):
         cusparse.spmv(handle, no, pa, mat, vec_x, pb, vec_y, r64, cusparse.SpMVAlg.DEFAULT, spmv_buffer.data_ptr())
         torch.cuda.synchronize()
         np.testing.assert_allclose(y.cpu().numpy(), dense @ x.cpu().numpy(), rtol=1e-12, atol=1e-12)
+        # the prepared calls read alpha where it lives at each call
+        alpha.value = -3.0
+        cusparse.spmv_prepared(handle, no, pa, mat, vec_x, pb, vec_y, r64, cusparse.SpMVAlg.DEFAULT,
+                               spmv_buffer.data_ptr())()
+        cusparse.spmm_prepared(handle, no, no, pa, mat, mat_b, pb, mat_c, r64, cusparse.SpMMAlg.DEFAULT,
+                               buffer.data_ptr())()
+        torch.cuda.synchronize()
+        np.testing.assert_allclose(y.cpu().numpy(), -3.0 * dense @ x.cpu().numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(c.cpu().numpy(), -3.0 * dense @ b.cpu().numpy(), rtol=1e-12, atol=1e-12)
+        with pytest.raises(cusparse.CusparseError, match="cusparseSpMV"):  # a NULL handle
+            cusparse.spmv_prepared(0, no, pa, mat, vec_x, pb, vec_y, r64, cusparse.SpMVAlg.DEFAULT,
+                                   spmv_buffer.data_ptr())()
     finally:
         cusparse.destroy_dn_mat(mat_c)
         cusparse.destroy_dn_mat(mat_b)

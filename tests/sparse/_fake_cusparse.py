@@ -183,6 +183,13 @@ class FakeCusparse:
         self._product(op_a, alpha, mat_a, b, beta, c, compute, buffer, 128, False)
 
 
+    def spmv_prepared(self, *args):
+        return lambda: self.spmv(*args)
+
+    def spmm_prepared(self, *args):
+        return lambda: self.spmm(*args)
+
+
 def install(monkeypatch):
     """Swap cuSPARSE and the device for host fakes (the device's as tests/linalg/_fake_cublaslt.py
     fakes it for cuBLASLt); returns (fake cuSPARSE, default memory resource)."""
@@ -192,7 +199,8 @@ def install(monkeypatch):
     fake = FakeCusparse()
     for name in ("create", "destroy", "set_stream", "create_csr", "destroy_sp_mat", "csr_set_pointers",
                  "create_dn_mat", "destroy_dn_mat", "dn_mat_set_values", "create_dn_vec", "destroy_dn_vec",
-                 "dn_vec_set_values", "spmv_buffer_size", "spmv", "spmm_buffer_size", "spmm_preprocess", "spmm"):
+                 "dn_vec_set_values", "spmv_buffer_size", "spmv", "spmm_buffer_size", "spmm_preprocess", "spmm",
+                 "spmv_prepared", "spmm_prepared"):
         monkeypatch.setattr(cusparse, name, getattr(fake, name))
     monkeypatch.setattr(_cusparse_plan, "_handles", threading.local())
     plan_cache.clear()
