@@ -5,7 +5,8 @@
 stream-ordered allocator), copy ``c`` into it (when ``beta`` is nonzero), ``cusparseSetStream``
 (when the stream changed), ``cusparseDnMatSetValues`` / ``cusparseDnVecSetValues`` (when the result
 is not where the last one was: a caching allocator mostly hands back the same block), then
-``cusparseSpMM`` or ``cusparseSpMV`` (its arguments bound at planning). Nothing synchronises, so a CUDA graph captures it.
+``cusparseSpMM`` or ``cusparseSpMV`` (its arguments bound at planning). Nothing synchronises, so a
+CUDA graph captures it.
 
 A product that is exactly zero (no stored entry, or a contracted extent of 0) runs as a product of an
 ``m x 1`` matrix without entries and a zero ``b`` of one row, which cuSPARSE turns into ``beta * c``
