@@ -59,15 +59,14 @@ def _bind_stream(handle: int, stream_handle: int) -> None:
         streams[handle] = stream_handle
 
 
-def _scalar(value, dtype: str):
-    """A host buffer holding ``value`` in the compute dtype (cuSPARSE reads alpha and beta there)."""
-    buffer: Any = _SCALAR_TYPES[dtype]()
+def _store_scalar(buffer: Any, value, dtype: str) -> None:
+    """Write ``value`` into a host buffer of the compute dtype (cuSPARSE reads alpha and beta there,
+    at each call)."""
     if dtype.startswith("complex"):
         value = complex(value)
         buffer[0], buffer[1] = value.real, value.imag
     else:
         buffer[0] = float(np.real(value))
-    return buffer
 
 
 def result_strides(problem: SparseMatmulProblem, b: Operand) -> tuple:
@@ -109,6 +108,9 @@ class CusparsePlan:
         self.descriptors: list[tuple] = []  # (destroy function, descriptor)
         self.pending = None  # the result the descriptors were made with, handed out by the first run()
         self.c_ptr = c.ptr if c is not None else 0
+        compute_buffer = _SCALAR_TYPES[problem.compute_dtype]
+        self.alpha, self.beta = compute_buffer(), compute_buffer()
+        self.alpha_ptr, self.beta_ptr = ctypes.addressof(self.alpha), ctypes.addressof(self.beta)
         self.set_scalars(alpha, beta)
         if problem.is_empty:
             self.handle = 0
@@ -121,12 +123,11 @@ class CusparsePlan:
             raise
 
     def set_scalars(self, alpha, beta) -> None:
+        """New alpha and beta, written where the prepared call reads them."""
         compute = self.problem.compute_dtype
-        self.alpha, self.beta = _scalar(alpha, compute), _scalar(beta, compute)
-        self.alpha_ptr, self.beta_ptr = ctypes.addressof(self.alpha), ctypes.addressof(self.beta)
+        _store_scalar(self.alpha, alpha, compute)
+        _store_scalar(self.beta, beta, compute)
         self.copy_c = self.problem.has_c and beta != 0
-        if self.descriptors:
-            self._prepare_product()
 
     # -- descriptors ---------------------------------------------------------------------------
 
@@ -179,8 +180,9 @@ class CusparsePlan:
         self._prepare_product()
 
     def _prepare_product(self) -> None:
-        """The SpMV / SpMM call of every run, its arguments bound once (the descriptors, scalars and
-        workspace stay where they are; only the result's address changes, in its descriptor)."""
+        """The SpMV / SpMM call of every run, its arguments bound once (the descriptors, the scalars'
+        buffers and the workspace stay where they are; only the result's address changes, in its
+        descriptor)."""
         args = (self.alpha_ptr, self.mat_a, self.mat_b, self.beta_ptr, self.mat_c, self.compute, self.algorithm,
                 self.buffer)
         if self.problem.is_vector:

@@ -325,9 +325,11 @@ class Matmul:
         if not self._cpu:
             for name in ("b", "c"):
                 check_alignment(used.get(name), name)
-        if alpha is not None or beta is not None:
-            alpha, beta = check_scalars(self._alpha if alpha is None else alpha, self._beta if beta is None else beta,
-                                        complex_ok=self._problem.dtype.startswith("complex"), has_c=self._problem.has_c)
+        alpha = self._alpha if alpha is None else alpha
+        beta = self._beta if beta is None else beta
+        if not (_same_number(alpha, self._alpha) and _same_number(beta, self._beta)):
+            alpha, beta = check_scalars(alpha, beta, complex_ok=self._problem.dtype.startswith("complex"),
+                                        has_c=self._problem.has_c)
             self._alpha, self._beta = alpha, beta
             if self._plan is not None:
                 self._plan.set_scalars(alpha, beta)
@@ -336,6 +338,12 @@ class Matmul:
         if self._plan is not None:
             for name, operand in used.items():
                 getattr(self._plan, f"set_{name}")(operand)
+
+
+def _same_number(new, held) -> bool:
+    """Whether a scalar is the held one (checked and stored already): the function form passes
+    alpha and beta at every call, mostly unchanged."""
+    return type(new) is type(held) and bool(new == held)
 
 
 def check_alignment(operand: Operand | None, name: str) -> None:

@@ -38,6 +38,7 @@ SPARSE_VALUE_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64",
 
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 _DENSE_LIBRARY = {"scipy": "numpy", "cupy": "cupy", "torch": "torch"}
+_value_dtypes_seen: dict[np.dtype, bool] = {}
 _LIBRARY_NAMES = {"scipy": "a scipy.sparse matrix", "cupy": "a cupyx.scipy.sparse matrix",
                   "torch": "a torch sparse tensor"}
 _TORCH_LAYOUTS = {"sparse_csr": "csr", "sparse_csc": "csc", "sparse_coo": "coo"}
@@ -190,9 +191,8 @@ def wrap_sparse_operand(obj, argument: str) -> SparseOperand:
     indptr_obj, indices_obj, values_obj = _csr_arrays(csr, package)
     adapter = adapter_named(_DENSE_LIBRARY[package])
     values = wrap_operand(values_obj, argument)
-    name = values.dtype.name
-    if name not in SPARSE_VALUE_DTYPES:
-        raise UnsupportedOperandError(argument, f"values of dtype {name} are not supported "
+    if not _supported_values(values.dtype):
+        raise UnsupportedOperandError(argument, f"values of dtype {values.dtype.name} are not supported "
                                                 f"(expected {', '.join(SPARSE_VALUE_DTYPES)})")
     indptr, indices = wrap_operand(indptr_obj, argument), wrap_operand(indices_obj, argument)
     for array in (indptr, indices):
@@ -246,6 +246,14 @@ def _csr_arrays(csr, package: str) -> tuple:
     if package == "torch":
         return csr.crow_indices(), csr.col_indices(), csr.values()
     return csr.indptr, csr.indices, csr.data
+
+
+def _supported_values(dtype: np.dtype) -> bool:
+    # (a dtype's name is built at each access: a few microseconds a call, so the answer is kept)
+    supported = _value_dtypes_seen.get(dtype)
+    if supported is None:
+        supported = _value_dtypes_seen[dtype] = dtype.name in SPARSE_VALUE_DTYPES
+    return supported
 
 
 def _contiguous(obj, package: str):
