@@ -108,7 +108,7 @@ class CusparsePlan:
         self.descriptors: list[tuple] = []  # (destroy function, descriptor)
         self.pending = None  # the result the descriptors were made with, handed out by the first run()
         self.c_ptr = c.ptr if c is not None else 0
-        compute_buffer = _SCALAR_TYPES[problem.compute_dtype]
+        compute_buffer: Any = _SCALAR_TYPES[problem.compute_dtype]
         self.alpha, self.beta = compute_buffer(), compute_buffer()
         self.alpha_ptr, self.beta_ptr = ctypes.addressof(self.alpha), ctypes.addressof(self.beta)
         self.set_scalars(alpha, beta)
