@@ -208,3 +208,15 @@ def test_misaligned_dense_operands_are_refused(fake, monkeypatch, rng):
         mm.reset_operands(b=storage[1:7], alpha=2.0)
     assert_close(mm.execute().numpy(), reference(a.to_dense().numpy(), np.ones(6), None, 1, 0, False), "float32")
     mm.free()
+
+
+def test_function_form_follows_alpha_and_beta_from_call_to_call(fake, rng):
+    # the cached plan stores scalars only when they change: each call must still use its own
+    dense, b, c = _operands(rng, (10, 6), 2, "float64")
+    a = sp.csr_array(dense)
+    plan_cache.clear()
+    for alpha, beta in [(2.0, 0.5), (2.0, 0.5), (2, 0.5), (-1.0, 0.5), (-1.0, 0), (np.float64(3.0), -2.0)]:
+        result = matmul(a, b, c, alpha=alpha, beta=beta, execution="cuda")
+        assert_close(result, reference(dense, b, c, float(alpha), beta, False), "float64")
+    info = plan_cache.info()
+    assert (info.misses, info.hits) == (1, 5)  # one plan served every call
