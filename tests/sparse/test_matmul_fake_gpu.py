@@ -210,13 +210,14 @@ def test_misaligned_dense_operands_are_refused(fake, monkeypatch, rng):
     mm.free()
 
 
-def test_function_form_follows_alpha_and_beta_from_call_to_call(fake, rng):
+def test_function_form_follows_alpha_and_beta_from_call_to_call(fake, monkeypatch, rng):
     # the cached plan stores scalars only when they change: each call must still use its own
+    torch = present_torch_as_device(monkeypatch)
     dense, b, c = _operands(rng, (10, 6), 2, "float64")
-    a = sp.csr_array(dense)
+    a, b_t, c_t = torch.from_numpy(dense).to_sparse_csr(), torch.from_numpy(b), torch.from_numpy(c)
     plan_cache.clear()
     for alpha, beta in [(2.0, 0.5), (2.0, 0.5), (2, 0.5), (-1.0, 0.5), (-1.0, 0), (np.float64(3.0), -2.0)]:
-        result = matmul(a, b, c, alpha=alpha, beta=beta, execution="cuda")
-        assert_close(result, reference(dense, b, c, float(alpha), beta, False), "float64")
+        result = matmul(a, b_t, c_t, alpha=alpha, beta=beta)
+        assert_close(result.numpy(), reference(dense, b, c, float(alpha), beta, False), "float64")
     info = plan_cache.info()
     assert (info.misses, info.hits) == (1, 5)  # one plan served every call
