@@ -39,7 +39,7 @@ from .._core.memory import allocate
 from .._core.streams import is_capturing
 from .._core.tensor import Operand, allocate_like, c_strides
 from ._solver_cpu import singular_error
-from ._solver_kernels import ELEMENT_TYPES
+from ._solver_kernels import ELEMENT_TYPES, PIVOT_TYPES
 from ._solver_kernels import launch as launch_check
 from ._solver_problem import SolveProblem, batched_column_major_strides, broadcast_strides
 
@@ -48,6 +48,9 @@ __all__ = ["GpuSolverState", "CusolverEngine", "BatchedEngine", "FusedEngine", "
 
 _TRANS = {"N": 0, "T": 1, "C": 2}
 _LEFT, _NON_UNIT = cublas.SideMode.LEFT, cublas.DiagType.NON_UNIT
+# Above this order, DirectSolver.solve() of a general system with one right-hand side runs as a row
+# gather and two cuBLAS triangular solves (CusolverEngine), as torch's lu_solve does for n > 128.
+TRIANGULAR_SOLVES_MIN_N = 128
 
 
 class GpuSolverState:
@@ -112,6 +115,10 @@ class GpuSolverState:
     def _solve(self, stream) -> None:
         raise NotImplementedError
 
+    def _prepare_solves(self, stream) -> None:
+        """What :meth:`factorize` (a factorization that may serve many solves, unlike the function
+        form's one) prepares for the solves after ``_factor``: nothing, unless an engine says."""
+
     def _release(self) -> None:
         """Destroy the engine's handles."""
 
@@ -160,6 +167,7 @@ class GpuSolverState:
         self._copy_a(a, stream)
         self._check_a(stream)
         self._factor(stream)
+        self._prepare_solves(stream)
         self._check_diagonal(stream)
         if self.raise_singular:
             self._read_info(stream)
@@ -390,6 +398,14 @@ class CusolverEngine(GpuSolverState):
         self.device_workspace = self.host_bytes = self.device_bytes = 0
         self.host_workspace = None
         self.legacy_lu = uses_legacy_lu(problem)
+        # DirectSolver's solves of one factorization with one right-hand side each: the pivots become
+        # a permutation once (at factorize()), then each solve gathers b's rows by it and runs two
+        # cuBLAS triangular solves instead of getrs, which applies the pivots as n interchanges
+        # every call. (The function form's one solve per factorization keeps getrs.)
+        self.triangular_solves = (problem.structure == "general" and problem.operation == "N" and problem.nrhs == 1
+                                  and problem.n > TRIANGULAR_SOLVES_MIN_N)
+        self.permutation = self.gathered = 0
+        self.permutation_current = False  # whether the permutation is the current factorization's
         stream = self._stream
         if problem.n and self.factor_count and problem.structure in ("general", "positive definite"):
             handle = self.handles.cusolver(stream)
@@ -406,6 +422,14 @@ class CusolverEngine(GpuSolverState):
             self.device_bytes, self.host_bytes = sizes
             self.device_workspace = self._allocate(self.device_bytes) if self.device_bytes else 0
             self.host_workspace = ctypes.create_string_buffer(max(self.host_bytes, 1))
+            if self.triangular_solves:
+                self.permutation = self._allocate(self.factor_count * problem.n * self.pivot_bytes)
+                self.gathered = self._allocate(problem.n * self.itemsize)
+
+    @property
+    def pivot_bytes(self) -> int:
+        """Bytes per pivot: the legacy LU's int32, the 64-bit API's int64."""
+        return 4 if self.legacy_lu else 8
 
     def _factor(self, stream) -> None:
         problem, n = self.problem, self.problem.n
@@ -413,20 +437,30 @@ class CusolverEngine(GpuSolverState):
             return
         handle, params = self.handles.cusolver(stream), self.handles.params
         host = ctypes.addressof(self.host_workspace) if self.host_workspace is not None else 0
+        self.permutation_current = False
         for i in range(self.factor_count):
             if self.legacy_lu:
                 cusolver.getrf(handle, n, problem.dtype, self.matrix(i), n, self.device_workspace,
-                               self.pivots + i * n * 4, self.info + 4 * i)
+                               self.pivots + i * n * self.pivot_bytes, self.info + 4 * i)
             elif problem.structure == "general":
-                cusolver.xgetrf(handle, params, n, problem.dtype, self.matrix(i), n, self.pivots + i * n * 8,
+                cusolver.xgetrf(handle, params, n, problem.dtype, self.matrix(i), n,
+                                self.pivots + i * n * self.pivot_bytes,
                                 self.device_workspace, self.device_bytes, host, self.host_bytes, self.info + 4 * i)
             else:
                 cusolver.xpotrf(handle, params, _uplo(problem), n, problem.dtype, self.matrix(i), n,
                                 self.device_workspace, self.device_bytes, host, self.host_bytes, self.info + 4 * i)
 
+    def _prepare_solves(self, stream) -> None:
+        if self.triangular_solves and self.factor_count:
+            launch_check(stream, self.device_id, f"pivots_to_permutation<{PIVOT_TYPES[self.pivot_bytes]}>",
+                         self.factor_count, self.pivots, self.factor_count, self.problem.n, self.permutation)
+            self.permutation_current = True
+
     def _solve(self, stream) -> None:
         problem, n, nrhs = self.problem, self.problem.n, self.problem.nrhs
-        if self.legacy_lu:
+        if self.permutation_current:
+            self._gather_and_triangular_solves(stream)
+        elif self.legacy_lu:
             handle = self.handles.cusolver(stream)
             for j, i in enumerate(self.systems):
                 cusolver.getrs(handle, _TRANS[problem.operation], n, nrhs, problem.dtype, self.matrix(i), n,
@@ -446,6 +480,23 @@ class CusolverEngine(GpuSolverState):
             for j, i in enumerate(self.systems):
                 cublas.trsm(handle, _LEFT, _uplo(problem), _TRANS[problem.operation], _NON_UNIT, n, nrhs,
                             problem.dtype, self.matrix(i), n, self.system(j), n)
+
+    def _gather_and_triangular_solves(self, stream) -> None:
+        """Per system: the gathered ``P^T b``, ``L^-1`` and ``U^-1`` (cuBLAS trsm) applied to it in
+        place, then copied back into the system (a column of ``n``)."""
+        problem, n = self.problem, self.problem.n
+        handle = self.handles.cublas(stream)
+        gather = f"permute_rows<{ELEMENT_TYPES[problem.dtype]}, {PIVOT_TYPES[self.pivot_bytes]}>"
+        nbytes = n * self.itemsize
+        for j, i in enumerate(self.systems):
+            system, factors = self.system(j), self.matrix(i)
+            launch_check(stream, self.device_id, gather, n, system, self.permutation + i * n * self.pivot_bytes, n,
+                         self.gathered)
+            cublas.trsm(handle, _LEFT, cublas.FillMode.LOWER, cublas.Operation.N, cublas.DiagType.UNIT, n, 1,
+                        problem.dtype, factors, n, self.gathered, n)
+            cublas.trsm(handle, _LEFT, cublas.FillMode.UPPER, cublas.Operation.N, _NON_UNIT, n, 1, problem.dtype,
+                        factors, n, self.gathered, n)
+            cuda_driver.memcpy_async(system, self.gathered, nbytes, stream.handle)
 
     def _release(self) -> None:
         self.handles.release()

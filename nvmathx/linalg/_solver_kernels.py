@@ -9,7 +9,11 @@ They are launched on the caller's stream:
   has no factorization to report it);
 - ``fill_pointers`` writes ``base + i * stride`` (bytes) to ``pointers[i]`` for each of ``count``
   64-bit pointers: the batched engine's array of right-hand sides, refilled on the stream when the
-  systems are solved at a new address (the call's result) instead of uploaded from the host.
+  systems are solved at a new address (the call's result) instead of uploaded from the host;
+- ``pivots_to_permutation<I>`` turns, per factored matrix, LAPACK's pivots (``n`` one-based row
+  interchanges, applied in order) into the permutation they make: row ``i`` of ``P^T b`` is row
+  ``permutation[i]`` of ``b``. One thread per matrix: the interchanges depend on one another;
+- ``permute_rows<T, I>`` gathers ``target[i] = source[permutation[i]]`` over ``n`` values.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from .._codegen.launch import KernelSet
 from .._codegen.launch import launch as launch_kernel
 from .._codegen.nonfinite import NONFINITE_NAMES, NONFINITE_SOURCE
 
-__all__ = ["KERNEL_SOURCE", "KERNEL_NAMES", "ELEMENT_TYPES", "launch"]
+__all__ = ["KERNEL_SOURCE", "KERNEL_NAMES", "ELEMENT_TYPES", "PIVOT_TYPES", "launch"]
 
 KERNEL_SOURCE = NONFINITE_SOURCE + r"""
 __device__ inline bool is_zero(float v) { return v == 0.0f; }
@@ -39,6 +43,30 @@ __global__ void zero_diagonal(const T* a, long long count, long long n, int* inf
     }
 }
 
+template <typename I>
+__global__ void pivots_to_permutation(const I* pivots, long long count, long long n, I* permutation) {
+    long long step = (long long)gridDim.x * blockDim.x;
+    for (long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x; s < count; s += step) {
+        const I* swaps = pivots + s * n;
+        I* order = permutation + s * n;
+        for (long long i = 0; i < n; ++i) order[i] = (I)i;
+        for (long long i = 0; i < n; ++i) {
+            long long j = (long long)swaps[i] - 1;
+            I kept = order[i];
+            order[i] = order[j];
+            order[j] = kept;
+        }
+    }
+}
+
+template <typename T, typename I>
+__global__ void permute_rows(const T* source, const I* permutation, long long n, T* target) {
+    long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        target[i] = source[permutation[i]];
+    }
+}
+
 __global__ void fill_pointers(unsigned long long* pointers, long long count, unsigned long long base,
                               long long stride) {
     long long step = (long long)gridDim.x * blockDim.x;
@@ -48,10 +76,14 @@ __global__ void fill_pointers(unsigned long long* pointers, long long count, uns
 }
 """
 
-# dtype -> the element type zero_diagonal reads
+# dtype -> the element type zero_diagonal and permute_rows read
 ELEMENT_TYPES = {"float32": "float", "float64": "double", "complex64": "float2", "complex128": "double2"}
+# pivot bytes -> their C type (the legacy LU's int32, the 64-bit API's int64)
+PIVOT_TYPES = {4: "int", 8: "long long"}
 KERNEL_NAMES = NONFINITE_NAMES + tuple(
-    f"zero_diagonal<{t}>" for t in ("float", "double", "float2", "double2")) + ("fill_pointers",)
+    f"zero_diagonal<{t}>" for t in ("float", "double", "float2", "double2")) + ("fill_pointers",) + tuple(
+    f"pivots_to_permutation<{i}>" for i in PIVOT_TYPES.values()) + tuple(
+    f"permute_rows<{t}, {i}>" for t in ("float", "double", "float2", "double2") for i in PIVOT_TYPES.values())
 KERNELS = KernelSet(KERNEL_SOURCE, KERNEL_NAMES)
 
 

@@ -155,13 +155,14 @@ class FakeSolverLibraries:
     # -- triangular --------------------------------------------------------------------------------
 
     def _trsm(self, side, uplo, trans, diag, m, n, dtype, a, lda, b, ldb):
-        assert side == cublas.SideMode.LEFT and diag == cublas.DiagType.NON_UNIT
+        assert side == cublas.SideMode.LEFT
         matrix = np.array(_matrix(a, m, m, lda, dtype))
         rhs = _matrix(b, m, n, ldb, dtype)
         with np.errstate(all="ignore"):
             try:
                 rhs[...] = sl.solve_triangular(matrix, np.array(rhs), lower=uplo == cublas.FillMode.LOWER,
-                                               trans=int(trans), check_finite=False)
+                                               trans=int(trans), unit_diagonal=diag == cublas.DiagType.UNIT,
+                                               check_finite=False)
             except np.linalg.LinAlgError:  # a zero on the diagonal: the library divides by it
                 rhs[...] = np.nan
 
@@ -184,6 +185,25 @@ def fake_check_launch(stream, device_id, name, count, *args):
         view_at(pointers, (entries,), (1,), np.uint64)[...] = base + stride * np.arange(entries, dtype=np.uint64)
         return
     kernel, _, c_type = name.partition("<")
+    pivot_dtypes = {"int": np.int32, "long long": np.int64}
+    if kernel == "pivots_to_permutation":
+        pivots, matrices, n, permutation = args
+        index = pivot_dtypes[c_type[:-1]]
+        assert matrices == count
+        for i in range(matrices):  # LAPACK's interchanges, in order, applied to 0..n-1
+            order = np.arange(n, dtype=index)
+            for row, pivot in enumerate(view_at(pivots + i * n * order.itemsize, (n,), (1,), index)):
+                order[[row, pivot - 1]] = order[[pivot - 1, row]]
+            view_at(permutation + i * n * order.itemsize, (n,), (1,), index)[...] = order
+        return
+    if kernel == "permute_rows":
+        source, permutation, n, target = args
+        element, _, pivot = c_type[:-1].partition(", ")
+        dtype = {"float": np.float32, "double": np.float64, "float2": np.complex64, "double2": np.complex128}[element]
+        assert count == n
+        order = view_at(permutation, (n,), (1,), pivot_dtypes[pivot])
+        view_at(target, (n,), (1,), dtype)[...] = view_at(source, (n,), (1,), dtype)[order]
+        return
     dtype = {"float": np.float32, "double": np.float64, "float2": np.complex64, "double2": np.complex128}[c_type[:-1]]
     if kernel == "nonfinite":
         from nvmathx._codegen.nonfinite import nonfinite_items

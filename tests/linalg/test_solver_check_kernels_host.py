@@ -67,3 +67,35 @@ def test_the_same_source_compiles_for_the_gpu_with_nvrtc():
             raise
         pytest.skip(f"NVRTC is not available: {error}")
     assert code.code
+
+
+@pytest.mark.parametrize("index, c_type", [(np.int32, "int"), (np.int64, "long long")])
+@pytest.mark.parametrize("n", [1, 2, 7, 64])
+def test_pivots_become_the_permutation_that_lu_factors(rng, index, c_type, n):
+    import scipy.linalg as sl
+
+    count = 3
+    matrices = rng.standard_normal((count, n, n))
+    factors = [sl.lu_factor(m) for m in matrices]  # LAPACK getrf: zero-based interchanges here
+    pivots = np.stack([piv + 1 for _, piv in factors]).astype(index)  # one-based, as cuSOLVER writes them
+    permutation = np.full((count, n), -7, index)
+    _launch(None, 0, f"pivots_to_permutation<{c_type}>", count, pivots.ctypes.data, count, n, permutation.ctypes.data)
+    for matrix, (lu, _), order in zip(matrices, factors, permutation):
+        lower, upper = np.tril(lu, -1) + np.eye(n), np.triu(lu)
+        np.testing.assert_allclose(matrix[order], lower @ upper, atol=1e-12)  # P^T A = L U: row i is A[order[i]]
+        assert sorted(order) == list(range(n))
+
+
+@pytest.mark.parametrize("element, dtype", [("float", np.float32), ("double", np.float64), ("float2", np.complex64),
+                                            ("double2", np.complex128)])
+@pytest.mark.parametrize("index, c_type", [(np.int32, "int"), (np.int64, "long long")])
+def test_permute_rows_gathers_by_the_permutation(rng, element, dtype, index, c_type):
+    n = 37
+    source = (rng.standard_normal(n) + (1j * rng.standard_normal(n) if dtype().dtype.kind == "c" else 0)).astype(dtype)
+    order = rng.permutation(n).astype(index)
+    target = np.zeros(n + 1, dtype)  # a guard element after the end
+    target[-1] = 5
+    _launch(None, 0, f"permute_rows<{element}, {c_type}>", n, source.ctypes.data, order.ctypes.data, n,
+            target.ctypes.data)
+    np.testing.assert_array_equal(target[:n], source[order])
+    assert target[-1] == 5

@@ -231,3 +231,37 @@ def test_auto_chooses_the_fused_engine_where_it_is_available(rng, monkeypatch):
     assert fake.calls == {}
     plan_cache.clear()
     gc.collect()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("legacy", [True, False])  # int32 pivots (legacy LU) or int64 (64-bit API)
+def test_stateful_solves_of_one_right_hand_side_gather_and_run_two_triangular_solves(rng, fake, monkeypatch, dtype,
+                                                                                     legacy):
+    from nvmathx.linalg import _solver_gpu
+
+    monkeypatch.setattr(_solver_gpu, "TRIANGULAR_SOLVES_MIN_N", 5)  # n = 6 takes the path (the real bound: 128)
+    if not legacy:
+        monkeypatch.setattr(_solver_gpu, "LEGACY_LU_ELEMENTS", 25)
+    n = 6
+    a, b = structured(rng, (3, n, n), dtype, "general"), rng.standard_normal((3, n)).astype(dtype)
+    a[:, 0, 0] = 0  # the first column's pivot is another row: the gather must follow the interchanges
+    getrf = "getrf" if legacy else "xgetrf"
+    with DirectSolver(to_device(a), to_device(b[..., None]), options={"engine": "cusolver"}) as solver:
+        solver.plan()
+        solver.factorize()
+        for step in range(3):
+            _close(solver.solve(), reference_solve(a, b[..., None]), dtype)
+            b = rng.standard_normal((3, n)).astype(dtype)
+            solver.reset_operands(b=to_device(b[..., None]))
+        assert fake.calls == {getrf: 3, "trsm": 3 * 3 * 2}  # no getrs
+        a2 = structured(rng, (3, n, n), dtype, "general")
+        solver.reset_operands(a=to_device(a2))
+        solver.factorize()  # a new permutation
+        _close(solver.solve(), reference_solve(a2, b[..., None]), dtype)
+    fake.calls.clear()
+    # the function form's single solve of a factorization, and a transposed one, keep getrs
+    b = b[..., None]
+    _close(direct_solver(to_device(a), to_device(b), options={"engine": "cusolver"}), reference_solve(a, b), dtype)
+    _close(direct_solver(to_device(a), to_device(b), options={"transposed": True, "engine": "cusolver"}),
+           reference_solve(a, b, transposed=True), dtype)
+    assert fake.calls == {getrf: 6, getrf.replace("f", "s"): 6}
