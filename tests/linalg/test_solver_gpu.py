@@ -269,3 +269,34 @@ def test_eight_threads_with_a_solver_each(rng, torch):
     for thread in threads:
         thread.join()
     assert not errors, errors
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("vector", [True, False])
+def test_stateful_solves_of_a_large_system_by_gather_and_triangular_solves(rng, torch, dtype, vector):
+    # n > 128, one right-hand side: DirectSolver.solve() gathers by the pivots' permutation and
+    # runs two cuBLAS trsm (the function form runs getrs): both against the backward error
+    n = 300
+    a = structured(rng, (n, n), dtype, "general", 1e6)
+    shape = (n,) if vector else (n, 1)
+    b = rng.standard_normal(shape).astype(dtype)
+    with DirectSolver(_cuda(torch, a), _cuda(torch, b), options={"engine": "cusolver", "check": "none"}) as solver:
+        solver.plan()
+        solver.factorize()
+        for _ in range(2):
+            x = solver.solve().cpu().numpy()
+            ok, worst = backward_error_ok(a, x.reshape(n, 1), b.reshape(n, 1), dtype)
+            assert ok, worst
+            b = rng.standard_normal(shape).astype(dtype)
+            solver.reset_operands(b=_cuda(torch, b))
+        graph, captured = _capture_solve(torch, solver)
+        a2 = structured(rng, (n, n), dtype, "general", 1e3)
+        solver.reset_operands(a=_cuda(torch, a2))
+        solver.factorize()  # a new permutation, which the captured solve reads on replay
+        graph.replay()
+        torch.cuda.synchronize()
+        ok, worst = backward_error_ok(a2, captured.cpu().numpy().reshape(n, 1), b.reshape(n, 1), dtype)
+        assert ok, worst
+    function_x = solve(_cuda(torch, a2), _cuda(torch, b)).cpu().numpy()
+    ok, worst = backward_error_ok(a2, function_x.reshape(n, 1), b.reshape(n, 1), dtype)
+    assert ok, worst
