@@ -11,8 +11,10 @@ on the call's stream where the result lies elsewhere than last time (at every ca
 graph has captured a refill); so ``solve()`` (and ``factorize()``) queue work without waiting and
 can be captured in a CUDA graph when ``check="none"``.
 
-- :class:`CusolverEngine`: cuSOLVER's 64-bit API, one call per matrix (``Xgetrf``/``Xgetrs``,
-  ``Xpotrf``/``Xpotrs``), cuBLAS ``trsm`` for triangular and diagonal systems.
+- :class:`CusolverEngine`: cuSOLVER, one call per matrix (the typed ``<t>getrf``/``<t>getrs`` or
+  the 64-bit ``Xgetrf``/``Xgetrs``, ``Xpotrf``/``Xpotrs``), cuBLAS ``trsm`` for triangular and
+  diagonal systems, and for the solves of a factorization of a large general system with one
+  right-hand side (after a gather of ``b``'s rows by the pivots' permutation).
 - :class:`BatchedEngine`: one call per batch: cuBLAS ``getrfBatched``/``getrsBatched`` and
   ``trsmBatched``, cuSOLVER ``potrfBatched`` and ``potrsBatched`` (one right-hand side; more take
   two ``trsmBatched``). ``a`` is expanded to the full batch where it is broadcast (the batched
@@ -386,7 +388,9 @@ def uses_legacy_lu(problem: SolveProblem) -> bool:
 
 class CusolverEngine(GpuSolverState):
     """cuSOLVER, one call per matrix: the legacy LU (:func:`uses_legacy_lu`) or the 64-bit API's;
-    the 64-bit Cholesky; cuBLAS trsm for triangular and diagonal systems."""
+    the 64-bit Cholesky; cuBLAS trsm for triangular and diagonal systems. After ``factorize()``, a
+    general system above :data:`TRIANGULAR_SOLVES_MIN_N` with one right-hand side solves by a row
+    gather and two trsm instead of getrs (see ``triangular_solves``)."""
 
     name = "cusolver"
 
