@@ -156,6 +156,7 @@ class CusparsePlan:
             self.mat_a = self._keep(cusparse.destroy_sp_mat, cusparse.create_csr(
                 a.shape[0], a.shape[1], a.nnz, *a.pointers, index_type, self.dtype))
             self.mat_b = self._dense(tuple(b.shape), order, ld, b.ptr)
+            self.a_pointers, self.b_values = a.pointers, b.ptr  # where mat_a and mat_b point
         m, n = problem.m, problem.n or 1
         self.mat_c = self._dense(problem.result_shape, order, max(m if order == "col" else n, 1), ptr)
         self.c_values = ptr  # where mat_c points
@@ -192,14 +193,19 @@ class CusparsePlan:
 
     # -- new operands --------------------------------------------------------------------------
 
+    # (a descriptor is told only of addresses that changed: the function form rebinds every call,
+    # mostly to the arrays of the call before)
+
     def set_a(self, a: SparseOperand) -> None:
-        if self.handle and not self.problem.is_zero_product:
+        if self.handle and not self.problem.is_zero_product and a.pointers != self.a_pointers:
             cusparse.csr_set_pointers(self.mat_a, *a.pointers)
+            self.a_pointers = a.pointers
 
     def set_b(self, b: Operand) -> None:
-        if self.handle and not self.problem.is_zero_product:
+        if self.handle and not self.problem.is_zero_product and b.ptr != self.b_values:
             setter = cusparse.dn_vec_set_values if self.problem.is_vector else cusparse.dn_mat_set_values
             setter(self.mat_b, b.ptr)
+            self.b_values = b.ptr
 
     def set_c(self, c: Operand) -> None:
         self.c_ptr = c.ptr

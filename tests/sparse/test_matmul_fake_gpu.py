@@ -221,3 +221,29 @@ def test_function_form_follows_alpha_and_beta_from_call_to_call(fake, monkeypatc
         assert_close(result.numpy(), reference(dense, b, c, float(alpha), beta, False), "float64")
     info = plan_cache.info()
     assert (info.misses, info.hits) == (1, 5)  # one plan served every call
+
+
+def test_function_form_points_descriptors_only_at_moved_operands(fake, monkeypatch, rng):
+    # a cached plan's descriptors of a and b are set only when the call's arrays lie elsewhere
+    from nvmathx._bindings import cusparse
+
+    torch = present_torch_as_device(monkeypatch)
+    created, moved = [], []
+    create_dn_vec, set_pointers, set_values = cusparse.create_dn_vec, cusparse.csr_set_pointers, \
+        cusparse.dn_vec_set_values
+    monkeypatch.setattr(cusparse, "create_dn_vec", lambda *args: created.append(create_dn_vec(*args)) or created[-1])
+    monkeypatch.setattr(cusparse, "csr_set_pointers", lambda *args: moved.append("a") or set_pointers(*args))
+    monkeypatch.setattr(cusparse, "dn_vec_set_values",
+                        lambda descriptor, ptr: moved.append("b" if descriptor == created[0] else "result")
+                        or set_values(descriptor, ptr))
+    dense, b, _ = _operands(rng, (10, 6), None, "float64", vector=True)
+    a, b_t = torch.from_numpy(dense).to_sparse_csr(), torch.from_numpy(b)
+    plan_cache.clear()
+    for _ in range(3):
+        assert_close(matmul(a, b_t).numpy(), dense @ b, "float64")
+    assert "a" not in moved and "b" not in moved  # the same arrays every call: already pointed at
+    moved.clear()
+    dense2 = dense * 2
+    assert_close(matmul(torch.from_numpy(dense2).to_sparse_csr(), b_t).numpy(), dense2 @ b, "float64")
+    assert_close(matmul(a, torch.from_numpy(b + 1)).numpy(), dense @ (b + 1), "float64")
+    assert [name for name in moved if name != "result"] == ["a", "a", "b"]
