@@ -123,6 +123,22 @@ def test_a_numerically_singular_system_raises(rng):
         spsolve(cusparse.csr_matrix(scipy.sparse.csr_matrix(equal_rows)), cupy.ones(12))
 
 
+def test_a_numerically_singular_system_is_raised_or_its_perturbed_pivots_reported(rng):
+    # the contract on any cuDSS: a zero pivot it reports raises; one it perturbs is reported
+    # (cuDSS 0.8 perturbs: the H100 probe of 2026-12-07 saw one perturbed pivot for a repeated row)
+    cupy, cusparse = _cupy()
+    equal_rows = system_matrix(rng, 40, np.float64, "general")
+    equal_rows[17] = equal_rows[4]
+    with DirectSolver(cusparse.csr_matrix(scipy.sparse.csr_matrix(equal_rows)), cupy.ones(40)) as solver:
+        solver.plan()
+        try:
+            info = solver.factorize()
+        except SingularMatrixError as error:
+            assert str(error).startswith("a is singular")
+        else:
+            assert info["perturbed_pivots"] >= 1, info
+
+
 def test_reuse_paths_and_the_plan_cache(rng):
     cupy, cusparse = _cupy()
     n = 60
