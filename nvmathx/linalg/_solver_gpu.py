@@ -410,6 +410,7 @@ class CusolverEngine(GpuSolverState):
                                   and problem.n > TRIANGULAR_SOLVES_MIN_N)
         self.permutation = self.gathered = 0
         self.permutation_current = False  # whether the permutation is the current factorization's
+        self.gather_kernel = f"permute_rows<{ELEMENT_TYPES[problem.dtype]}, {PIVOT_TYPES[self.pivot_bytes]}>"
         stream = self._stream
         if problem.n and self.factor_count and problem.structure in ("general", "positive definite"):
             handle = self.handles.cusolver(stream)
@@ -490,12 +491,11 @@ class CusolverEngine(GpuSolverState):
         place, then copied back into the system (a column of ``n``)."""
         problem, n = self.problem, self.problem.n
         handle = self.handles.cublas(stream)
-        gather = f"permute_rows<{ELEMENT_TYPES[problem.dtype]}, {PIVOT_TYPES[self.pivot_bytes]}>"
         nbytes = n * self.itemsize
         for j, i in enumerate(self.systems):
             system, factors = self.system(j), self.matrix(i)
-            launch_check(stream, self.device_id, gather, n, system, self.permutation + i * n * self.pivot_bytes, n,
-                         self.gathered)
+            launch_check(stream, self.device_id, self.gather_kernel, n, system,
+                         self.permutation + i * n * self.pivot_bytes, n, self.gathered)
             cublas.trsm(handle, _LEFT, cublas.FillMode.LOWER, cublas.Operation.N, cublas.DiagType.UNIT, n, 1,
                         problem.dtype, factors, n, self.gathered, n)
             cublas.trsm(handle, _LEFT, cublas.FillMode.UPPER, cublas.Operation.N, _NON_UNIT, n, 1, problem.dtype,

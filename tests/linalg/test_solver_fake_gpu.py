@@ -249,7 +249,7 @@ def test_stateful_solves_of_one_right_hand_side_gather_and_run_two_triangular_so
     with DirectSolver(to_device(a), to_device(b[..., None]), options={"engine": "cusolver"}) as solver:
         solver.plan()
         solver.factorize()
-        for step in range(3):
+        for _ in range(3):
             _close(solver.solve(), reference_solve(a, b[..., None]), dtype)
             b = rng.standard_normal((3, n)).astype(dtype)
             solver.reset_operands(b=to_device(b[..., None]))
